@@ -1,0 +1,105 @@
+"""Every diagnostic and rejection code, defined once.
+
+A code is the stable name a caller matches on: it never changes meaning
+between releases. Each entry records its default severity and the spec page
+the rule comes from (paths as the corpus spells them, ``/spec/1.1/...``).
+Stages import the entries they emit; nothing else mints a code.
+
+Sections follow the flow of stages. Add a code to its stage's section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    """How much a finding matters. ``ERROR`` is reserved for rejections."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """One entry of the catalog."""
+
+    id: str
+    severity: Severity
+    spec: str
+    title: str
+
+    def __str__(self) -> str:
+        return self.id
+
+
+ALL: dict[str, Code] = {}
+
+
+def _code(id: str, severity: Severity, spec: str, title: str) -> Code:
+    if id in ALL:
+        raise ValueError(f"diagnostic code {id!r} defined twice")
+    entry = Code(id, severity, spec, title)
+    ALL[id] = entry
+    return entry
+
+
+_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+PROCESSING = "/spec/1.1/basic/processing"
+TRANSPORTS = "/spec/1.1/basic/transports"
+HTTP_SSE = "/spec/1.1/basic/transports/http-sse"
+
+# --- source and parse -------------------------------------------------------
+
+PARSE_NOT_JSON = _code(
+    "parse.not-json", _E, HTTP_SSE, "a frame's bytes are not a JSON document"
+)
+PARSE_NOT_OBJECT = _code(
+    "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
+)
+PARSE_NOT_ARRAY = _code(
+    "parse.not-array", _E, TRANSPORTS, "a JSON array document is not an array of objects"
+)
+PARSE_UNKNOWN_FRAMING = _code(
+    "parse.unknown-framing", _E, TRANSPORTS,
+    "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
+)
+PARSE_INCOMPLETE_FRAME = _code(
+    "parse.incomplete-frame", _W, HTTP_SSE,
+    "the stream ended inside a frame; the partial frame was discarded",
+)
+SOURCE_IDLE_TIMEOUT = _code(
+    "source.idle-timeout", _W, TRANSPORTS,
+    "no bytes arrived within the idle window; the stream was ended there",
+)
+
+# --- limits -----------------------------------------------------------------
+
+LIMIT_FRAME_SIZE = _code(
+    "limit.frame-bytes", _E, TRANSPORTS, "a frame is larger than the configured limit"
+)
+LIMIT_DIAGNOSTICS = _code(
+    "limit.diagnostics", _W, PROCESSING,
+    "more diagnostics than the configured limit; further ones are only counted",
+)
+
+# --- compat -----------------------------------------------------------------
+
+# --- enforce ----------------------------------------------------------------
+
+# --- expand -----------------------------------------------------------------
+
+# --- verify -----------------------------------------------------------------
+
+# --- reconcile --------------------------------------------------------------
+
+# --- metadata and the conversation -------------------------------------------
+
+# --- dispatch and transports --------------------------------------------------
+
+HANDLER_FAILED = _code(
+    "dispatch.handler-failed", _E, PROCESSING, "an application handler raised"
+)

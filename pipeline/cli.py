@@ -1,0 +1,136 @@
+"""The ``agui-pipeline`` command line.
+
+``check SOURCE`` runs the default pipeline over a stream and reports the
+verdict and every diagnostic. Exit status: 0 the stream completed, 1 the
+consumer rejected it (or it was truncated), 2 a usage or I/O error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import orjson
+
+from .engine import Outcome, Pipeline, RunResult
+from .sources import Source
+
+EXIT_COMPLETED = 0
+EXIT_REJECTED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A problem with the command line or a file it names (exit status 2)."""
+
+
+# -- check -------------------------------------------------------------------------
+
+
+def _add_check(commands: Any) -> None:
+    check = commands.add_parser(
+        "check",
+        help="run the pipeline over a stream and report the verdict and diagnostics",
+        description="Run the default pipeline over SOURCE (a file, or - for stdin) and "
+        "report the verdict and every diagnostic.",
+    )
+    check.add_argument("source", help="a stream file (SSE, JSON lines or a JSON array), or -")
+    check.add_argument(
+        "--format", choices=["text", "json"], default="text", help="report format (default text)"
+    )
+    check.add_argument(
+        "--framing",
+        choices=["sse", "jsonl", "json"],
+        help="the stream's framing (default: detected from the first bytes)",
+    )
+    check.set_defaults(handler=_check)
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    source: Source = "-" if args.source == "-" else Path(args.source)
+    if isinstance(source, Path) and not source.is_file():
+        raise UsageError(f"no such file: {args.source}")
+    pipeline = Pipeline(framing=args.framing)
+    try:
+        result = anyio.run(pipeline.run, source)
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.source}: {exc}") from exc
+    report = _json_report if args.format == "json" else _text_report
+    report(args.source, result, out)
+    return EXIT_COMPLETED if result.verdict.outcome is Outcome.COMPLETED else EXIT_REJECTED
+
+
+def _text_report(name: str, result: RunResult, out: TextIO) -> None:
+    verdict, counters = result.verdict, result.counters
+    out.write(f"{name}: {verdict.outcome}\n")
+    out.write(
+        f"  events: {counters.read} read, {counters.delivered} delivered, "
+        f"{counters.dropped} dropped, {counters.synthesized} synthesized"
+        f" ({result.transport or 'no framing'})\n"
+    )
+    if verdict.error is not None:
+        out.write(f"  {verdict.message}\n")
+    if result.diagnostics:
+        out.write(f"  diagnostics ({len(result.diagnostics)}):\n")
+        for diagnostic in result.diagnostics:
+            out.write(f"    {diagnostic.severity}: {diagnostic}\n")
+    for code, count in result.suppressed.items():
+        out.write(f"    ... and {count} more {code}\n")
+
+
+def _json_report(name: str, result: RunResult, out: TextIO) -> None:
+    counters = result.counters
+    report = {
+        "source": name,
+        "verdict": result.verdict.to_dict(),
+        "transport": result.transport,
+        "counters": {
+            "read": counters.read,
+            "delivered": counters.delivered,
+            "dropped": counters.dropped,
+            "stripped": counters.stripped,
+            "expanded": counters.expanded,
+            "synthesized": counters.synthesized,
+        },
+        "diagnostics": [d.to_dict() for d in result.diagnostics],
+        "suppressed": result.suppressed,
+    }
+    out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+# -- the command line ------------------------------------------------------------
+
+COMMANDS: list[Callable[[Any], None]] = [_add_check]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agui-pipeline",
+        description="Consume AG-UI event streams: verify them, and tell producers what "
+        "their streams do wrong.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace, TextIO], int] = args.handler
+    try:
+        return handler(args, out or sys.stdout)
+    except UsageError as exc:
+        print(f"agui-pipeline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

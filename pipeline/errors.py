@@ -1,0 +1,123 @@
+"""Diagnostics and the exceptions that end a stream.
+
+Two different things end a run badly (``/spec/1.1/events/lifecycle``, Error
+Handling): the consumer rejecting the stream (:class:`StreamRejected`, and its
+special case :class:`StreamTruncated`), and the run reporting its own failure
+with ``RUN_ERROR`` — which is an event, not an exception. A third thing is not
+the protocol's at all: application code failing inside a handler
+(:class:`HandlerFailed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .catalog import Code, Severity
+
+if TYPE_CHECKING:
+    from .stage import Batch
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One finding about the stream: what, where, and which rule says so.
+
+    ``pointer`` is a JSON Pointer (RFC 6901) into the event at ``event_index``
+    (the position of the frame as it was read, counting from 0), or ``""``
+    for the whole event. Either may be ``None`` when the finding is not about
+    one event (a declaration, the transport, a run summary).
+    """
+
+    code: str
+    severity: Severity
+    message: str
+    event_index: int | None = None
+    pointer: str | None = None
+    spec: str = ""
+
+    def __str__(self) -> str:
+        return _render(self.code, self.message, self.event_index, self.pointer, self.spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": str(self.severity),
+            "message": self.message,
+            "eventIndex": self.event_index,
+            "pointer": self.pointer,
+            "spec": self.spec,
+        }
+
+
+def _render(
+    code: str, message: str, event_index: int | None, pointer: str | None, spec: str
+) -> str:
+    where = []
+    if event_index is not None:
+        where.append(f"event {event_index}")
+    if pointer is not None:
+        where.append(f"at {pointer or '/'}")
+    place = f" ({', '.join(where)})" if where else ""
+    page = f" [{spec}]" if spec else ""
+    return f"{code}: {message}{place}{page}"
+
+
+class StreamRejected(Exception):
+    """The consumer rejects the stream: a malformed known value or a broken sequence.
+
+    ``accepted`` is set by the stage that raised it when the stage had already
+    passed some events of the current batch: the engine still hands those on,
+    so every event before the fault is delivered. When it is ``None`` the
+    engine assumes the stage passes events through unchanged and delivers the
+    events of the batch read before ``event_index``.
+    """
+
+    def __init__(
+        self,
+        code: Code,
+        message: str,
+        *,
+        event_index: int | None = None,
+        pointer: str | None = None,
+    ) -> None:
+        self.code = code.id
+        self.spec = code.spec
+        self.detail = message
+        self.event_index = event_index
+        self.pointer = pointer
+        self.accepted: Batch | None = None
+        super().__init__(_render(self.code, message, event_index, pointer, self.spec))
+
+    def to_diagnostic(self) -> Diagnostic:
+        return Diagnostic(
+            self.code, Severity.ERROR, self.detail, self.event_index, self.pointer, self.spec
+        )
+
+
+class StreamTruncated(StreamRejected):
+    """The stream ended while a run was open (``/spec/1.1/basic/transports``, Truncation).
+
+    A truncated run has no outcome: it is never reported as completed, and
+    nothing is synthesized for it. Everything delivered before the break stays
+    delivered.
+    """
+
+
+class HandlerFailed(Exception):
+    """Application code raised while handling a delivered event.
+
+    Not a verdict on the stream: the events were valid, the consumer's own
+    code failed. ``__cause__`` is the handler's exception.
+    """
+
+    def __init__(self, event_index: int | None, event_type: str, error: BaseException) -> None:
+        self.event_index = event_index
+        self.event_type = event_type
+        self.error = error
+        self.accepted: Batch | None = None
+        """The events of the batch handled before the failing one (set by dispatch)."""
+        super().__init__(
+            f"a handler for {event_type} (event {event_index}) raised "
+            f"{type(error).__name__}: {error}"
+        )

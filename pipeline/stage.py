@@ -1,0 +1,217 @@
+"""The stage contract: what every stage receives, returns and may rely on.
+
+A stage is an async transformer over *batches*. A batch is whatever one read
+of the transport delivered, decoded into events — the engine never waits to
+fill one — so the async overhead is paid once per read, not once per event,
+and the code inside a stage is ordinary synchronous Python per event.
+
+Each stream gets fresh stage instances (a stage keeps per-stream state, such
+as which messages are open), built by calling a *stage factory* with the
+stream's :class:`StreamContext`. A stage class whose ``__init__`` takes the
+context is its own factory.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
+from .errors import Diagnostic, StreamRejected
+
+Event = dict[str, Any]
+"""An event at run time: the plain dict the JSON decoder produced.
+
+:mod:`pipeline.events` has a ``TypedDict`` per event type for static typing.
+"""
+
+
+class Batch:
+    """Events in stream order, each with the index of the frame it came from.
+
+    ``indices[i]`` is the position (from 0) of the frame ``events[i]`` was
+    read from; an event a stage synthesizes carries the index of the event it
+    was made from, so every diagnostic can point back at the bytes.
+    """
+
+    __slots__ = ("events", "indices")
+
+    def __init__(self, events: list[Event], indices: list[int]) -> None:
+        self.events = events
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def before(self, event_index: int | None) -> Batch:
+        """The events that came from frames read before ``event_index``."""
+        if event_index is None:
+            return Batch([], [])
+        cut = bisect_left(self.indices, event_index)  # indices never decrease
+        return Batch(self.events[:cut], self.indices[:cut])
+
+    def __add__(self, other: Batch) -> Batch:
+        return Batch(self.events + other.events, self.indices + other.indices)
+
+    def __repr__(self) -> str:
+        return f"Batch({len(self.events)} events, indices {self.indices[:1]}..)"
+
+
+def empty_batch() -> Batch:
+    return Batch([], [])
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds that keep a hostile producer from exhausting memory.
+
+    Exceeding one rejects the stream with a ``limit.*`` code naming the limit
+    and the value seen.
+    """
+
+    max_frame_bytes: int = 16 * 1024 * 1024
+    """Largest single frame (one SSE event, one JSON line)."""
+    max_document_bytes: int = 256 * 1024 * 1024
+    """Largest JSON array document, which must be read whole before decoding."""
+    max_diagnostics: int = 10_000
+    """Diagnostics kept on the result; later ones are counted, not stored."""
+
+
+@dataclass(slots=True)
+class Counters:
+    """What happened to the events of one stream, for the accounting on the result."""
+
+    read: int = 0
+    """Frames decoded by parse."""
+    delivered: int = 0
+    """Events handed to application code."""
+    dropped: int = 0
+    """Events removed whole (an unknown type, a retired event with no replacement)."""
+    stripped: int = 0
+    """Members removed from events that were otherwise delivered."""
+    expanded: int = 0
+    """Chunk events replaced by the events they stand for."""
+    synthesized: int = 0
+    """Events made by a stage (the start/content/end events of a chunk)."""
+
+
+@dataclass(slots=True)
+class Options:
+    """Configuration shared by the stages of a pipeline, fixed for its lifetime."""
+
+    limits: Limits = field(default_factory=Limits)
+    framing: str | None = None
+    """Force ``"sse"``, ``"jsonl"`` or ``"json"``; ``None`` detects from the first bytes."""
+    idle_timeout: float | None = None
+    """Seconds without a byte after which the stream is ended (and judged by verify)."""
+    peer_max_protocol_version: str | None = None
+    """The newest protocol version the peer speaks, when the consumer knows it is older."""
+    on_diagnostic: Callable[[Diagnostic], None] | None = None
+    """Called with every diagnostic as it is made (for logging or progress)."""
+
+
+class StreamContext:
+    """Per-stream state every stage can see: options, diagnostics, accounting.
+
+    Stages talk to each other only through events and this object; a field
+    here is one a later stage or the result needs from an earlier one.
+    """
+
+    def __init__(self, options: Options, run_input: dict[str, Any] | None = None) -> None:
+        self.options = options
+        self.limits = options.limits
+        self.run_input = run_input
+        """The ``RunAgentInput`` this stream answers, as sent, if the consumer knows it."""
+        self.transport: str | None = None
+        """How the events arrived: ``"sse"``, ``"jsonl"``, ``"json"`` (set by parse),
+        or a binding name set by the source, such as ``"http+sse"``."""
+        self.diagnostics: list[Diagnostic] = []
+        self.suppressed: dict[str, int] = {}
+        """Diagnostics past ``limits.max_diagnostics``, counted by code."""
+        self.counters = Counters()
+        self.conversation: Any = None
+        """The materialised conversation, once a stage provides one."""
+
+    def report(
+        self,
+        code: Code,
+        message: str,
+        *,
+        event_index: int | None = None,
+        pointer: str | None = None,
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        """Record a diagnostic (a warning or information, never a rejection)."""
+        diagnostic = Diagnostic(
+            code.id, severity or code.severity, message, event_index, pointer, code.spec
+        )
+        if len(self.diagnostics) < self.limits.max_diagnostics:
+            self.diagnostics.append(diagnostic)
+        else:
+            if not self.suppressed:
+                self.diagnostics.append(
+                    Diagnostic(
+                        LIMIT_DIAGNOSTICS.id,
+                        LIMIT_DIAGNOSTICS.severity,
+                        f"more than {self.limits.max_diagnostics} diagnostics "
+                        "(limit max_diagnostics); later ones are counted by code only",
+                        event_index,
+                        None,
+                        LIMIT_DIAGNOSTICS.spec,
+                    )
+                )
+            self.suppressed[code.id] = self.suppressed.get(code.id, 0) + 1
+        if self.options.on_diagnostic is not None:
+            self.options.on_diagnostic(diagnostic)
+        return diagnostic
+
+    @staticmethod
+    def reject(
+        code: Code, message: str, *, event_index: int | None = None, pointer: str | None = None
+    ) -> StreamRejected:
+        """Build the rejection for ``raise``; the message names what was expected."""
+        return StreamRejected(code, message, event_index=event_index, pointer=pointer)
+
+
+class Stage:
+    """Base class for a stage between parse and the application.
+
+    Override :meth:`process`; override :meth:`finish` when the stage has
+    something to say at end of stream. To reject, ``raise ctx.reject(...)``
+    with the event index; a stage that changes the batch (drops, strips,
+    synthesizes) sets ``accepted`` on the rejection to what it had already
+    produced from the batch, so those events are still delivered.
+    """
+
+    name: ClassVar[str] = "stage"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        self.ctx = ctx
+
+    async def process(self, batch: Batch) -> Batch:
+        return batch
+
+    async def finish(self) -> Batch:
+        """End of stream: events to append, after the last batch has passed."""
+        return empty_batch()
+
+
+class Decoder:
+    """Base class for the first stage: bytes in, events out (synchronous)."""
+
+    name: ClassVar[str] = "parse"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        self.ctx = ctx
+
+    def feed(self, chunk: bytes) -> Batch:
+        raise NotImplementedError
+
+    def finish(self) -> Batch:
+        return empty_batch()
+
+
+StageFactory = Callable[[StreamContext], Stage]
+DecoderFactory = Callable[[StreamContext], Decoder]
