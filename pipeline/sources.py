@@ -60,11 +60,25 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
             while chunk := await file.read(READ_SIZE):
                 yield chunk
     elif isinstance(source, AsyncIterable):
-        async for piece in source:
-            yield _as_bytes(piece)
+        # The stream owns the iterator it was given: stopping early closes it
+        # (an async generator's finally runs, a response body is released).
+        iterator = aiter(source)
+        try:
+            async for piece in iterator:
+                yield _as_bytes(piece)
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
     elif isinstance(source, Iterable):
-        for piece in source:
-            yield _as_bytes(piece)
+        sync_iterator = iter(source)
+        try:
+            for piece in sync_iterator:
+                yield _as_bytes(piece)
+        finally:
+            close = getattr(sync_iterator, "close", None)
+            if close is not None:
+                close()
     else:
         raise TypeError(f"cannot read events from a {type(source).__name__}")
 

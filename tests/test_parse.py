@@ -1,0 +1,231 @@
+"""The parse stage: every framing, arbitrary chunk boundaries, CR/CRLF, bad frames."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline import Options, StreamContext, StreamRejected
+from pipeline.stage import Batch, Limits
+from stages.parse import Parse
+
+EVENTS: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", "threadId": "t-1", "runId": "r-1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m-1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "Grüße, "},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "世界 🌍\nline two"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m-1"},
+    {"type": "RUN_FINISHED", "threadId": "t-1", "runId": "r-1"},
+]
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+
+
+def jsonl(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(e) + b"\n" for e in events)
+
+
+def array(events: list[dict[str, Any]]) -> bytes:
+    return json.dumps(events, indent=2, ensure_ascii=False).encode()
+
+
+def decode(chunks: list[bytes], **options: Any) -> tuple[list[dict[str, Any]], Parse]:
+    parser = Parse(StreamContext(Options(**options)))
+    events: list[dict[str, Any]] = []
+    indices: list[int] = []
+    for chunk in chunks:
+        batch = parser.feed(chunk)
+        events += batch.events
+        indices += batch.indices
+    batch = parser.finish()
+    events += batch.events
+    indices += batch.indices
+    assert indices == list(range(len(events)))
+    return events, parser
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces, start = [], 0
+    for point in [*points, len(data)]:
+        pieces.append(data[start:point])
+        start = point
+    return pieces
+
+
+@pytest.mark.parametrize(
+    ("encode", "framing"), [(sse, "sse"), (jsonl, "jsonl"), (array, "json")]
+)
+def test_each_framing_is_detected_and_decoded(encode: Any, framing: str) -> None:
+    events, parser = decode([encode(EVENTS)])
+    assert events == EVENTS
+    assert parser.framing == framing
+    assert parser.ctx.transport == framing
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    encode=st.sampled_from([sse, jsonl, array]),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=40),
+)
+def test_any_chunk_boundaries_give_the_same_events(encode: Any, cuts: list[int]) -> None:
+    data = encode(EVENTS)
+    events, _ = decode(split(data, cuts))
+    assert events == EVENTS
+
+
+def test_every_single_byte_boundary() -> None:
+    """Including inside the multi-byte UTF-8 characters of the deltas."""
+    data = sse(EVENTS)
+    for cut in range(len(data) + 1):
+        events, _ = decode([data[:cut], data[cut:]])
+        assert events == EVENTS, cut
+    events, _ = decode([data[i : i + 1] for i in range(len(data))])
+    assert events == EVENTS
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\r"])
+@settings(max_examples=100, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=20))
+def test_cr_and_crlf_line_endings_are_tolerated(newline: bytes, cuts: list[int]) -> None:
+    # Multi-line data, so a CRLF pair split across chunks must not read as a blank line.
+    data = b"".join(
+        b"data: " + orjson.dumps(e).replace(b'",', b'",\ndata: ') + b"\n\n" for e in EVENTS
+    ).replace(b"\n", newline)
+    events, _ = decode(split(data, cuts))
+    assert events == EVENTS
+
+
+def test_sse_grammar_multiline_data_comments_and_other_fields() -> None:
+    stream = (
+        b": keep-alive\n\n"
+        b"event: agui\nid: 7\nretry: 1000\n"
+        b'data: {"type":"RUN_STARTED",\n'
+        b'data:"threadId":"t-1",\n'
+        b'data:  "runId":"r-1"}\n\n'
+        b": another comment\n"
+        b"\n\n\n"
+        b'data:{"type":"RUN_FINISHED","threadId":"t-1","runId":"r-1"}\n'
+        b"unknownfield\n\n"
+    )
+    events, _ = decode([stream])
+    assert events == [EVENTS[0], EVENTS[-1]]
+
+
+def test_sse_without_a_space_after_the_colon() -> None:
+    events, _ = decode([b'data:{"type":"X"}\n\n'])
+    assert events == [{"type": "X"}]
+
+
+def test_leading_bom_and_blank_lines_are_skipped() -> None:
+    for encode in (sse, jsonl, array):
+        data = b"\xef\xbb\xbf\n \n" + encode(EVENTS)
+        events, _ = decode([data[:2], data[2:]])
+        assert events == EVENTS
+
+
+def test_jsonl_last_line_needs_no_newline_and_blank_lines_are_skipped() -> None:
+    data = jsonl(EVENTS[:2]) + b"\n   \r\n" + orjson.dumps(EVENTS[2])
+    events, _ = decode([data])
+    assert events == EVENTS[:3]
+
+
+def test_forced_framing_is_used() -> None:
+    events, parser = decode([jsonl(EVENTS)], framing="jsonl")
+    assert events == EVENTS
+    assert parser.framing == "jsonl"
+    # Forced SSE reads JSON lines as field lines with no data: nothing is decoded.
+    assert decode([jsonl(EVENTS)], framing="sse")[0] == []
+    with pytest.raises(ValueError, match="framing"):
+        Parse(StreamContext(Options(framing="xml")))
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "found"),
+    [
+        (b"not json", "parse.not-json", "do not decode"),
+        (b"[1, 2]", "parse.not-object", "an array"),
+        (b'"text"', "parse.not-object", "a string"),
+        (b"null", "parse.not-object", "null"),
+        (b'{"type": "RUN_STARTED"', "parse.not-json", "do not decode"),
+    ],
+)
+def test_a_frame_that_is_not_a_json_object_is_fatal_with_its_index(
+    frame: bytes, code: str, found: str
+) -> None:
+    good = sse(EVENTS[:2])
+    parser = Parse(StreamContext(Options()))
+    with pytest.raises(StreamRejected) as raised:
+        parser.feed(good + b"data: " + frame + b"\n\n" + sse(EVENTS[2:]))
+    error = raised.value
+    assert error.code == code
+    assert error.event_index == 2
+    assert found in str(error)
+    assert "/spec/1.1/basic/transports" in str(error)
+    # The frames before the bad one are kept for delivery.
+    assert isinstance(error.accepted, Batch)
+    assert error.accepted.events == EVENTS[:2]
+    assert error.accepted.indices == [0, 1]
+
+
+def test_jsonl_bad_line_index_counts_earlier_batches() -> None:
+    parser = Parse(StreamContext(Options()))
+    assert len(parser.feed(jsonl(EVENTS[:3]))) == 3
+    with pytest.raises(StreamRejected) as raised:
+        parser.feed(b'{"type":"X"}\n{oops}\n')
+    assert raised.value.event_index == 4
+    assert raised.value.accepted is not None
+    assert raised.value.accepted.indices == [3]
+
+
+def test_array_document_must_be_an_array_of_objects() -> None:
+    with pytest.raises(StreamRejected) as raised:
+        decode([b'{"type": "X"}'], framing="json")
+    assert raised.value.code == "parse.not-array"
+    with pytest.raises(StreamRejected) as raised:
+        decode([b'[{"type": "X"}, 5]'])
+    assert raised.value.code == "parse.not-object"
+    assert raised.value.event_index == 1
+
+
+def test_unknown_first_byte_is_fatal() -> None:
+    with pytest.raises(StreamRejected) as raised:
+        decode([b"<html>"])
+    assert raised.value.code == "parse.unknown-framing"
+
+
+def test_empty_stream_yields_no_events() -> None:
+    assert decode([b"", b"  \n"])[0] == []
+
+
+def test_sse_stream_cut_inside_an_event_warns() -> None:
+    events, parser = decode([sse(EVENTS[:1]) + b'data: {"type":"RUN_FINISHED"}\n'])
+    assert events == EVENTS[:1]
+    (warning,) = parser.ctx.diagnostics
+    assert warning.code == "parse.incomplete-frame"
+    assert warning.event_index == 1
+
+
+def test_frame_larger_than_the_limit_is_rejected_before_it_is_whole() -> None:
+    parser = Parse(StreamContext(Options(limits=Limits(max_frame_bytes=1000))))
+    parser.feed(b'data: {"type":"TEXT_MESSAGE_CONTENT","delta":"')
+    with pytest.raises(StreamRejected) as raised:
+        for _ in range(100):
+            parser.feed(b"x" * 100)
+    assert raised.value.code == "limit.frame-bytes"
+    assert "max_frame_bytes=1000" in str(raised.value)
+
+
+def test_large_frame_in_small_chunks_decodes() -> None:
+    big = {"type": "RAW", "event": "x" * 2_000_000}
+    data = sse([big])
+    pieces = [data[i : i + 512] for i in range(0, len(data), 512)]
+    events, _ = decode(pieces)
+    assert events == [big]
