@@ -1,0 +1,66 @@
+"""The command line: exit statuses and report formats of `check`."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "weather.sse"
+
+
+def check(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(["check", *argv], out=out)
+    return status, out.getvalue()
+
+
+def test_example_completes_with_exit_0() -> None:
+    status, text = check(str(EXAMPLE))
+    assert status == 0
+    assert "weather.sse: completed" in text
+
+
+def test_json_report_carries_verdict_counters_and_diagnostics(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n[1]\n')
+    status, text = check(str(bad), "--format", "json")
+    assert status == 1
+    report = json.loads(text)
+    assert report["verdict"]["outcome"] == "rejected"
+    assert report["verdict"]["code"] == "parse.not-object"
+    assert report["verdict"]["eventIndex"] == 1
+    assert report["counters"]["read"] == 1
+
+
+def test_rejected_stream_exits_1_and_names_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sse"
+    bad.write_text("data: {not json\n\n")
+    status, text = check(str(bad))
+    assert status == 1
+    assert "parse.not-json" in text and "event 0" in text
+
+
+def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _ = check(str(tmp_path / "nope.sse"))
+    assert status == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_stdin_and_the_console_script() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "check", "-"],
+        input=EXAMPLE.read_bytes(),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert b"-: completed" in completed.stdout
