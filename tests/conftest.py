@@ -28,3 +28,14 @@ def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResu
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Tests marked ``@pytest.mark.anyio`` run under both backends."""
     return str(request.param)
+
+
+# Hypothesis profiles: the default keeps CI bounded; `HYPOTHESIS_PROFILE=fuzz`
+# runs the long profile by hand.
+import os  # noqa: E402
+
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("default", max_examples=100)
+settings.register_profile("fuzz", max_examples=5_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
