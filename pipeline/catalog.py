@@ -88,6 +88,65 @@ LIMIT_DIAGNOSTICS = _code(
 
 # --- compat -----------------------------------------------------------------
 
+VERSIONING = "/spec/1.1/basic/versioning"
+RUN_INPUT = "/spec/1.1/basic/run-input"
+
+COMPAT_RETIRED_EVENT = _code(
+    "compat.retired-event", _W, VERSIONING,
+    "a retired THINKING_* event was translated into its REASONING_* replacement",
+)
+COMPAT_RETIRED_NULL = _code(
+    "compat.retired-null", _W, VERSIONING,
+    "a whole optional field sent as null (a retired shape) was turned into an absent field",
+)
+COMPAT_RETIRED_BINARY = _code(
+    "compat.retired-binary-part", _W, VERSIONING,
+    "a retired binary content part was translated into a media part with a source",
+)
+COMPAT_PEER_DROPPED = _code(
+    "compat.peer-downgrade-dropped", _W, VERSIONING,
+    "an event an older peer cannot represent was dropped by a version-gated shim",
+)
+COMPAT_PEER_STRIPPED = _code(
+    "compat.peer-downgrade-stripped", _I, VERSIONING,
+    "material an older peer has no concept of was stripped by a version-gated shim (lossless)",
+)
+COMPAT_VERSION_NEWER = _code(
+    "compat.version-newer", _W, VERSIONING,
+    "the producer declares a newer protocol version than this consumer speaks",
+)
+COMPAT_VERSION_UNINTERPRETABLE = _code(
+    "compat.version-uninterpretable", _W, VERSIONING,
+    "the producer declares a protocol version this consumer cannot interpret",
+)
+
+# --- outgoing run input -------------------------------------------------------
+
+INPUT_UNRECOGNISED = _code(
+    "input.unrecognised", _W, "/spec/1.1/basic/processing",
+    "unrecognised material was removed from the run input before sending",
+)
+INPUT_RETIRED_SHAPE = _code(
+    "input.retired-shape", _I, VERSIONING,
+    "a retired shape in the run input was upgraded to its replacement (lossless)",
+)
+INPUT_ACTIVITY_REMOVED = _code(
+    "input.activity-removed", _I, RUN_INPUT,
+    "activity messages never travel back to the producer and were removed before sending",
+)
+INPUT_DOWNGRADE_LOSSY = _code(
+    "input.downgrade-lossy", _W, VERSIONING,
+    "a version-gated shim for an older peer lost content from the run input",
+)
+INPUT_DOWNGRADE = _code(
+    "input.downgrade", _I, VERSIONING,
+    "a version-gated shim for an older peer reshaped the run input without losing content",
+)
+INPUT_MALFORMED = _code(
+    "input.malformed", _E, RUN_INPUT,
+    "a known field of the run input holds a value the schema rejects; nothing was sent",
+)
+
 # --- enforce ----------------------------------------------------------------
 
 # --- expand -----------------------------------------------------------------

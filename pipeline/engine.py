@@ -277,7 +277,9 @@ async def _ended(
 def _default_stages() -> list[tuple[str, StageFactory]]:
     """The spec's processing model after parse, in ``CANONICAL_ORDER``."""
     # Imported here: the stage modules import the engine's building blocks.
-    factories: list[type[Stage]] = []
+    from stages.compat import Compat
+
+    factories: list[type[Stage]] = [Compat]
     return [(factory.name, factory) for factory in factories]
 
 

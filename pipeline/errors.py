@@ -121,3 +121,19 @@ class HandlerFailed(Exception):
             f"a handler for {event_type} (event {event_index}) raised "
             f"{type(error).__name__}: {error}"
         )
+
+
+class InputRejected(Exception):
+    """The run input the consumer was about to send is malformed; nothing was sent.
+
+    ``/spec/1.1/basic/processing`` ("Outgoing material"): a known field of the
+    input holding a value the schema rejects is fatal before transmission.
+    ``pointer`` is a JSON Pointer into the input as the caller passed it.
+    """
+
+    def __init__(self, code: Code, message: str, *, pointer: str) -> None:
+        self.code = code.id
+        self.spec = code.spec
+        self.detail = message
+        self.pointer = pointer
+        super().__init__(_render(self.code, message, None, pointer, self.spec))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .capabilities import CapabilitiesSource, Declaration
 from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
 from .errors import Diagnostic, StreamRejected
 
@@ -110,6 +111,14 @@ class Options:
     """The newest protocol version the peer speaks, when the consumer knows it is older."""
     on_diagnostic: Callable[[Diagnostic], None] | None = None
     """Called with every diagnostic as it is made (for logging or progress)."""
+    capabilities: Declaration | CapabilitiesSource | None = None
+    """The agent's ``AgentCapabilities`` declaration — a model, a dict, JSON bytes or a file
+    path — read once here; reconcile compares each stream with it (never rejecting)."""
+
+    def __post_init__(self) -> None:
+        # Read the declaration once per pipeline, not once per stream.
+        if self.capabilities is not None:
+            self.capabilities = Declaration.read(self.capabilities)
 
 
 class StreamContext:
@@ -142,10 +151,14 @@ class StreamContext:
         event_index: int | None = None,
         pointer: str | None = None,
         severity: Severity | None = None,
+        declared: str | None = None,
     ) -> Diagnostic:
-        """Record a diagnostic (a warning or information, never a rejection)."""
+        """Record a diagnostic (a warning or information, never a rejection).
+
+        ``declared`` is the capabilities field a reconcile finding is about.
+        """
         diagnostic = Diagnostic(
-            code.id, severity or code.severity, message, event_index, pointer, code.spec
+            code.id, severity or code.severity, message, event_index, pointer, code.spec, declared
         )
         if len(self.diagnostics) < self.limits.max_diagnostics:
             self.diagnostics.append(diagnostic)

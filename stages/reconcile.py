@@ -1,0 +1,479 @@
+"""reconcile — the stream against the agent's capabilities declaration: producer diagnostics.
+
+``/spec/1.1/basic/capabilities``: declarations are informative, the stream is
+authoritative. A consumer MUST NOT reject a stream, or fail a run, because an
+event arrives that the declaration did not anticipate — but what is declared
+SHOULD hold, and a producer whose stream contradicts its declaration is worth
+a complaint. This stage makes that complaint and nothing else: it never drops,
+alters, delays or rejects an event, and an omitted field (undeclared, not
+unsupported) never produces a finding.
+
+Findings, each at most once per run per field (or per name), with the event
+index and pointer of the first evidence and the declaration field:
+
+- an explicit ``false`` contradicted (``reconcile.false-contradicted``):
+  ``tools.supported`` by a tool call; ``reasoning.supported`` by any reasoning
+  event, ``reasoning.streaming`` by a second content delta to one reasoning
+  message, ``reasoning.encrypted`` by ``REASONING_ENCRYPTED_VALUE``;
+  ``state.snapshots`` / ``state.deltas`` by ``STATE_SNAPSHOT`` / ``STATE_DELTA``;
+  ``multiAgent.supported`` by a ``SUBAGENT_*`` event and ``multiAgent.delegation``
+  by ``SUBAGENT_STARTED``; ``humanInTheLoop.supported`` / ``interrupts`` by an
+  interrupt outcome, ``humanInTheLoop.approvals`` by an interrupt naming a tool
+  call (``/spec/1.1/basic/patterns/interrupt-resume``);
+- a tool in neither ``tools.items`` nor the run input's tools
+  (``reconcile.unlisted-tool``) — judged only when both lists are known, or
+  when ``clientProvided: false`` rules the application's tools out;
+- one of the application's tools called under ``clientProvided: false``;
+- tool calls in flight at once (started, not yet answered by a result) under
+  ``parallelCalls: false``, per owner (a subagent's calls are its own);
+- ``SUBAGENT_STARTED`` under a name ``multiAgent.subagents`` does not list;
+- the transport the stream arrived on against ``transport``;
+- the run input's media parts against ``multimodal.input`` (also available to
+  the sending side as :func:`pipeline.capabilities.check_run_input`).
+
+At the end of each run an informational summary lists the declared fields the
+run exercised, those it did not (which is fine), and the undeclared ones it
+used. Fields no standard event can show (``output``, ``execution``,
+``state.memory``, ``multimodal.output``, ``transport.resumable`` ...) are
+neither judged nor summarised.
+
+Cost: one dict lookup by event type per event; only the event types that can
+be evidence have a handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pipeline.capabilities import (
+    AgentCapabilities,
+    Declaration,
+    check_run_input,
+    declared_value,
+    input_modalities,
+)
+from pipeline.catalog import (
+    RECONCILE_CLIENT_TOOL,
+    RECONCILE_FALSE_CONTRADICTED,
+    RECONCILE_INPUT_MODALITY,
+    RECONCILE_PARALLEL_CALLS,
+    RECONCILE_RUN_SUMMARY,
+    RECONCILE_TRANSPORT,
+    RECONCILE_UNLISTED_SUBAGENT,
+    RECONCILE_UNLISTED_TOOL,
+    Code,
+)
+from pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+
+OBSERVABLE = (
+    "/transport/streaming",
+    "/transport/httpBinary",
+    "/transport/websocket",
+    "/tools/supported",
+    "/tools/items",
+    "/tools/parallelCalls",
+    "/tools/clientProvided",
+    "/state/snapshots",
+    "/state/deltas",
+    "/multiAgent/supported",
+    "/multiAgent/delegation",
+    "/multiAgent/subagents",
+    "/reasoning/supported",
+    "/reasoning/streaming",
+    "/reasoning/encrypted",
+    "/multimodal/input/image",
+    "/multimodal/input/audio",
+    "/multimodal/input/video",
+    "/multimodal/input/pdf",
+    "/humanInTheLoop/supported",
+    "/humanInTheLoop/interrupts",
+    "/humanInTheLoop/approvals",
+)
+"""The declaration fields a stream (or its run input) can show evidence for."""
+
+_REASONING = (
+    "REASONING_START",
+    "REASONING_END",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_END",
+    "REASONING_MESSAGE_CHUNK",
+)
+_SUBAGENT_END = ("SUBAGENT_FINISHED", "SUBAGENT_ERROR")
+_HANDLERS: dict[str, str] = {
+    "RUN_STARTED": "_run_started",
+    "RUN_FINISHED": "_run_finished",
+    "RUN_ERROR": "_run_error",
+    "TOOL_CALL_START": "_tool_call_start",
+    "TOOL_CALL_CHUNK": "_tool_call_chunk",
+    "TOOL_CALL_RESULT": "_tool_call_result",
+    "REASONING_MESSAGE_CONTENT": "_reasoning_content",
+    "REASONING_ENCRYPTED_VALUE": "_reasoning_encrypted",
+    "STATE_SNAPSHOT": "_state_snapshot",
+    "STATE_DELTA": "_state_delta",
+    "SUBAGENT_STARTED": "_subagent_started",
+    **{kind: "_reasoning" for kind in _REASONING},
+    **{kind: "_subagent_end" for kind in _SUBAGENT_END},
+}
+"""Event type → the method that records what it shows; every other type costs one lookup."""
+
+
+def transport_field(transport: str | None) -> str | None:
+    """The ``transport`` field a binding name stands for (``"http+sse"`` → ``streaming``)."""
+    if not transport:
+        return None
+    name = transport.lower()
+    if "sse" in name:
+        return "/transport/streaming"
+    if "proto" in name or "binary" in name:
+        return "/transport/httpBinary"
+    if "websocket" in name or name.startswith("ws"):
+        return "/transport/websocket"
+    return None  # a file's framing (JSON lines, a JSON array) is no binding
+
+
+class Reconcile(Stage):
+    """Compare each run with the declaration in ``Options.capabilities``; report, never reject."""
+
+    name: ClassVar[str] = "reconcile"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        declaration = Declaration.read(ctx.options.capabilities)
+        for note in declaration.notes:
+            ctx.report(note.code, note.message, declared=note.pointer)
+        capabilities = declaration.capabilities
+        self._active = capabilities is not None
+        if capabilities is None:
+            return
+        self._declared: dict[str, Any] = {
+            field: value
+            for field in OBSERVABLE
+            if (value := declared_value(capabilities, field)) is not None
+        }
+        tools = capabilities.tools
+        self._items = (
+            None if tools is None or tools.items is None else {t.name for t in tools.items}
+        )
+        self._client_provided = None if tools is None else tools.clientProvided
+        agents = capabilities.multiAgent
+        self._subagents = (
+            None
+            if agents is None or agents.subagents is None
+            else {s.name for s in agents.subagents}
+        )
+        self._handlers: dict[Any, Callable[[Event, int], None]] = {
+            kind: getattr(self, method) for kind, method in _HANDLERS.items()
+        }
+        self._stream_used: dict[str, int | None] = {}
+        """Evidence that holds for every run on the stream: transport, run input."""
+        self._transport_checked = False
+        self._run_open = False
+        self._reset(None)
+        if ctx.run_input is not None:
+            self._check_input(capabilities, ctx.run_input)
+
+    # -- per batch ----------------------------------------------------------------
+
+    async def process(self, batch: Batch) -> Batch:
+        if not self._active:
+            return batch
+        if not self._transport_checked:
+            self._check_transport(batch.indices[0] if batch.indices else None)
+        get = self._handlers.get
+        for event, index in zip(batch.events, batch.indices, strict=False):
+            try:
+                handler = get(event.get("type"))
+                if handler is not None:
+                    handler(event, index)
+            except (AttributeError, TypeError, KeyError, ValueError):
+                # Material enforcement would have rejected (a pipeline without it):
+                # reconcile has nothing to say about it, and never fails the stream.
+                continue
+        return batch
+
+    async def finish(self) -> Batch:
+        if self._active and self._run_open:
+            self._summarise(None, "the stream ended before the run did")
+        return empty_batch()
+
+    # -- runs ---------------------------------------------------------------------
+
+    def _reset(self, run_id: Any) -> None:
+        self._run_id = run_id
+        self._used: dict[str, int | None] = dict(self._stream_used)
+        self._in_flight: dict[Any, dict[Any, int]] = {}
+        self._reasoning_deltas: set[Any] = set()
+        self._reasoning_streamed = False
+        self._named: set[Any] = set()
+        self._app_tools: set[Any] | None = None
+
+    def _run_started(self, event: Event, index: int) -> None:
+        self._reset(event.get("runId"))
+        self._run_open = True
+        echo = event.get("input")
+        run_input = self.ctx.run_input
+        if type(echo) is dict:
+            self._app_tools = _tool_names(echo)
+        elif run_input is not None and run_input.get("runId") in (None, self._run_id):
+            self._app_tools = _tool_names(run_input)
+
+    def _run_finished(self, event: Event, index: int) -> None:
+        outcome = event.get("outcome")
+        if type(outcome) is dict and outcome.get("type") == "interrupt":
+            what = "the run ended with an interrupt outcome"
+            self._use("/humanInTheLoop/supported", index, "/outcome", what)
+            self._use("/humanInTheLoop/interrupts", index, "/outcome", what)
+            for position, interrupt in enumerate(outcome.get("interrupts") or ()):
+                if type(interrupt) is dict and "toolCallId" in interrupt:
+                    self._use(
+                        "/humanInTheLoop/approvals",
+                        index,
+                        f"/outcome/interrupts/{position}/toolCallId",
+                        "an interrupt asks for approval of a tool call",
+                    )
+                    break
+        self._summarise(index, None)
+
+    def _run_error(self, event: Event, index: int) -> None:
+        self._summarise(index, "failed")
+
+    # -- evidence -----------------------------------------------------------------
+
+    def _use(self, field: str, index: int | None, pointer: str | None, what: str) -> None:
+        """Record the run's first evidence for ``field``; complain if it was declared false."""
+        used = self._used
+        if field in used:
+            return
+        used[field] = index
+        if self._declared.get(field) is False:
+            self._complain(RECONCILE_FALSE_CONTRADICTED, field, index, pointer, what)
+
+    def _complain(
+        self, code: Code, field: str, index: int | None, pointer: str | None, what: str
+    ) -> None:
+        self.ctx.report(
+            code,
+            f"{what}, but the declaration says {field}: "
+            f"{_json(self._declared.get(field))} (the event is delivered as it is; "
+            "only the first such event of the run is reported)",
+            event_index=index,
+            pointer=pointer,
+            declared=field,
+        )
+
+    def _tool_call_start(self, event: Event, index: int) -> None:
+        self._use("/tools/supported", index, "/type", "the agent called a tool")
+        call_id = event.get("toolCallId")
+        calls = self._in_flight.setdefault(event.get("subagentRunId"), {})
+        if calls and call_id not in calls:
+            self._overlap(call_id, calls, index)
+        calls[call_id] = index
+        self._tool_name(event.get("toolCallName"), index)
+
+    def _tool_call_chunk(self, event: Event, index: int) -> None:
+        # Only seen in a pipeline without expand; a name marks the chunk that opens a call.
+        self._use("/tools/supported", index, "/type", "the agent called a tool")
+        if "toolCallName" in event:
+            self._tool_name(event["toolCallName"], index)
+
+    def _tool_call_result(self, event: Event, index: int) -> None:
+        call_id = event.get("toolCallId")
+        for calls in self._in_flight.values():
+            calls.pop(call_id, None)
+
+    def _overlap(self, call_id: Any, calls: dict[Any, int], index: int) -> None:
+        field = "/tools/parallelCalls"
+        if field in self._used:
+            return
+        self._used[field] = index
+        if self._declared.get(field) is False:
+            others = ", ".join(repr(other) for other in list(calls)[:3])
+            self._complain(
+                RECONCILE_PARALLEL_CALLS,
+                field,
+                index,
+                "/toolCallId",
+                f"tool call {call_id!r} started while {others} had not been answered "
+                "(no TOOL_CALL_RESULT yet)",
+            )
+
+    def _tool_name(self, name: Any, index: int) -> None:
+        items, app = self._items, self._app_tools
+        if items is not None and name in items:
+            self._use("/tools/items", index, "/toolCallName", "")
+        elif app is not None and name in app:
+            field = "/tools/clientProvided"
+            if field not in self._used:
+                self._used[field] = index
+                if self._client_provided is False:
+                    self._complain(
+                        RECONCILE_CLIENT_TOOL,
+                        field,
+                        index,
+                        "/toolCallName",
+                        f"the agent called {name!r}, one of the application's tools from the "
+                        "run input",
+                    )
+        else:
+            if app is not None:
+                self._use("/tools/items", index, "/toolCallName", "")
+            if (
+                items is not None
+                and (app is not None or self._client_provided is False)
+                and name not in self._named
+            ):
+                self._named.add(name)
+                self.ctx.report(
+                    RECONCILE_UNLISTED_TOOL,
+                    f"the agent called {name!r}, which is in neither the declaration's "
+                    f"/tools/items ({_names(items)}) nor "
+                    + (
+                        f"the run input's tools ({_names(app)})"
+                        if app is not None
+                        else "the application's tools (the declaration sets "
+                        "/tools/clientProvided: false)"
+                    ),
+                    event_index=index,
+                    pointer="/toolCallName",
+                    declared="/tools/items",
+                )
+
+    def _reasoning(self, event: Event, index: int) -> None:
+        if "/reasoning/supported" in self._used:
+            return
+        self._use("/reasoning/supported", index, "/type", f"the stream carries {event['type']}")
+
+    def _reasoning_content(self, event: Event, index: int) -> None:
+        if self._reasoning_streamed:
+            return
+        message_id = event.get("messageId")
+        seen = self._reasoning_deltas
+        if message_id in seen:
+            self._reasoning_streamed = True
+            self._use(
+                "/reasoning/streaming",
+                index,
+                "/delta",
+                f"reasoning message {message_id!r} was streamed in more than one delta",
+            )
+        else:
+            seen.add(message_id)
+            self._reasoning(event, index)
+
+    def _reasoning_encrypted(self, event: Event, index: int) -> None:
+        self._reasoning(event, index)
+        self._use(
+            "/reasoning/encrypted",
+            index,
+            "/encryptedValue",
+            "the stream carries an encrypted reasoning value",
+        )
+
+    def _state_snapshot(self, event: Event, index: int) -> None:
+        self._use("/state/snapshots", index, "/type", "the stream carries STATE_SNAPSHOT")
+
+    def _state_delta(self, event: Event, index: int) -> None:
+        self._use("/state/deltas", index, "/type", "the stream carries STATE_DELTA")
+
+    def _subagent_started(self, event: Event, index: int) -> None:
+        what = "the agent started a subagent"
+        self._use("/multiAgent/supported", index, "/type", what)
+        self._use("/multiAgent/delegation", index, "/type", what)
+        name, names = event.get("name"), self._subagents
+        if names is None or name in names:
+            self._use("/multiAgent/subagents", index, "/name", "")
+        elif name not in self._named:
+            self._named.add(name)
+            self.ctx.report(
+                RECONCILE_UNLISTED_SUBAGENT,
+                f"the agent started subagent {name!r}, which the declaration's "
+                f"/multiAgent/subagents ({_names(names)}) does not list",
+                event_index=index,
+                pointer="/name",
+                declared="/multiAgent/subagents",
+            )
+
+    def _subagent_end(self, event: Event, index: int) -> None:
+        if "/multiAgent/supported" in self._used:
+            return
+        self._use("/multiAgent/supported", index, "/type", f"the stream carries {event['type']}")
+
+    # -- the stream as a whole ----------------------------------------------------------
+
+    def _check_transport(self, index: int | None) -> None:
+        self._transport_checked = True
+        transport = self.ctx.transport
+        field = transport_field(transport)
+        if field is None:
+            return
+        self._stream_used[field] = None
+        self._used.setdefault(field, None)
+        if self._declared.get(field) is False:
+            self.ctx.report(
+                RECONCILE_TRANSPORT,
+                f"the stream arrived over {transport!r}, but the declaration says {field}: false",
+                declared=field,
+            )
+
+    def _check_input(self, capabilities: AgentCapabilities, run_input: dict[str, Any]) -> None:
+        for field, _ in input_modalities(run_input):
+            self._stream_used[field] = None
+        self._used.update(self._stream_used)
+        for diagnostic in check_run_input(capabilities, run_input):
+            self.ctx.report(
+                RECONCILE_INPUT_MODALITY,
+                diagnostic.message,
+                pointer=diagnostic.pointer,
+                declared=diagnostic.declared,
+            )
+
+    def _summarise(self, index: int | None, ending: str | None) -> None:
+        declared, used = self._declared, self._used
+        exercised = [f for f in OBSERVABLE if f in used and f in declared]
+        contradicted = [f for f in exercised if declared[f] is False]
+        exercised = [f for f in exercised if declared[f] is not False]
+        idle = [f for f in declared if f not in used and declared[f] is not False]
+        undeclared = [f for f in OBSERVABLE if f in used and f not in declared]
+        run = f"run {self._run_id!r}" if self._run_id is not None else "a run with no RUN_STARTED"
+        parts = [
+            f"exercised {_list(exercised)}",
+            f"declared but not exercised (fine) {_list(idle)}",
+            f"used without a declaration {_list(undeclared)}",
+        ]
+        if contradicted:
+            parts.append(f"declared false yet used {_list(contradicted)}")
+        self.ctx.report(
+            RECONCILE_RUN_SUMMARY,
+            f"{run}{' (' + ending + ')' if ending else ''}: " + "; ".join(parts),
+            event_index=index,
+        )
+        self._run_open = False
+        self._reset(None)
+
+
+def _tool_names(run_input: dict[str, Any]) -> set[Any]:
+    """The application's tool names; an absent list means none (``/spec/1.1/basic/run-input``)."""
+    tools = run_input.get("tools")
+    if type(tools) is not list:
+        return set()
+    return {tool.get("name") for tool in tools if type(tool) is dict}
+
+
+def _names(names: set[Any]) -> str:
+    shown = sorted(repr(name) for name in names)
+    if not shown:
+        return "none"
+    return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
+
+
+def _list(fields: list[str]) -> str:
+    return ", ".join(fields) if fields else "none"
+
+
+def _json(value: Any) -> str:
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return f"[{len(value)} entries]"
+    return repr(value)
