@@ -35,12 +35,15 @@ class Diagnostic:
     event_index: int | None = None
     pointer: str | None = None
     spec: str = ""
+    declared: str | None = None
+    """For a reconcile finding: the capabilities field it is about, as a JSON Pointer into
+    the ``AgentCapabilities`` declaration (``/tools/parallelCalls``)."""
 
     def __str__(self) -> str:
         return _render(self.code, self.message, self.event_index, self.pointer, self.spec)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        record = {
             "code": self.code,
             "severity": str(self.severity),
             "message": self.message,
@@ -48,6 +51,9 @@ class Diagnostic:
             "pointer": self.pointer,
             "spec": self.spec,
         }
+        if self.declared is not None:
+            record["declared"] = self.declared
+        return record
 
 
 def _render(
