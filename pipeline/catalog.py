@@ -149,6 +149,29 @@ INPUT_MALFORMED = _code(
 
 # --- enforce ----------------------------------------------------------------
 
+EVENT_MODEL = "/spec/1.1/basic/index"
+
+ENFORCE_UNKNOWN_EVENT = _code(
+    "enforce.unknown-event", _W, PROCESSING,
+    "an event of a type this consumer does not recognise was dropped",
+)
+ENFORCE_STRIPPED = _code(
+    "enforce.stripped", _W, PROCESSING,
+    "an undescribed property or an unrecognised union member or value was stripped",
+)
+ENFORCE_DROPPED = _code(
+    "enforce.unrecognised-required", _W, PROCESSING,
+    "an event was dropped: an unrecognised value sits in one of its required fields",
+)
+ENFORCE_MALFORMED = _code(
+    "enforce.malformed", _E, PROCESSING,
+    "a described field holds a value the schema rejects",
+)
+ENFORCE_NULL_OPTIONAL = _code(
+    "enforce.null-optional", _E, EVENT_MODEL,
+    "an optional field was sent as null; absent means absent, the field must be omitted",
+)
+
 # --- expand -----------------------------------------------------------------
 
 # --- verify -----------------------------------------------------------------

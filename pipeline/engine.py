@@ -278,8 +278,9 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     """The spec's processing model after parse, in ``CANONICAL_ORDER``."""
     # Imported here: the stage modules import the engine's building blocks.
     from stages.compat import Compat
+    from stages.enforce import Enforce
 
-    factories: list[type[Stage]] = [Compat]
+    factories: list[type[Stage]] = [Compat, Enforce]
     return [(factory.name, factory) for factory in factories]
 
 

@@ -1,0 +1,607 @@
+"""enforce — the line between what the protocol describes and what it does not.
+
+``/spec/1.1/basic/processing``: unrecognised material is not an error, a
+malformed known value is.
+
+- An event of an unknown ``type`` is dropped, with a warning naming the type.
+- An undescribed property, or an unrecognised union member (a content part
+  kind, a source kind, an outcome type, a patch ``op``, a message role in a
+  list) or a string outside a closed set (a ``role``), is stripped with a
+  warning naming its JSON pointer. In an optional position the field goes; in
+  a required position the value containing it goes, up to the nearest
+  optional field or list element; inside a list the element goes. When that
+  reaches the event itself, the event is dropped with a warning — the answer
+  ``/spec/1.1/events/reasoning`` spells out for an unknown ``subtype``.
+- A described field holding a value the schema rejects — a wrong type, a
+  missing required field, an integer out of range, a ``null`` standing for
+  an absent optional field (``/spec/1.1/basic/index``), an outcome that is not
+  an object, a malformed JSON Pointer — rejects the stream. No repair, no
+  coercion. Within one value a malformed field wins over an unrecognised one,
+  so the verdict does not depend on key order.
+- Open objects (metadata, ``rawEvent``, ``state``, activity ``content``,
+  ``CUSTOM.value``, ``RAW.event``, tool ``parameters``, the members of a JSON
+  Patch operation RFC 6902 ignores) are data and are never looked into.
+
+The checks are compiled once, at import, from the ``TypedDict``\\ s in
+:mod:`pipeline.events` — the project's one statement of structure. Each
+compiled node answers two questions: :meth:`_Node.clean` (is this value
+exactly valid? — the fast path, plain ``type(x) is str`` checks and a key
+lookup per member) and :meth:`_Node.walk` (strip what is unrecognised, in
+place, or raise what is malformed — only reached when ``clean`` said no).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Union
+
+import orjson
+
+from pipeline import events as schema
+from pipeline.catalog import (
+    ENFORCE_DROPPED,
+    ENFORCE_MALFORMED,
+    ENFORCE_NULL_OPTIONAL,
+    ENFORCE_STRIPPED,
+    ENFORCE_UNKNOWN_EVENT,
+    Code,
+)
+from pipeline.errors import StreamRejected
+from pipeline.stage import Batch, Event, Stage
+
+# --- what a walk raises ---------------------------------------------------------
+
+
+class _Malformed(Exception):
+    """A described value the schema rejects: the stream is rejected."""
+
+    def __init__(
+        self, pointer: str, expected: str, received: str, code: Code = ENFORCE_MALFORMED
+    ) -> None:
+        self.pointer = pointer
+        self.expected = expected
+        self.received = received
+        self.code = code
+        self.definition: str | None = None
+        """The schema definition holding the field (set by the nearest object)."""
+
+
+class _Unrecognised(Exception):
+    """Unrecognised material: whoever holds it in an optional or list position removes it."""
+
+    def __init__(self, pointer: str, why: str) -> None:
+        self.pointer = pointer
+        self.why = why
+
+
+Removals = list[tuple[str, str]]
+"""What a walk stripped, as (pointer removed, why), reported only if the event survives."""
+
+_MISSING: Any = object()
+
+
+def _received(value: Any) -> str:
+    """How a found value is named in error text (JSON's type names)."""
+    if value is _MISSING:
+        return "nothing (the field is absent)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {'true' if value else 'false'}"
+    if isinstance(value, int | float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        return "string " + _quote(value)
+    return "array" if isinstance(value, list) else "object"
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    shown = text if len(text) <= limit else text[:limit] + "…"
+    return orjson.dumps(shown).decode()
+
+
+def _token(key: str) -> str:
+    """A member name as a JSON Pointer reference token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+# --- compiled nodes --------------------------------------------------------------
+
+
+class _Node:
+    expected: str = "a JSON value"
+    """The value this node accepts, as error text names it."""
+    nullable: bool = False
+    """``null`` is a valid value here (a required JSON payload)."""
+
+    def clean(self, value: Any) -> bool:
+        """Whether ``value`` is exactly valid here: nothing to strip, nothing wrong."""
+        raise NotImplementedError
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        """Strip unrecognised material from ``value`` in place; raise what is malformed."""
+        raise NotImplementedError
+
+
+class _Primitive(_Node):
+    """A string or a boolean: the exact Python type orjson decodes it to."""
+
+    def __init__(self, kind: type, expected: str) -> None:
+        self.kind = kind
+        self.expected = expected
+
+    def clean(self, value: Any) -> bool:
+        return type(value) is self.kind
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if type(value) is not self.kind:
+            raise _Malformed(at, self.expected, _received(value))
+
+
+class _OpenObject(_Primitive):
+    """An object open by key: its members are data, never looked into."""
+
+    def __init__(self) -> None:
+        super().__init__(dict, "object")
+
+
+class _AnyJSON(_Node):
+    """Any JSON value, carried opaquely; ``null`` only where the schema allows it."""
+
+    def __init__(self, nullable: bool) -> None:
+        self.nullable = nullable
+        self.expected = "any JSON value" if nullable else "any JSON value except null"
+
+    def clean(self, value: Any) -> bool:
+        return self.nullable or value is not None
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if value is None and not self.nullable:
+            raise _Malformed(at, self.expected, "null")
+
+
+class _Integer(_Node):
+    """An integer within bounds. JSON Schema counts ``5.0`` as an integer; so does this."""
+
+    def __init__(self, bounds: schema.Range) -> None:
+        self.minimum = bounds.minimum
+        self.maximum = bounds.maximum
+        self.expected = f"an integer from {bounds.minimum} to {bounds.maximum}"
+
+    def clean(self, value: Any) -> bool:
+        return type(value) is int and self.minimum <= value <= self.maximum
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        integral = type(value) is int or (type(value) is float and value.is_integer())
+        if not integral or not self.minimum <= value <= self.maximum:
+            raise _Malformed(at, self.expected, _received(value))
+
+
+class _Const(_Node):
+    """A value the schema pins (``const``): any other is malformed."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.expected = _quote(value)
+
+    def clean(self, value: Any) -> bool:
+        return type(value) is str and value == self.value
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if not self.clean(value):
+            raise _Malformed(at, self.expected, _received(value))
+
+
+class _ClosedSet(_Node):
+    """A closed set of strings (``enum``): another string is unrecognised, not malformed."""
+
+    def __init__(self, values: tuple[str, ...]) -> None:
+        self.values = frozenset(values)
+        self.names = ", ".join(_quote(v) for v in values)
+        self.expected = f"one of {self.names}"
+
+    def clean(self, value: Any) -> bool:
+        return type(value) is str and value in self.values
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if type(value) is not str:
+            raise _Malformed(at, "a string, " + self.expected, _received(value))
+        if value not in self.values:
+            raise _Unrecognised(at, f"unrecognised value {_quote(value)} (known: {self.names})")
+
+
+# RFC 6901: "" or "/"-prefixed reference tokens, "~" only as "~0" or "~1".
+_BAD_TILDE = re.compile(r"~(?![01])")
+
+
+class _JsonPointer(_Node):
+    expected = 'a JSON Pointer (RFC 6901: "" or "/"-prefixed tokens, "~" only as ~0 or ~1)'
+
+    def clean(self, value: Any) -> bool:
+        return type(value) is str and (
+            not value or (value[0] == "/" and ("~" not in value or not _BAD_TILDE.search(value)))
+        )
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if not self.clean(value):
+            raise _Malformed(at, self.expected, _received(value))
+
+
+class _List(_Node):
+    """An array; an unrecognised element is dropped and the list survives."""
+
+    def __init__(self, item: _Node, min_items: int = 0) -> None:
+        self.item = item
+        self.min_items = min_items
+        self.expected = f"an array of {item.expected}"
+        if min_items:
+            self.expected += f", at least {min_items}"
+
+    def clean(self, value: Any) -> bool:
+        if type(value) is not list or len(value) < self.min_items:
+            return False
+        item_clean = self.item.clean
+        return all(item_clean(element) for element in value)
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if type(value) is not list or len(value) < self.min_items:
+            raise _Malformed(at, self.expected, _received(value))
+        dropped: set[int] = set()
+        for position, element in enumerate(value):
+            here = f"{at}/{position}"
+            mark = len(removed)
+            try:
+                self.item.walk(element, here, removed)
+            except _Unrecognised as unrecognised:
+                del removed[mark:]
+                removed.append((here, _because(here, unrecognised)))
+                dropped.add(position)
+        if dropped:
+            value[:] = [element for i, element in enumerate(value) if i not in dropped]
+
+
+def _because(removed_at: str, unrecognised: _Unrecognised) -> str:
+    if unrecognised.pointer == removed_at:
+        return unrecognised.why
+    return f"its required {unrecognised.pointer} holds an {unrecognised.why}"
+
+
+class _Object(_Node):
+    """A ``TypedDict``: closed unless marked open, members checked by their own nodes."""
+
+    expected = "object"
+
+    def __init__(self, name: str, is_open: bool) -> None:
+        self.name = name
+        self.is_open = is_open
+        self.fields: dict[str, _Node] = {}
+        self.required: frozenset[str] = frozenset()
+        self.required_order: tuple[str, ...] = ()
+        self.simple: dict[str, type] = {}
+        """Members whose whole check is ``type(value) is T``."""
+        self.checks: dict[str, Callable[[Any], bool]] = {}
+        """Every other member's fast check."""
+
+    def compile(self, fields: dict[str, _Node], required: frozenset[str], skip: str | None) -> None:
+        """Fill in the tables; ``skip`` is a discriminator the union already matched."""
+        self.fields = fields
+        self.required = required
+        self.required_order = tuple(key for key in fields if key in required)
+        for key, node in fields.items():
+            if key == skip:
+                self.simple[key] = str
+            elif type(node) in (_Primitive, _OpenObject):
+                self.simple[key] = typing.cast(_Primitive, node).kind
+            else:
+                self.checks[key] = node.clean
+
+    def clean(self, value: Any) -> bool:
+        if type(value) is not dict or not self.required <= value.keys():
+            return False
+        simple = self.simple
+        for key, member in value.items():
+            kind = simple.get(key)
+            if kind is None:
+                check = self.checks.get(key)
+                if check is None:
+                    if self.is_open:
+                        continue
+                    return False
+                if not check(member):
+                    return False
+            elif type(member) is not kind:
+                return False
+        return True
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if type(value) is not dict:
+            raise _Malformed(at, "object", _received(value))
+        try:
+            self._walk_members(value, at, removed)
+        except _Malformed as malformed:
+            if malformed.definition is None:
+                malformed.definition = self.name
+            raise
+
+    def _walk_members(self, value: dict[str, Any], at: str, removed: Removals) -> None:
+        for key in self.required_order:
+            if key not in value:
+                raise _Malformed(
+                    f"{at}/{_token(key)}",
+                    f"{self.fields[key].expected} (a required field)",
+                    _received(_MISSING),
+                )
+        carried: _Unrecognised | None = None  # in a required field: the whole value goes
+        for key in list(value):
+            here = f"{at}/{_token(key)}"
+            node = self.fields.get(key)
+            if node is None:
+                if not self.is_open:
+                    del value[key]
+                    removed.append((here, f"a property schema.json#{self.name} does not describe"))
+                continue
+            member = value[key]
+            if member is None and not node.nullable and key not in self.required:
+                raise _Malformed(
+                    here,
+                    f"{node.expected}, or no field at all (absent means absent)",
+                    "null",
+                    ENFORCE_NULL_OPTIONAL,
+                )
+            mark = len(removed)
+            try:
+                node.walk(member, here, removed)
+            except _Unrecognised as unrecognised:
+                del removed[mark:]
+                if key in self.required:
+                    carried = carried or unrecognised
+                else:
+                    del value[key]
+                    removed.append((here, _because(here, unrecognised)))
+        if carried is not None:
+            raise carried
+
+
+class _Union(_Node):
+    """A discriminated union of objects: the discriminator picks the member."""
+
+    def __init__(self, key: str, members: dict[str, _Object]) -> None:
+        self.key = key
+        self.members = members
+        self.names = ", ".join(_quote(v) for v in members)
+        self.expected = f"an object whose {key} is one of {self.names}"
+
+    def clean(self, value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        tag = value.get(self.key)
+        if type(tag) is not str:
+            return False
+        member = self.members.get(tag)
+        return member is not None and member.clean(value)
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        if type(value) is not dict:
+            raise _Malformed(at, "object", _received(value))
+        here = f"{at}/{_token(self.key)}"
+        tag = value.get(self.key, _MISSING)
+        if type(tag) is not str:
+            raise _Malformed(here, f"one of {self.names} (a required string)", _received(tag))
+        member = self.members.get(tag)
+        if member is None:
+            raise _Unrecognised(
+                here, f"unrecognised {self.key} {_quote(tag)} (known: {self.names})"
+            )
+        member.walk(value, at, removed)
+
+
+class _Alternatives(_Node):
+    """A value of one of several JSON types (``content``: a string or an array of parts)."""
+
+    def __init__(self, by_kind: dict[type, _Node]) -> None:
+        self.by_kind = by_kind
+        self.expected = " or ".join(node.expected for node in by_kind.values())
+
+    def clean(self, value: Any) -> bool:
+        node = self.by_kind.get(type(value))
+        return node is not None and node.clean(value)
+
+    def walk(self, value: Any, at: str, removed: Removals) -> None:
+        node = self.by_kind.get(type(value))
+        if node is None:
+            raise _Malformed(at, self.expected, _received(value))
+        node.walk(value, at, removed)
+
+
+# --- compiling pipeline.events ---------------------------------------------------------
+
+_objects: dict[tuple[type, bool, str | None], _Object] = {}
+
+
+def _compile(hint: Any, *, is_open: bool = False) -> _Node:
+    """The node checking values of the annotation ``hint`` (see :mod:`pipeline.events`)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Required, NotRequired):
+        return _compile(args[0], is_open=is_open)
+    if origin is Annotated:
+        base, *marks = args
+        for mark in marks:
+            if mark is schema.NON_NULL:
+                return _AnyJSON(nullable=False)
+            if mark is schema.JSON_POINTER:
+                return _JsonPointer()
+            if mark is schema.OPEN:
+                return _compile(base, is_open=True)
+            if isinstance(mark, schema.Range):
+                return _Integer(mark)
+            if isinstance(mark, schema.MinItems):
+                return _List(_compile(typing.get_args(base)[0]), mark.count)
+    elif hint is Any:
+        return _AnyJSON(nullable=True)
+    elif hint is str:
+        return _Primitive(str, "string")
+    elif hint is bool:
+        return _Primitive(bool, "boolean")
+    elif origin is Literal:
+        return _Const(args[0]) if len(args) == 1 else _ClosedSet(args)
+    elif origin is list:
+        return _List(_compile(args[0]))
+    elif origin is dict:
+        return _OpenObject()
+    elif typing.is_typeddict(hint):
+        return _object(hint, is_open, None)
+    elif origin in (Union, types.UnionType):
+        if all(typing.is_typeddict(arg) for arg in args):
+            return _union(args, is_open)
+        return _Alternatives({_json_kind(arg): _compile(arg) for arg in args})
+    raise TypeError(f"pipeline.events uses an annotation enforce cannot check: {hint!r}")
+
+
+def _json_kind(hint: Any) -> type:
+    """The Python type orjson decodes a value of ``hint`` to."""
+    return typing.get_origin(hint) or typing.cast(type, hint)
+
+
+def _object(typed_dict: Any, is_open: bool, discriminator: str | None) -> _Object:
+    key = (typed_dict, is_open, discriminator)
+    node = _objects.get(key)
+    if node is None:
+        node = _objects[key] = _Object(typed_dict.__name__, is_open)
+        hints = typing.get_type_hints(typed_dict, include_extras=True)
+        node.compile(
+            {name: _compile(hint) for name, hint in hints.items()},
+            typed_dict.__required_keys__,
+            discriminator,
+        )
+    return node
+
+
+def _union(members: tuple[Any, ...], is_open: bool) -> _Union:
+    key = _discriminator(members)
+    return _Union(
+        key,
+        {
+            typing.get_args(typing.get_type_hints(member)[key])[0]: _object(member, is_open, key)
+            for member in members
+        },
+    )
+
+
+def _discriminator(members: tuple[Any, ...]) -> str:
+    """The member key every member pins to its own one-value ``Literal``."""
+    first, *_ = members
+    for key in sorted(first.__required_keys__):
+        pins = [typing.get_type_hints(member).get(key) for member in members]
+        if all(typing.get_origin(p) is Literal and len(typing.get_args(p)) == 1 for p in pins):
+            tags = [typing.get_args(pin)[0] for pin in pins]
+            if len(set(tags)) == len(tags):
+                return str(key)
+    raise TypeError(f"no discriminator common to {members}")
+
+
+_EVENTS: _Union = typing.cast(_Union, _compile(schema.AnyEvent))
+"""Every event type's compiled check, keyed by ``type``."""
+assert set(_EVENTS.members) == set(schema.EventType), "pipeline.events lists 31 event types"
+
+_CLEAN: dict[str, Callable[[Any], bool]] = {
+    name: node.clean for name, node in _EVENTS.members.items()
+}
+
+
+# --- the stage --------------------------------------------------------------------------
+
+
+class Enforce(Stage):
+    """Drop unknown events, strip unrecognised members, reject malformed known values."""
+
+    name: ClassVar[str] = "enforce"
+
+    async def process(self, batch: Batch) -> Batch:
+        clean = _CLEAN
+        for position, event in enumerate(batch.events):
+            try:
+                if clean[event["type"]](event):
+                    continue
+            except (KeyError, TypeError):  # an unknown, absent or unhashable type
+                pass
+            return self._judge_from(batch, position)
+        return batch  # every event clean: the batch goes on untouched
+
+    def _judge_from(self, batch: Batch, start: int) -> Batch:
+        """The slow path, from the first event that was not clean."""
+        events, indices = batch.events, batch.indices
+        out_events, out_indices = events[:start], indices[:start]
+        clean = _CLEAN
+        for position in range(start, len(events)):
+            event, index = events[position], indices[position]
+            try:
+                check = clean.get(event.get("type"))  # type: ignore[arg-type]
+            except TypeError:  # an unhashable type value: judged below
+                check = None
+            if check is None or not check(event):
+                try:
+                    keep = self._judge(event, index)
+                except StreamRejected as rejection:
+                    rejection.accepted = Batch(out_events, out_indices)
+                    raise
+                if not keep:
+                    continue
+            out_events.append(event)
+            out_indices.append(index)
+        return Batch(out_events, out_indices)
+
+    def _judge(self, event: Event, index: int) -> bool:
+        """Strip ``event`` in place, or say it is dropped (``False``), or reject."""
+        ctx = self.ctx
+        kind = event.get("type", _MISSING)
+        if type(kind) is not str:
+            raise ctx.reject(
+                ENFORCE_MALFORMED,
+                f"/type: expected an event type (a string), received {_received(kind)}",
+                event_index=index,
+                pointer="/type",
+            )
+        node = _EVENTS.members.get(kind)
+        if node is None:
+            ctx.report(
+                ENFORCE_UNKNOWN_EVENT,
+                f"dropped an event of unknown type {_quote(kind)}",
+                event_index=index,
+                pointer="",
+            )
+            ctx.counters.dropped += 1
+            return False
+        removed: Removals = []
+        try:
+            node.walk(event, "", removed)
+        except _Malformed as malformed:
+            definition = f" (schema.json#{malformed.definition})" if malformed.definition else ""
+            raise ctx.reject(
+                malformed.code,
+                f"{kind} {malformed.pointer}: expected {malformed.expected}, "
+                f"received {malformed.received}{definition}",
+                event_index=index,
+                pointer=malformed.pointer,
+            ) from None
+        except _Unrecognised as unrecognised:
+            ctx.report(
+                ENFORCE_DROPPED,
+                f"dropped a {kind} event: its required {unrecognised.pointer} holds an "
+                f"{unrecognised.why}",
+                event_index=index,
+                pointer=unrecognised.pointer,
+            )
+            ctx.counters.dropped += 1
+            return False
+        for pointer, why in removed:
+            ctx.report(
+                ENFORCE_STRIPPED,
+                f"stripped {pointer} from {kind}: {why}",
+                event_index=index,
+                pointer=pointer,
+            )
+        ctx.counters.stripped += len(removed)
+        return True
