@@ -180,6 +180,33 @@ ENFORCE_NULL_OPTIONAL = _code(
 
 # --- metadata and the conversation -------------------------------------------
 
+SNAPSHOTS = "/spec/1.1/basic/patterns/snapshots"
+ACTIVITY = "/spec/1.1/events/activity"
+
+CONVERSATION_STATE_PATCH = _code(
+    "conversation.state-patch-failed", _W, SNAPSHOTS,
+    "a well-formed STATE_DELTA did not apply; the state was left exactly as it was",
+)
+CONVERSATION_ACTIVITY_PATCH = _code(
+    "conversation.activity-patch-failed", _W, ACTIVITY,
+    "a well-formed ACTIVITY_DELTA did not apply; the activity was left exactly as it was",
+)
+CONVERSATION_ACTIVITY_TARGET = _code(
+    "conversation.activity-target-missing", _W, ACTIVITY,
+    "an activity event names a message that does not exist or is not an activity message; "
+    "it was skipped",
+)
+CONVERSATION_ENCRYPTED_TARGET = _code(
+    "conversation.encrypted-value-target-missing", _W, "/spec/1.1/events/reasoning",
+    "a REASONING_ENCRYPTED_VALUE names no message or tool call the consumer holds; "
+    "the value was dropped",
+)
+CONVERSATION_NO_CARRIER = _code(
+    "conversation.tool-call-no-carrier", _W, "/spec/1.1/events/tool-calls",
+    "a tool call's parentMessageId names a message that is not an assistant message; "
+    "the call is kept off the message list",
+)
+
 # --- dispatch and transports --------------------------------------------------
 
 HANDLER_FAILED = _code(

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import anyio
 import orjson
 
+from . import conformance
 from .engine import Outcome, Pipeline, RunResult
 from .sources import Source
 
@@ -104,7 +105,7 @@ def _json_report(name: str, result: RunResult, out: TextIO) -> None:
 
 # -- the command line ------------------------------------------------------------
 
-COMMANDS: list[Callable[[Any], None]] = [_add_check]
+COMMANDS: list[Callable[[Any], None]] = [_add_check, conformance.add_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -279,8 +279,9 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     # Imported here: the stage modules import the engine's building blocks.
     from stages.compat import Compat
     from stages.enforce import Enforce
+    from stages.metadata import Metadata
 
-    factories: list[type[Stage]] = [Compat, Enforce]
+    factories: list[type[Stage]] = [Compat, Enforce, Metadata]
     return [(factory.name, factory) for factory in factories]
 
 

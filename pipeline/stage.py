@@ -16,11 +16,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .capabilities import CapabilitiesSource, Declaration
 from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
 from .errors import Diagnostic, StreamRejected
+
+if TYPE_CHECKING:
+    from stages.metadata import ItemMetadata
 
 Event = dict[str, Any]
 """An event at run time: the plain dict the JSON decoder produced.
@@ -111,6 +114,8 @@ class Options:
     """The newest protocol version the peer speaks, when the consumer knows it is older."""
     on_diagnostic: Callable[[Diagnostic], None] | None = None
     """Called with every diagnostic as it is made (for logging or progress)."""
+    conversation: bool = True
+    """Materialise the Conversation (messages, state, interrupts) in dispatch."""
     capabilities: Declaration | CapabilitiesSource | None = None
     """The agent's ``AgentCapabilities`` declaration — a model, a dict, JSON bytes or a file
     path — read once here; reconcile compares each stream with it (never rejecting)."""
@@ -142,6 +147,8 @@ class StreamContext:
         self.counters = Counters()
         self.conversation: Any = None
         """The materialised conversation, once a stage provides one."""
+        self.item_metadata: ItemMetadata | None = None
+        """Each item's merged metadata, once the metadata stage provides it."""
 
     def report(
         self,

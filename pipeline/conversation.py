@@ -1,0 +1,487 @@
+"""The Conversation: the messages, state and pending interrupts a stream materialises.
+
+What the conformance corpus observes (``messages``, ``state``) and what an
+application renders. Built from delivered events only — after enforcement and
+verification — so it trusts their shapes and sequencing, and never alters an
+event: everything it keeps that it might later change is its own copy.
+
+Messages are plain dicts in the schema's ``Message`` shapes
+(``/spec/1.1/schema#message``):
+
+- ``TEXT_MESSAGE_*`` → a user, system, developer or assistant message
+  (``/spec/1.1/events/text-messages``; an absent role is ``assistant``). A
+  ``START`` for a message already held reopens it: its established role and
+  name stand and content appends.
+- ``REASONING_MESSAGE_*`` → a reasoning message (``/spec/1.1/events/reasoning``).
+- ``TOOL_CALL_*`` → a ``ToolCall`` on the assistant message ``parentMessageId``
+  names, created (with no content) when the consumer holds none; a call with
+  no parent gets a message of its own, whose id is the call's
+  (``/spec/1.1/events/tool-calls``).
+- ``TOOL_CALL_RESULT`` → a tool message with the event's ``messageId``, its
+  content a string or a list of parts exactly as sent.
+- ``ACTIVITY_SNAPSHOT`` / ``ACTIVITY_DELTA`` → an activity message, created or
+  replaced (``replace: false`` leaves an existing one alone), patched in place
+  (``/spec/1.1/events/activity``). A delta naming no activity message warns
+  and is skipped.
+- ``MESSAGES_SNAPSHOT`` → reconciled by id (``/spec/1.1/events/state``): a held
+  message is replaced in place, a new one appended in snapshot order, a held
+  one the snapshot omits dropped — except activity and reasoning messages,
+  unless the snapshot carries any message of that role.
+- ``REASONING_ENCRYPTED_VALUE`` → ``encryptedValue`` (and
+  ``encryptedValueType``, removed when the event has none) on the message or
+  tool call ``entityId`` names; an unknown target warns and the value is dropped.
+
+Metadata is the merged value the metadata stage keeps per item
+(``/spec/1.1/basic/metadata``): a message or tool call carries the same dict
+object as ``ctx.item_metadata`` does, so it is current whenever a batch has
+passed that stage. Without the metadata stage, items keep only the stored
+metadata of messages restated whole.
+
+State (``/spec/1.1/events/state``, ``/spec/1.1/basic/patterns/snapshots``)
+starts as the run input's ``state``, or ``{}``. ``STATE_SNAPSHOT`` replaces it
+with any JSON value (``null`` and ``false`` too); ``STATE_DELTA`` applies
+atomically, in place, with an undo log (:mod:`pipeline.patch`): a patch that
+does not apply warns and leaves the state exactly as it was.
+
+Pending interrupts are those of the latest ``RUN_FINISHED`` with the
+interrupt outcome (``/spec/1.1/basic/patterns/interrupt-resume``), until the
+next ``RUN_STARTED`` begins a run. Messages and state accumulate across the
+runs on one stream; messages and state of the run input are the starting point.
+
+Cost: a content or argument delta is appended to a list — the same cost at
+the millionth delta as at the first — and the pieces are joined when the
+messages are read. A ``STATE_DELTA`` costs what its operations touch, never a
+copy of the whole state.
+
+Interface with dispatch: ``Dispatch`` creates ``ctx.conversation =
+Conversation(ctx)`` when ``Options.conversation`` is true (after the metadata
+stage has set ``ctx.item_metadata``), and calls :meth:`Conversation.apply`
+with each batch — or with consecutive slices of it — before any handler sees
+those events. ``apply`` is synchronous and never raises for a hostile stream;
+what it cannot apply becomes a warning diagnostic on the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .catalog import (
+    CONVERSATION_ACTIVITY_PATCH,
+    CONVERSATION_ACTIVITY_TARGET,
+    CONVERSATION_ENCRYPTED_TARGET,
+    CONVERSATION_NO_CARRIER,
+    CONVERSATION_STATE_PATCH,
+)
+from .patch import PatchFailed, apply_patch, copy_json
+from .stage import Batch, Event, StreamContext
+
+Message = dict[str, Any]
+"""A message in the schema's ``Message`` shape, discriminated by ``role``."""
+
+_CLIENT_ONLY = ("activity", "reasoning")
+
+
+class Conversation:
+    """Messages, state and pending interrupts, materialised from delivered events."""
+
+    def __init__(self, ctx: StreamContext) -> None:
+        self._ctx = ctx
+        store = ctx.item_metadata
+        self._message_metadata: dict[str, Any] = {} if store is None else store.messages
+        self._call_metadata: dict[str, Any] = {} if store is None else store.tool_calls
+        self._messages: list[Message] = []
+        self._by_id: dict[str, Message] = {}
+        self._calls: dict[str, dict[str, Any]] = {}
+        """Every tool call held, by id (on a message, or kept off the list)."""
+        self._text: dict[str, list[str]] = {}
+        """Content pieces not yet joined, by message id; the first piece is what was there."""
+        self._arguments: dict[str, list[str]] = {}
+        """Argument pieces not yet joined, by tool call id."""
+        run_input = ctx.run_input or {}
+        self._state: Any = copy_json(run_input["state"]) if "state" in run_input else {}
+        self.interrupts: list[dict[str, Any]] = []
+        """The interrupts the latest run ended with, while no new run has started."""
+        messages = run_input.get("messages")
+        if type(messages) is list:
+            self._restate(messages, complete=False)
+        self._apply: dict[str, Callable[[Event, int], None]] = {
+            "TEXT_MESSAGE_START": self._text_start,
+            "TEXT_MESSAGE_CONTENT": self._content,
+            "TEXT_MESSAGE_END": self._message_metadata_of,
+            "REASONING_MESSAGE_START": self._reasoning_start,
+            "REASONING_MESSAGE_CONTENT": self._content,
+            "REASONING_MESSAGE_END": self._message_metadata_of,
+            "REASONING_ENCRYPTED_VALUE": self._encrypted_value,
+            "TOOL_CALL_START": self._call_start,
+            "TOOL_CALL_ARGS": self._call_arguments,
+            "TOOL_CALL_END": self._call_metadata_of,
+            "TOOL_CALL_RESULT": self._call_result,
+            "STATE_SNAPSHOT": self._state_snapshot,
+            "STATE_DELTA": self._state_delta,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
+            "ACTIVITY_DELTA": self._activity_delta,
+            "RUN_STARTED": self._run_started,
+            "RUN_FINISHED": self._run_finished,
+        }
+
+    # -- reading ------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages in order, content complete (read-only: the Conversation's own list)."""
+        self._join()
+        return self._messages
+
+    def message(self, message_id: str) -> Message | None:
+        """The message with this id, content complete, or ``None``."""
+        message = self._by_id.get(message_id)
+        pieces = self._text.pop(message_id, None)
+        if message is not None and pieces is not None:
+            message["content"] = "".join(pieces)
+        for call in (message or {}).get("toolCalls") or ():
+            self._join_arguments(call["id"])
+        return message
+
+    @property
+    def state(self) -> Any:
+        """The current state: any JSON value."""
+        return self._state
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "state": self._state, "interrupts": self.interrupts}
+
+    # -- applying -------------------------------------------------------------------
+
+    def apply(self, batch: Batch) -> None:
+        """Apply delivered events in order (synchronous; called by dispatch per batch)."""
+        table = self._apply
+        for event, index in zip(batch.events, batch.indices, strict=True):
+            apply = table.get(event.get("type"))  # type: ignore[arg-type]
+            if apply is not None:
+                apply(event, index)
+
+    # text and reasoning messages
+
+    def _text_start(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        message = self._by_id.get(message_id)
+        if message is None:
+            message = {"id": message_id, "role": event.get("role", "assistant"), "content": ""}
+            if "name" in event:
+                message["name"] = event["name"]
+            _attribute(message, event)
+            self._append(message)
+        elif "content" not in message:  # an assistant message a tool call made
+            message["content"] = ""
+        if "metadata" in event:
+            self._attach(message, message_id)
+
+    def _reasoning_start(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        message = self._by_id.get(message_id)
+        if message is None:
+            message = {"id": message_id, "role": "reasoning", "content": ""}
+            _attribute(message, event)
+            self._append(message)
+        if "metadata" in event:
+            self._attach(message, message_id)
+
+    def _content(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        pieces = self._text.get(message_id)
+        if pieces is None:
+            message = self._by_id.get(message_id)
+            if message is None or type(message.get("content", "")) is not str:
+                return  # a snapshot dropped it (or restated it without text content)
+            pieces = self._text[message_id] = [message.get("content", "")]
+        pieces.append(event["delta"])
+        if "metadata" in event:
+            self._message_metadata_of(event, index)
+
+    def _message_metadata_of(self, event: Event, index: int) -> None:
+        if "metadata" in event:
+            message = self._by_id.get(event["messageId"])
+            if message is not None:
+                self._attach(message, event["messageId"])
+
+    def _encrypted_value(self, event: Event, index: int) -> None:
+        entity_id, subtype = event["entityId"], event["subtype"]
+        target: dict[str, Any] | None
+        if subtype == "tool-call":
+            target = self._calls.get(entity_id)
+        else:
+            target = self._by_id.get(entity_id)
+            if target is not None and target.get("role") == "activity":
+                target = None  # an activity message carries no encrypted value, by schema
+        if target is None:
+            what = "tool call" if subtype == "tool-call" else "message"
+            self._ctx.report(
+                CONVERSATION_ENCRYPTED_TARGET,
+                f"REASONING_ENCRYPTED_VALUE names {what} {entity_id!r}, which this consumer "
+                f"does not hold (at /entityId); the value was dropped",
+                event_index=index,
+                pointer="/entityId",
+            )
+            return
+        target["encryptedValue"] = event["encryptedValue"]
+        if "encryptedValueType" in event:
+            target["encryptedValueType"] = event["encryptedValueType"]
+        else:  # an old type left on new bytes would mislabel them
+            target.pop("encryptedValueType", None)
+
+    # tool calls
+
+    def _call_start(self, event: Event, index: int) -> None:
+        call_id = event["toolCallId"]
+        call = self._calls.get(call_id)
+        if call is None:
+            call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": event["toolCallName"], "arguments": ""},
+            }
+            self._calls[call_id] = call
+            parent_id = str(event.get("parentMessageId", call_id))
+            parent = self._by_id.get(parent_id)
+            if parent is None:
+                parent = {"id": parent_id, "role": "assistant"}
+                _attribute(parent, event)
+                self._append(parent)
+            if parent.get("role") == "assistant":
+                parent.setdefault("toolCalls", []).append(call)
+            else:
+                self._ctx.report(
+                    CONVERSATION_NO_CARRIER,
+                    f"TOOL_CALL_START {call_id!r} names parentMessageId {parent_id!r}, a "
+                    f"{parent.get('role')} message, which cannot hold a tool call "
+                    "(at /parentMessageId); the call is kept off the message list",
+                    event_index=index,
+                    pointer="/parentMessageId",
+                )
+        if "metadata" in event:
+            self._attach_call(call, call_id)
+
+    def _call_arguments(self, event: Event, index: int) -> None:
+        call_id = event["toolCallId"]
+        pieces = self._arguments.get(call_id)
+        if pieces is None:
+            call = self._calls.get(call_id)
+            if call is None:
+                return  # a snapshot dropped the message holding it
+            pieces = self._arguments[call_id] = [call["function"]["arguments"]]
+        pieces.append(event["delta"])
+        if "metadata" in event:
+            self._call_metadata_of(event, index)
+
+    def _call_metadata_of(self, event: Event, index: int) -> None:
+        if "metadata" in event:
+            call = self._calls.get(event["toolCallId"])
+            if call is not None:
+                self._attach_call(call, event["toolCallId"])
+
+    def _call_result(self, event: Event, index: int) -> None:
+        message_id, content = event["messageId"], event["content"]
+        message: Message = {
+            "id": message_id,
+            "role": "tool",
+            "toolCallId": event["toolCallId"],
+            "content": list(content) if type(content) is list else content,
+        }
+        _attribute(message, event)
+        held = self._by_id.get(message_id)
+        if held is None:
+            self._append(message)
+        else:  # the same message minted again: the later result stands, in place
+            self._text.pop(message_id, None)
+            self._messages[self._messages.index(held)] = message
+            self._by_id[message_id] = message
+        if message_id in self._message_metadata:
+            self._attach(message, message_id)
+
+    # state
+
+    def _state_snapshot(self, event: Event, index: int) -> None:
+        self._state = copy_json(event["snapshot"])
+
+    def _state_delta(self, event: Event, index: int) -> None:
+        try:
+            self._state = apply_patch(self._state, event["delta"])
+        except PatchFailed as failure:
+            self._ctx.report(
+                CONVERSATION_STATE_PATCH,
+                f"Failed to apply state patch: {failure} (at /delta/{failure.position}); "
+                "the state is left exactly as it was",
+                event_index=index,
+                pointer=f"/delta/{failure.position}",
+            )
+
+    # activity
+
+    def _activity_snapshot(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        message = self._by_id.get(message_id)
+        if message is None:
+            message = {
+                "id": message_id,
+                "role": "activity",
+                "activityType": event["activityType"],
+                "content": copy_json(event["content"]),
+            }
+            _attribute(message, event)
+            self._append(message)
+        elif message.get("role") != "activity":
+            self._not_activity(event, index, message)
+            return
+        elif event.get("replace", True) is not False:
+            # Replaces content, type and ownership — not the accumulated metadata.
+            message["activityType"] = event["activityType"]
+            message["content"] = copy_json(event["content"])
+            if "subagentRunId" in event:
+                message["subagentRunId"] = event["subagentRunId"]
+            else:
+                message.pop("subagentRunId", None)
+        if message_id in self._message_metadata:
+            self._attach(message, message_id)
+
+    def _activity_delta(self, event: Event, index: int) -> None:
+        message = self._by_id.get(event["messageId"])
+        if message is None or message.get("role") != "activity":
+            self._not_activity(event, index, message)
+            return
+        try:
+            message["content"] = apply_patch(message["content"], event["patch"])
+        except PatchFailed as failure:
+            self._ctx.report(
+                CONVERSATION_ACTIVITY_PATCH,
+                f"Failed to apply activity patch to {event['messageId']!r}: {failure} "
+                f"(at /patch/{failure.position}); the activity is left exactly as it was",
+                event_index=index,
+                pointer=f"/patch/{failure.position}",
+            )
+            return
+        message["activityType"] = event["activityType"]
+        if "metadata" in event:
+            self._attach(message, event["messageId"])
+
+    def _not_activity(self, event: Event, index: int, message: Message | None) -> None:
+        found = "no such message" if message is None else f"a {message.get('role')} message"
+        self._ctx.report(
+            CONVERSATION_ACTIVITY_TARGET,
+            f"{event['type']} names message {event['messageId']!r} (at /messageId): expected "
+            f"an activity message, found {found}; the event was skipped",
+            event_index=index,
+            pointer="/messageId",
+        )
+
+    # runs
+
+    def _run_started(self, event: Event, index: int) -> None:
+        self.interrupts = []
+
+    def _run_finished(self, event: Event, index: int) -> None:
+        outcome = event.get("outcome")
+        if type(outcome) is dict and outcome.get("type") == "interrupt":
+            self.interrupts = list(outcome.get("interrupts") or ())
+
+    # messages restated whole
+
+    def _messages_snapshot(self, event: Event, index: int) -> None:
+        self._restate(event["messages"], complete=True)
+
+    def _restate(self, restated: Iterable[Any], *, complete: bool) -> None:
+        """Reconcile messages restated whole (``/spec/1.1/events/state``, MESSAGES_SNAPSHOT).
+
+        ``complete``: the producer declares its complete set, so held messages it
+        omits are dropped (activity and reasoning ones only when it carries that role).
+        """
+        self._join()
+        incoming: dict[str, Message] = {}
+        declared: set[Any] = set()
+        for message in restated:
+            if type(message) is dict and type(message.get("id")) is str:
+                incoming[message["id"]] = self._copy(message)
+                declared.add(message.get("role"))
+        kept: list[Message] = []
+        for message in self._messages:
+            replacement = incoming.pop(message["id"], None)
+            if replacement is not None:
+                kept.append(replacement)
+            elif not complete or (
+                message.get("role") in _CLIENT_ONLY and message.get("role") not in declared
+            ):
+                kept.append(message)
+        kept.extend(incoming.values())
+        self._messages = kept
+        self._by_id = {message["id"]: message for message in kept}
+        self._calls = {
+            call["id"]: call
+            for message in kept
+            for call in message.get("toolCalls") or ()
+            if type(call) is dict and "id" in call
+        }
+
+    def _copy(self, message: Message) -> Message:
+        """Our own copy of a restated message: the parts we may later change are copied."""
+        copy = dict(message)
+        message_id = copy["id"]
+        if type(copy.get("toolCalls")) is list:
+            copy["toolCalls"] = [_copy_call(call) for call in copy["toolCalls"]]
+            for call in copy["toolCalls"]:
+                merged = self._call_metadata.get(call.get("id"))
+                if merged is not None and "metadata" in call:
+                    call["metadata"] = merged
+        if copy.get("role") == "activity":
+            copy["content"] = copy_json(copy.get("content"))
+        if "metadata" in copy:
+            merged = self._message_metadata.get(message_id)
+            copy["metadata"] = merged if merged is not None else dict(copy["metadata"])
+        return copy
+
+    # bookkeeping
+
+    def _append(self, message: Message) -> None:
+        self._messages.append(message)
+        self._by_id[message["id"]] = message
+
+    def _attach(self, message: Message, message_id: str) -> None:
+        merged = self._message_metadata.get(message_id)
+        if merged is not None:
+            message["metadata"] = merged
+
+    def _attach_call(self, call: dict[str, Any], call_id: str) -> None:
+        merged = self._call_metadata.get(call_id)
+        if merged is not None:
+            call["metadata"] = merged
+
+    def _join(self) -> None:
+        for message_id, pieces in self._text.items():
+            message = self._by_id.get(message_id)
+            if message is not None:
+                message["content"] = "".join(pieces)
+        self._text.clear()
+        for call_id in list(self._arguments):
+            self._join_arguments(call_id)
+
+    def _join_arguments(self, call_id: str) -> None:
+        pieces = self._arguments.pop(call_id, None)
+        call = self._calls.get(call_id)
+        if pieces is not None and call is not None:
+            call["function"]["arguments"] = "".join(pieces)
+
+
+def _attribute(message: Message, event: Event) -> None:
+    if "subagentRunId" in event:
+        message["subagentRunId"] = event["subagentRunId"]
+
+
+def _copy_call(call: Any) -> Any:
+    if type(call) is not dict:
+        return call
+    copy = dict(call)
+    if type(copy.get("function")) is dict:
+        copy["function"] = dict(copy["function"])
+    if type(copy.get("metadata")) is dict:
+        copy["metadata"] = dict(copy["metadata"])
+    return copy

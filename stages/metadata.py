@@ -1,0 +1,179 @@
+"""metadata — merge each event's ``metadata`` into the item the event builds.
+
+``/spec/1.1/basic/metadata`` ("Merging", "Where each event's metadata
+lands"): a consumer MUST merge the metadata of every event making up an item,
+key by key, the last write winning for each key, and the merge MUST NOT
+recurse — a key's value is replaced outright. The target is the thing the
+event builds:
+
+============================================  =====================================
+``TEXT_MESSAGE_START`` / ``CONTENT`` / ``END``  the text message (``messageId``)
+``REASONING_MESSAGE_*``                        the reasoning message (``messageId``)
+``TOOL_CALL_START`` / ``ARGS`` / ``END``        the tool call itself (``toolCallId``),
+                                               not the assistant message that owns it
+``TOOL_CALL_RESULT``                           the tool message it mints (``messageId``)
+``ACTIVITY_SNAPSHOT`` / ``ACTIVITY_DELTA``     the activity message; what accumulated
+                                               survives a replacing snapshot
+everything else                                nothing: its metadata is its own
+============================================  =====================================
+
+Chunks need no entry: expand has already turned them into the events above,
+carrying the chunk's metadata (``/spec/1.1/basic/patterns/streaming``, "Chunk
+metadata").
+
+Where the merge lands. The page puts the merged value on the *item*; an
+event's own ``metadata`` stays "the event's own, visible to middleware and to
+whatever observes the stream". So this stage writes nothing onto events —
+every delivered event carries exactly the metadata its producer sent — and
+keeps the merged value per item in :class:`ItemMetadata` (``ctx.item_metadata``),
+which the Conversation puts on the messages and tool calls it materialises.
+
+Stored metadata (``/spec/1.1/basic/metadata``, "Stored metadata"): a message
+restated whole — in the run input, or by ``MESSAGES_SNAPSHOT`` — brings its
+own stored ``metadata`` (and its tool calls theirs), which later events merge
+into. A snapshot drops what the consumer no longer holds under the
+reconciliation of ``/spec/1.1/events/state`` (activity and reasoning messages
+survive a snapshot that carries none of their role).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from pipeline.stage import Batch, Stage, StreamContext
+
+Merged = dict[str, Any]
+
+_MESSAGE, _CALL, _ACTIVITY = 0, 1, 2
+
+_TARGETS: dict[str, int] = {
+    "TEXT_MESSAGE_START": _MESSAGE,
+    "TEXT_MESSAGE_CONTENT": _MESSAGE,
+    "TEXT_MESSAGE_END": _MESSAGE,
+    "REASONING_MESSAGE_START": _MESSAGE,
+    "REASONING_MESSAGE_CONTENT": _MESSAGE,
+    "REASONING_MESSAGE_END": _MESSAGE,
+    "TOOL_CALL_RESULT": _MESSAGE,
+    "ACTIVITY_SNAPSHOT": _MESSAGE,
+    "TOOL_CALL_START": _CALL,
+    "TOOL_CALL_ARGS": _CALL,
+    "TOOL_CALL_END": _CALL,
+    "ACTIVITY_DELTA": _ACTIVITY,
+}
+"""Event type → which kind of item its metadata merges into."""
+
+_CLIENT_ONLY = ("activity", "reasoning")
+"""Roles a ``MESSAGES_SNAPSHOT`` without that role does not drop (``/spec/1.1/events/state``)."""
+
+
+class ItemMetadata:
+    """The merged metadata of every item so far, by id.
+
+    ``messages`` is keyed by message id (text, reasoning, tool and activity
+    messages share that namespace), ``tool_calls`` by tool call id. Only items
+    that have metadata have an entry. The dicts are this object's own copies,
+    updated in place as events arrive; never the producer's objects.
+    """
+
+    __slots__ = ("messages", "tool_calls")
+
+    def __init__(self) -> None:
+        self.messages: dict[str, Merged] = {}
+        self.tool_calls: dict[str, Merged] = {}
+
+    def message(self, message_id: str) -> Merged | None:
+        return self.messages.get(message_id)
+
+    def tool_call(self, tool_call_id: str) -> Merged | None:
+        return self.tool_calls.get(tool_call_id)
+
+
+class Metadata(Stage):
+    """Accumulates per-item metadata in ``ctx.item_metadata``; passes events through unchanged."""
+
+    name: ClassVar[str] = "metadata"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self.store = ItemMetadata()
+        ctx.item_metadata = self.store
+        self._roles: dict[str, str] = {}
+        """Role of each activity or reasoning message, by id: the ones a snapshot may keep,
+        and the activity messages an ``ACTIVITY_DELTA`` can merge into."""
+        messages = (ctx.run_input or {}).get("messages")
+        if type(messages) is list:
+            self._restate(messages, complete=False)
+
+    async def process(self, batch: Batch) -> Batch:
+        messages, calls, roles = self.store.messages, self.store.tool_calls, self._roles
+        for event in batch.events:
+            kind = event.get("type")
+            target = _TARGETS.get(kind)  # type: ignore[arg-type]
+            if target is None:
+                if kind == "MESSAGES_SNAPSHOT" and type(event.get("messages")) is list:
+                    self._restate(event["messages"], complete=True)
+                continue
+            if kind == "ACTIVITY_SNAPSHOT":
+                roles[event.get("messageId")] = "activity"  # type: ignore[index]
+            elif kind == "REASONING_MESSAGE_START":
+                roles[event.get("messageId")] = "reasoning"  # type: ignore[index]
+            metadata = event.get("metadata")
+            if type(metadata) is not dict:
+                continue
+            if target is _CALL:
+                _merge(calls, event.get("toolCallId"), metadata)
+            elif target is _MESSAGE:
+                _merge(messages, event.get("messageId"), metadata)
+            elif roles.get(event.get("messageId")) == "activity":  # type: ignore[arg-type]
+                # A delta for an activity nothing created is skipped
+                # (/spec/1.1/events/activity): it has no item to merge into.
+                _merge(messages, event.get("messageId"), metadata)
+        return batch
+
+    def _restate(self, restated: Iterable[Any], *, complete: bool) -> None:
+        """Messages restated whole: their stored metadata is the new base.
+
+        ``complete`` (a ``MESSAGES_SNAPSHOT``): entries for messages the
+        snapshot no longer holds are dropped, as the Conversation drops them.
+        """
+        messages: dict[str, Merged] = {}
+        calls: dict[str, Merged] = {}
+        roles: dict[str, str] = {}
+        declared: set[Any] = set()
+        ids: set[str] = set()
+        for message in restated:
+            if type(message) is not dict or type(message.get("id")) is not str:
+                continue
+            message_id, role = message["id"], message.get("role")
+            declared.add(role)
+            ids.add(message_id)
+            if role in _CLIENT_ONLY:
+                roles[message_id] = role
+            if type(message.get("metadata")) is dict:
+                messages[message_id] = dict(message["metadata"])
+            for call in message.get("toolCalls") or ():
+                if type(call) is dict and type(call.get("metadata")) is dict:
+                    calls[call.get("id")] = dict(call["metadata"])  # type: ignore[index]
+        store = self.store
+        if complete:
+            for message_id, role in self._roles.items():
+                if role not in declared and message_id not in ids:
+                    roles[message_id] = role
+                    if message_id in store.messages:
+                        messages[message_id] = store.messages[message_id]
+            store.messages.clear()
+            store.tool_calls.clear()
+            self._roles.clear()
+        store.messages.update(messages)
+        store.tool_calls.update(calls)
+        self._roles.update(roles)
+
+
+def _merge(table: dict[str, Merged], key: Any, metadata: Merged) -> None:
+    """Key by key, last write wins, no recursion (``/spec/1.1/basic/metadata``, "Merging")."""
+    merged = table.get(key)
+    if merged is None:
+        table[key] = dict(metadata)  # a copy: later merges must not touch the event's object
+    else:
+        merged.update(metadata)
