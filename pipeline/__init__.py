@@ -16,6 +16,7 @@ the implementation.
 from .catalog import Code, Severity
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
+from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
 from .stage import Batch, Counters, Decoder, Event, Limits, Options, Stage, StreamContext
 
@@ -28,10 +29,13 @@ __all__ = [
     "Event",
     "EventStream",
     "HandlerFailed",
+    "InputRejected",
     "Limits",
     "Options",
     "Outcome",
     "Pipeline",
+    "PreparedInput",
+    "RunAgentInput",
     "RunResult",
     "Severity",
     "Source",
@@ -40,5 +44,6 @@ __all__ = [
     "StreamRejected",
     "StreamTruncated",
     "Verdict",
+    "prepare_input",
     "run_sync",
 ]
