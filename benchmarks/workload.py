@@ -23,6 +23,7 @@ any ``n``, so events/s can be compared across stream lengths::
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -164,7 +165,7 @@ class _Stream:
         """One run of exactly ``size`` events (``size >= MIN_EVENTS``)."""
         rng = self.rng
         run_id = self.new_id("run")
-        stop = len(self.out) + size - 1  # where RUN_FINISHED goes
+        stop = len(self.out) + size - 1  # where RUN_FINISHED goes in self.out
         started = {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
         self.emit({**started, "protocolVersion": "1.1"})
         if stop - len(self.out) >= 4:
@@ -198,19 +199,25 @@ class _Stream:
 
 def events(n: int, seed: int = 0) -> list[Event]:
     """Exactly ``n`` events: several valid runs (n = 0, or n >= ``MIN_EVENTS``)."""
-    if n == 0:
-        return []
-    if n < MIN_EVENTS:
+    return list(iter_events(n, seed))
+
+
+def iter_events(n: int, seed: int = 0) -> Iterator[Event]:
+    """The same events as :func:`events`, made one run at a time (for streams too big to hold)."""
+    if 0 < n < MIN_EVENTS:
         raise ValueError(f"a valid stream needs at least {MIN_EVENTS} events, not {n}")
     stream = _Stream(random.Random(seed))
     thread_id = f"thread-{seed}"
-    while len(stream.out) < n:
-        left = n - len(stream.out)
+    made = 0
+    while made < n:
+        left = n - made
         size = stream.rng.randint(400, 4000)
         if left - size < 400:  # too little would be left for a realistic last run
             size = left
         stream.run(thread_id, size)
-    return stream.out
+        made += size
+        yield from stream.out
+        stream.out.clear()
 
 
 def encode_jsonl(stream: list[Event]) -> bytes:
@@ -225,6 +232,24 @@ def encode_sse(stream: list[Event]) -> bytes:
     return b"".join([b"data: " + dumps(event) + b"\n\n" for event in stream])
 
 
-def chunks(data: bytes, size: int = 64 * 1024) -> list[bytes]:
+READ_SIZE = 64 * 1024
+"""A realistic read: what one socket or file read delivers under load."""
+
+
+def chunks(data: bytes, size: int = READ_SIZE) -> list[bytes]:
     """``data`` cut into reads of ``size`` bytes, as a socket or file would deliver it."""
     return [data[at : at + size] for at in range(0, len(data), size)]
+
+
+def iter_sse_chunks(n: int, seed: int = 0, size: int = READ_SIZE) -> Iterator[bytes]:
+    """The SSE bytes of :func:`iter_events` in reads of ``size``, never all in memory."""
+    dumps = orjson.dumps
+    pending = bytearray()
+    for event in iter_events(n, seed):
+        pending += b"data: " + dumps(event) + b"\n\n"
+        if len(pending) >= size:
+            yield bytes(pending[:size])
+            del pending[:size]
+    while pending:
+        yield bytes(pending[:size])
+        del pending[:size]

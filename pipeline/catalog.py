@@ -174,6 +174,30 @@ ENFORCE_NULL_OPTIONAL = _code(
 
 # --- expand -----------------------------------------------------------------
 
+STREAMING = "/spec/1.1/basic/patterns/streaming"
+SUBAGENTS = "/spec/1.1/events/subagents"
+
+EXPAND_FIRST_CHUNK = _code(
+    "expand.first-chunk-incomplete", _E, STREAMING,
+    "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
+)
+EXPAND_CONFLICTING_REPEAT = _code(
+    "expand.conflicting-repeat", _E, STREAMING,
+    "a continuation chunk repeats an opener field with a value the opener did not establish",
+)
+EXPAND_AMBIGUOUS = _code(
+    "expand.ambiguous-continuation", _E, STREAMING,
+    "a chunk with neither an id nor a tag could continue open streams in several lanes",
+)
+EXPAND_OWNER_CONFLICT = _code(
+    "expand.owner-conflict", _E, SUBAGENTS,
+    "a chunk names an open item under a subagentRunId other than the item's owner",
+)
+EXPAND_MALFORMED_CHUNK = _code(
+    "expand.malformed-chunk", _E, PROCESSING,
+    "a chunk reached expansion with a malformed known field (expansion ran before enforce)",
+)
+
 # --- verify -----------------------------------------------------------------
 
 # --- reconcile --------------------------------------------------------------

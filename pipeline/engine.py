@@ -279,9 +279,10 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     # Imported here: the stage modules import the engine's building blocks.
     from stages.compat import Compat
     from stages.enforce import Enforce
+    from stages.expand import Expand
     from stages.metadata import Metadata
 
-    factories: list[type[Stage]] = [Compat, Enforce, Metadata]
+    factories: list[type[Stage]] = [Compat, Enforce, Expand, Metadata]
     return [(factory.name, factory) for factory in factories]
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import SCHEMA_PATH
 from jsonschema import Draft202012Validator
 
-from benchmarks.workload import MIN_EVENTS, encode_jsonl, encode_sse, events
+from benchmarks.workload import MIN_EVENTS, encode_jsonl, encode_sse, events, iter_sse_chunks
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,8 @@ def test_encodings_round_trip() -> None:
     frames = encode_sse(stream).split(b"\n\n")
     assert frames[-1] == b""
     assert [orjson.loads(frame.removeprefix(b"data: ")) for frame in frames[:-1]] == stream
+
+
+def test_streamed_chunks_are_the_same_bytes() -> None:
+    assert b"".join(iter_sse_chunks(3_000, seed=2, size=1000)) == encode_sse(events(3_000, seed=2))
+    assert all(len(chunk) == 1000 for chunk in list(iter_sse_chunks(3_000, size=1000))[:-1])

@@ -1,0 +1,43 @@
+"""Timing that holds up on a shared 2-core machine: interleaved repetitions, medians.
+
+Everything compared in one table is measured in the same rounds — each round
+runs every contender once, in turn — so a burst of load from elsewhere hits
+all of them alike, and a ratio is the median of the per-round ratios.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Mapping
+
+
+def seconds_of(work: Callable[[], object]) -> float:
+    """Wall time of one call, with the cyclic collector off (as a long-lived server tunes it)."""
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        work()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+def rounds(works: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
+    """``repeat`` rounds, each timing every work once in turn; seconds per work, per round."""
+    times: dict[str, list[float]] = {name: [] for name in works}
+    for _ in range(repeat):
+        for name, work in works.items():
+            times[name].append(seconds_of(work))
+    return times
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def ratio(numerator: list[float], denominator: list[float]) -> float:
+    """Median of the per-round ratios of two contenders timed in the same rounds."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))

@@ -1,0 +1,413 @@
+"""expand — the chunked form becomes the start/content/end events it stands for.
+
+``TEXT_MESSAGE_CHUNK``, ``TOOL_CALL_CHUNK`` and ``REASONING_MESSAGE_CHUNK`` are
+a compact spelling of the triad (``/spec/1.1/basic/patterns/streaming``, "The
+chunked form"); verification and application code only ever see the triad.
+
+- **The first chunk** of an item must carry what opening it requires:
+  ``messageId``, or ``toolCallId`` and ``toolCallName``. A missing one is fatal;
+  nothing is invented. An absent ``role`` is left absent on the synthesized
+  ``TEXT_MESSAGE_START`` (it means ``assistant`` there too).
+- **A continuation** may repeat an opener field only with the value the opener
+  established — ``assistant`` for a message opened without a role. A
+  conflicting repeat is fatal, and so is a field the opener did not set: no
+  continuation event could carry it, so accepting it would lose it.
+- **Lanes**: each owner (the parent agent, or one ``subagentRunId``) has at most
+  one open chunk stream. A tagged chunk goes to its tag's lane; an untagged one
+  naming an open item continues it wherever it is; one with neither id nor tag
+  continues the parent's open stream of its kind, else the only open stream of
+  its kind, and is rejected as ambiguous when several subagents have one.
+- **Closing** ("Closing a chunk stream"): the ``*_END`` is synthesized, just
+  before the event that ends the stream, when a chunk opens another item in the
+  lane; when a message, tool-call, step, state, custom or reasoning event
+  arrives in the lane (``RAW``, ``ACTIVITY_*``, ``REASONING_ENCRYPTED_VALUE``
+  and ``SUBAGENT_STARTED`` stand aside); when ``RUN_STARTED``, ``RUN_FINISHED``,
+  ``RUN_ERROR`` or ``MESSAGES_SNAPSHOT`` arrives (every lane); and when the
+  owning subagent's ``SUBAGENT_FINISHED`` or ``SUBAGENT_ERROR`` arrives.
+- **End of stream** closes nothing: a chunk stream can only still be open when
+  its run is (every run-level event closes every lane), and a truncated run
+  gets nothing synthesized (``/spec/1.1/basic/transports``, Truncation) — a
+  made-up ``TOOL_CALL_END`` would claim arguments complete that were cut off.
+
+What a chunk carries reaches the events made from it: deltas, opener fields,
+``metadata`` (on each event made from the chunk, "Chunk metadata"),
+``rawEvent`` and ``subagentRunId``. Its ``timestamp`` does not: the synthesized
+events are not the chunk (``/spec/1.1/basic/processing``, "Where middleware
+sits"). A continuation with no delta but metadata or ``rawEvent`` becomes a
+content event with an empty delta, so what it carries still reaches the item.
+
+On the canonical order enforce has already judged every chunk; a chunk that
+reaches this stage malformed (expansion moved before enforce) is rejected,
+never repaired.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pipeline.catalog import (
+    EXPAND_AMBIGUOUS,
+    EXPAND_CONFLICTING_REPEAT,
+    EXPAND_FIRST_CHUNK,
+    EXPAND_MALFORMED_CHUNK,
+    EXPAND_OWNER_CONFLICT,
+)
+from pipeline.errors import StreamRejected
+from pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+
+Owner = str | None
+"""A lane: the ``subagentRunId`` that owns it, ``None`` for the parent agent."""
+
+
+class _Kind:
+    """One chunk family: its event types, identifier and opener fields."""
+
+    __slots__ = ("chunk", "content", "end", "id_key", "noun", "opener", "start", "strings")
+
+    def __init__(
+        self, family: str, id_key: str, noun: str, opener: tuple[tuple[str, str | None], ...]
+    ) -> None:
+        self.chunk = f"{family}_CHUNK"
+        self.start = f"{family}_START"
+        self.content = f"{family}_{'ARGS' if family == 'TOOL_CALL' else 'CONTENT'}"
+        self.end = f"{family}_END"
+        self.id_key = id_key
+        self.noun = noun
+        self.opener = opener
+        """Fields the first chunk establishes and a continuation may only repeat,
+        each with the value its absence establishes (``None``: no value)."""
+        self.strings = (id_key, *(key for key, _ in opener), "delta", "subagentRunId")
+
+
+TEXT = _Kind("TEXT_MESSAGE", "messageId", "text message", (("role", "assistant"), ("name", None)))
+TOOL = _Kind("TOOL_CALL", "toolCallId", "tool call", (("toolCallName", None),
+                                                     ("parentMessageId", None)))
+REASONING = _Kind("REASONING_MESSAGE", "messageId", "reasoning message", ())
+KINDS = (TEXT, TOOL, REASONING)
+
+
+class _Open:
+    """A chunk stream being assembled: the item, its owner and its opener's values."""
+
+    __slots__ = ("fields", "id", "kind", "owner")
+
+    def __init__(self, kind: _Kind, item_id: str, owner: Owner, fields: dict[str, Any]) -> None:
+        self.kind = kind
+        self.id = item_id
+        self.owner = owner
+        self.fields = fields
+
+
+# What each event type does to the lanes. Explicit item events carry the
+# namespace and identifier key they are matched by, and whether they open or
+# close an item (for tracking the owner of explicitly opened items).
+_CHUNK, _RUN, _TERMINAL, _LANE, _ITEM = range(5)
+_OPENS, _CONTINUES, _CLOSES = range(3)
+_SPAN = "span"  # reasoning spans: their own namespace, no chunk form
+
+_ACTIONS: dict[str, tuple[Any, ...]] = {
+    **{kind.chunk: (_CHUNK, kind) for kind in KINDS},
+    **{kind.start: (_ITEM, kind, kind.id_key, _OPENS) for kind in KINDS},
+    **{kind.content: (_ITEM, kind, kind.id_key, _CONTINUES) for kind in KINDS},
+    **{kind.end: (_ITEM, kind, kind.id_key, _CLOSES) for kind in KINDS},
+    "TOOL_CALL_RESULT": (_ITEM, TOOL, "toolCallId", _CONTINUES),
+    "REASONING_START": (_ITEM, _SPAN, "messageId", _OPENS),
+    "REASONING_END": (_ITEM, _SPAN, "messageId", _CLOSES),
+    "RUN_STARTED": (_RUN, True),
+    "RUN_FINISHED": (_RUN, True),
+    "RUN_ERROR": (_RUN, True),
+    "MESSAGES_SNAPSHOT": (_RUN, False),
+    "SUBAGENT_FINISHED": (_TERMINAL,),
+    "SUBAGENT_ERROR": (_TERMINAL,),
+    "STEP_STARTED": (_LANE,),
+    "STEP_FINISHED": (_LANE,),
+    "STATE_SNAPSHOT": (_LANE,),
+    "STATE_DELTA": (_LANE,),
+    "CUSTOM": (_LANE,),
+    # RAW, ACTIVITY_SNAPSHOT, ACTIVITY_DELTA, REASONING_ENCRYPTED_VALUE and
+    # SUBAGENT_STARTED stand aside, as does a type this table does not know.
+}
+
+
+class Expand(Stage):
+    """Chunks in, start/content/end out; every other event passes unchanged."""
+
+    name: ClassVar[str] = "expand"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self._lanes: dict[Owner, _Open] = {}
+        """The open chunk stream of each lane, in the order they opened."""
+        self._by_id: dict[tuple[_Kind, str], _Open] = {}
+        self._by_kind: dict[_Kind, dict[Owner, _Open]] = {kind: {} for kind in KINDS}
+        self._owners: dict[tuple[Any, str], str] = {}
+        """Subagent-owned items opened explicitly, so that an untagged continuation
+        of one is placed in its owner's lane (``/spec/1.1/events/subagents``,
+        Ownership). Parent-owned items are the default and not recorded."""
+
+    async def process(self, batch: Batch) -> Batch:
+        out: list[Event] = []
+        out_indices: list[int] = []
+        emit = out.append
+        emit_index = out_indices.append
+        actions = _ACTIONS
+        for event, index in zip(batch.events, batch.indices, strict=True):
+            event_type = event.get("type")
+            action = actions.get(event_type) if type(event_type) is str else None
+            if action is not None:
+                try:
+                    if action[0] == _CHUNK:
+                        self._chunk(action[1], event, index, out, out_indices)
+                        continue
+                    self._other(action, event, index, out, out_indices)
+                except StreamRejected as rejection:
+                    rejection.accepted = Batch(out, out_indices)
+                    raise
+            emit(event)
+            emit_index(index)
+        return Batch(out, out_indices)
+
+    async def finish(self) -> Batch:
+        """Nothing: a stream can only end with a chunk stream open when its run is
+        open too, and a truncated run gets nothing synthesized."""
+        return empty_batch()
+
+    # -- events other than chunks ------------------------------------------------
+
+    def _other(
+        self, action: tuple[Any, ...], event: Event, index: int,
+        out: list[Event], out_indices: list[int],
+    ) -> None:
+        verb = action[0]
+        if verb == _ITEM:
+            _, namespace, id_key, effect = action
+            item_id = event.get(id_key)
+            tag = event.get("subagentRunId")
+            if type(tag) is not str:
+                tag = None
+            if type(item_id) is not str:
+                if self._lanes:
+                    self._close(tag, index, out, out_indices)
+                return
+            key = (namespace, item_id)
+            lane = tag
+            if lane is None and self._lanes:
+                # An untagged continuation belongs to whoever owns its item; an
+                # explicit event naming an item a chunk stream is assembling
+                # ends that stream ("The chunked form").
+                open_stream = self._by_id.get(key)
+                lane = open_stream.owner if open_stream else self._owners.get(key)
+            if effect == _OPENS:
+                if tag is not None:
+                    self._owners[key] = tag
+                elif self._owners:
+                    self._owners.pop(key, None)
+            elif effect == _CLOSES and self._owners:
+                self._owners.pop(key, None)
+            if self._lanes:
+                self._close(lane, index, out, out_indices)
+        elif verb == _LANE:
+            if self._lanes:
+                tag = event.get("subagentRunId")
+                self._close(tag if type(tag) is str else None, index, out, out_indices)
+        elif verb == _TERMINAL:
+            tag = event.get("subagentRunId")
+            if self._lanes and type(tag) is str:
+                self._close(tag, index, out, out_indices)
+        else:  # _RUN: every lane closes, in the order the streams opened
+            for lane in list(self._lanes):
+                self._close(lane, index, out, out_indices)
+            if action[1]:
+                self._owners.clear()  # run-scoped: a new run starts with nothing open
+
+    def _close(self, lane: Owner, index: int, out: list[Event], out_indices: list[int]) -> None:
+        """Synthesize the ``*_END`` of the lane's open chunk stream, if it has one."""
+        stream = self._lanes.pop(lane, None)
+        if stream is None:
+            return
+        kind = stream.kind
+        del self._by_id[kind, stream.id]
+        del self._by_kind[kind][lane]
+        end: Event = {"type": kind.end, kind.id_key: stream.id}
+        if lane is not None:
+            end["subagentRunId"] = lane
+        out.append(end)
+        out_indices.append(index)
+        self.ctx.counters.synthesized += 1
+
+    # -- chunks ----------------------------------------------------------------------
+
+    def _chunk(
+        self, kind: _Kind, event: Event, index: int, out: list[Event], out_indices: list[int]
+    ) -> None:
+        self._check_shape(kind, event, index)
+        tag: Owner = event.get("subagentRunId")
+        item_id: str | None = event.get(kind.id_key)
+        if item_id is not None:
+            stream = self._by_id.get((kind, item_id))
+            if stream is None:
+                self._open(kind, item_id, tag, event, index, out, out_indices)
+                return
+            if tag is not None and tag != stream.owner:
+                raise self._owner_conflict(stream, tag, index)
+        else:
+            stream = self._resolve(kind, tag, event, index)
+        self._continue(stream, event, index, out, out_indices)
+
+    def _open(
+        self, kind: _Kind, item_id: str, owner: Owner, event: Event, index: int,
+        out: list[Event], out_indices: list[int],
+    ) -> None:
+        fields = {key: event.get(key) for key, _ in kind.opener}
+        if kind is TOOL and fields["toolCallName"] is None:
+            raise self.ctx.reject(
+                EXPAND_FIRST_CHUNK,
+                f"First TOOL_CALL_CHUNK must have a toolCallName: the chunk opening call "
+                f"{item_id!r} carries no /toolCallName, and a call is never opened without one",
+                event_index=index,
+                pointer="",
+            )
+        self._close(owner, index, out, out_indices)
+        stream = _Open(kind, item_id, owner, fields)
+        self._lanes[owner] = stream
+        self._by_id[kind, item_id] = stream
+        self._by_kind[kind][owner] = stream
+        start: Event = {"type": kind.start, kind.id_key: item_id}
+        if kind is REASONING:
+            start["role"] = "reasoning"
+        for key, _ in kind.opener:
+            if key in event:
+                start[key] = event[key]
+        _carry(event, start)
+        out.append(start)
+        out_indices.append(index)
+        made = 1
+        if "delta" in event:
+            out.append(self._content(stream, event, event["delta"]))
+            out_indices.append(index)
+            made = 2
+        counters = self.ctx.counters
+        counters.expanded += 1
+        counters.synthesized += made
+
+    def _continue(
+        self, stream: _Open, event: Event, index: int, out: list[Event], out_indices: list[int]
+    ) -> None:
+        for key, absent in stream.kind.opener:
+            if key in event:
+                established = stream.fields[key]
+                if event[key] != (absent if established is None else established):
+                    raise self._conflict(stream, key, event[key], index)
+        counters = self.ctx.counters
+        counters.expanded += 1
+        if "delta" in event or "metadata" in event or "rawEvent" in event:
+            out.append(self._content(stream, event, event.get("delta", "")))
+            out_indices.append(index)
+            counters.synthesized += 1
+
+    @staticmethod
+    def _content(stream: _Open, event: Event, delta: str) -> Event:
+        kind = stream.kind
+        content: Event = {"type": kind.content, kind.id_key: stream.id, "delta": delta}
+        _carry(event, content)
+        return content
+
+    def _resolve(self, kind: _Kind, tag: Owner, event: Event, index: int) -> _Open:
+        """The open stream a chunk without an identifier continues ("Closing a chunk stream")."""
+        if tag is not None:
+            stream = self._lanes.get(tag)
+            if stream is not None and stream.kind is kind:
+                return stream
+            raise self._first_without_id(kind, index, f"subagent {tag!r}'s lane has none open")
+        candidates = self._by_kind[kind]
+        parents = candidates.get(None)
+        if parents is not None:
+            return parents
+        if len(candidates) == 1:
+            return next(iter(candidates.values()))
+        if not candidates:
+            raise self._first_without_id(kind, index, "none is open")
+        lanes = ", ".join(repr(lane) for lane in candidates)
+        raise self.ctx.reject(
+            EXPAND_AMBIGUOUS,
+            f"expected a {kind.chunk} without /{kind.id_key} or /subagentRunId to continue the "
+            f"parent agent's open {kind.noun} or the only open one; found open {kind.noun}s in "
+            f"the lanes of subagents {lanes} and none in the parent's — a producer running "
+            "parallel subagents must attribute its continuations",
+            event_index=index,
+            pointer="",
+        )
+
+    # -- judgement --------------------------------------------------------------------
+
+    def _check_shape(self, kind: _Kind, event: Event, index: int) -> None:
+        """Reject a malformed known field; only reachable when enforce has not run first."""
+        for key in kind.strings:
+            if key in event and type(event[key]) is not str:
+                raise self._malformed(kind, index, key, "a string", event[key])
+        if "metadata" in event and type(event["metadata"]) is not dict:
+            raise self._malformed(kind, index, "metadata", "an object", event["metadata"])
+        if "rawEvent" in event and event["rawEvent"] is None:
+            raise self._malformed(kind, index, "rawEvent", "any JSON value but null", None)
+
+    def _malformed(
+        self, kind: _Kind, index: int, key: str, expected: str, found: object
+    ) -> StreamRejected:
+        return self.ctx.reject(
+            EXPAND_MALFORMED_CHUNK,
+            f"expected {expected} at /{key} of {kind.chunk}, found {type(found).__name__} "
+            f"{found!r:.60}; a malformed chunk is rejected, never repaired",
+            event_index=index,
+            pointer=f"/{key}",
+        )
+
+    def _first_without_id(self, kind: _Kind, index: int, why: str) -> StreamRejected:
+        return self.ctx.reject(
+            EXPAND_FIRST_CHUNK,
+            f"First {kind.chunk} must have a {kind.id_key}: this one carries no /{kind.id_key} "
+            f"and there is no open {kind.noun} chunk stream for it to continue ({why}); an "
+            "identifier is never invented",
+            event_index=index,
+            pointer="",
+        )
+
+    def _conflict(self, stream: _Open, key: str, value: object, index: int) -> StreamRejected:
+        kind = stream.kind
+        established = stream.fields[key]
+        absent = dict(kind.opener)[key]
+        if established is not None:
+            had = repr(established)
+        elif absent is not None:
+            had = f"{absent!r}, established by omission (its first chunk carried no /{key})"
+        else:
+            had = f"none (its first chunk set no /{key}, and a continuation cannot add one)"
+        return self.ctx.reject(
+            EXPAND_CONFLICTING_REPEAT,
+            f"{kind.chunk} /{key} {value!r} does not match the open stream's {key}: "
+            f"{kind.noun} {stream.id!r} has {had}; a continuation may repeat an opener field "
+            "only with the same value",
+            event_index=index,
+            pointer=f"/{key}",
+        )
+
+    def _owner_conflict(self, stream: _Open, tag: str, index: int) -> StreamRejected:
+        owner = "the parent agent" if stream.owner is None else f"subagent {stream.owner!r}"
+        kind = stream.kind
+        return self.ctx.reject(
+            EXPAND_OWNER_CONFLICT,
+            f"expected a {kind.chunk} continuing {kind.noun} {stream.id!r} to carry no "
+            f"/subagentRunId or its owner's; the item is owned by {owner}, the chunk names "
+            f"{tag!r}",
+            event_index=index,
+            pointer="/subagentRunId",
+        )
+
+
+def _carry(chunk: Event, made: Event) -> None:
+    """Attribution, metadata and ``rawEvent`` reach each event made from a chunk."""
+    if "subagentRunId" in chunk:
+        made["subagentRunId"] = chunk["subagentRunId"]
+    if "metadata" in chunk:
+        made["metadata"] = chunk["metadata"]
+    if "rawEvent" in chunk:
+        made["rawEvent"] = chunk["rawEvent"]
