@@ -13,12 +13,31 @@ Everything importable from this module is the stable API; submodules are
 the implementation.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .catalog import Code, Severity
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
 from .stage import Batch, Counters, Decoder, Event, Limits, Options, Stage, StreamContext
+from .subscribers import Handlers, JsonLinesSink, Sink, SseSink, encode_json_lines, encode_sse
+
+if TYPE_CHECKING:
+    from .client import HttpAgent, HttpStatusError, RequestFailed
+
+_HTTP_CLIENT = ("HttpAgent", "HttpStatusError", "RequestFailed")
+
+
+def __getattr__(name: str) -> Any:
+    """The HTTP client's names, imported on first use: they need the ``http`` extra."""
+    if name in _HTTP_CLIENT:
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+
+
 
 __all__ = [
     "Batch",
@@ -29,21 +48,30 @@ __all__ = [
     "Event",
     "EventStream",
     "HandlerFailed",
+    "Handlers",
+    "HttpAgent",
+    "HttpStatusError",
     "InputRejected",
+    "JsonLinesSink",
     "Limits",
     "Options",
     "Outcome",
     "Pipeline",
     "PreparedInput",
+    "RequestFailed",
     "RunAgentInput",
     "RunResult",
     "Severity",
+    "Sink",
     "Source",
+    "SseSink",
     "Stage",
     "StreamContext",
     "StreamRejected",
     "StreamTruncated",
     "Verdict",
+    "encode_json_lines",
+    "encode_sse",
     "prepare_input",
     "run_sync",
 ]

@@ -236,3 +236,11 @@ CONVERSATION_NO_CARRIER = _code(
 HANDLER_FAILED = _code(
     "dispatch.handler-failed", _E, PROCESSING, "an application handler raised"
 )
+TRANSPORT_CONTENT_TYPE = _code(
+    "transport.content-type", _W, HTTP_SSE,
+    "the response is not text/event-stream; its body was read by the framing it shows",
+)
+TRANSPORT_CONNECTION_LOST = _code(
+    "transport.connection-lost", _W, HTTP_SSE,
+    "the connection failed mid-body; the stream ended there and is judged as it stands",
+)

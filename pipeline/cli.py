@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import anyio
 import orjson
 
-from . import conformance
+from . import cli_http, conformance
 from .engine import Outcome, Pipeline, RunResult
 from .sources import Source
 
@@ -48,10 +48,23 @@ def _add_check(commands: Any) -> None:
         choices=["sse", "jsonl", "json"],
         help="the stream's framing (default: detected from the first bytes)",
     )
+    check.add_argument(
+        "--input", metavar="FILE", help="with a URL: the RunAgentInput to POST (JSON)"
+    )
+    check.add_argument(
+        "--header", action="append", metavar="NAME:VALUE",
+        help="with a URL: a request header (repeatable), e.g. 'Authorization: Bearer ...'",
+    )
+    check.add_argument(
+        "--progress", action="store_true",
+        help="with a URL: show progress on stderr even when it is not a terminal",
+    )
     check.set_defaults(handler=_check)
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
+    if args.source.startswith(("http://", "https://")):
+        return _check_url(args, out)
     source: Source = "-" if args.source == "-" else Path(args.source)
     if isinstance(source, Path) and not source.is_file():
         raise UsageError(f"no such file: {args.source}")
@@ -103,9 +116,39 @@ def _json_report(name: str, result: RunResult, out: TextIO) -> None:
     out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
+# -- check URL and serve (the http and serve extras) --------------------------------
+
+
+def _check_url(args: argparse.Namespace, out: TextIO) -> int:
+    """``check`` against an agent endpoint: POST the input, judge the response stream."""
+    from .client import RequestFailed
+    from .errors import InputRejected
+
+    try:
+        result = cli_http.check_url(args)
+    except (ValueError, RequestFailed, InputRejected) as exc:
+        raise UsageError(str(exc)) from exc
+    report = _json_report if args.format == "json" else _text_report
+    report(args.source, result, out)
+    return EXIT_COMPLETED if result.verdict.outcome is Outcome.COMPLETED else EXIT_REJECTED
+
+
+def _add_serve(commands: Any) -> None:
+    cli_http.add_serve(commands)
+    commands.choices["serve"].set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        cli_http.run_serve(args)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    return EXIT_COMPLETED
+
+
 # -- the command line ------------------------------------------------------------
 
-COMMANDS: list[Callable[[Any], None]] = [_add_check, conformance.add_command]
+COMMANDS: list[Callable[[Any], None]] = [_add_check, _add_serve, conformance.add_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -278,11 +278,12 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     """The spec's processing model after parse, in ``CANONICAL_ORDER``."""
     # Imported here: the stage modules import the engine's building blocks.
     from stages.compat import Compat
+    from stages.dispatch import Dispatch
     from stages.enforce import Enforce
     from stages.expand import Expand
     from stages.metadata import Metadata
 
-    factories: list[type[Stage]] = [Compat, Enforce, Expand, Metadata]
+    factories: list[type[Stage]] = [Compat, Enforce, Expand, Metadata, Dispatch]
     return [(factory.name, factory) for factory in factories]
 
 

@@ -14,13 +14,14 @@ context is its own factory.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .capabilities import CapabilitiesSource, Declaration
 from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
 from .errors import Diagnostic, StreamRejected
+from .subscribers import HandlerMap, Handlers, Sink
 
 if TYPE_CHECKING:
     from stages.metadata import ItemMetadata
@@ -114,6 +115,10 @@ class Options:
     """The newest protocol version the peer speaks, when the consumer knows it is older."""
     on_diagnostic: Callable[[Diagnostic], None] | None = None
     """Called with every diagnostic as it is made (for logging or progress)."""
+    handlers: Handlers | HandlerMap | None = None
+    """Application callbacks by event type, run by dispatch (``"*"``: every event)."""
+    sinks: Sequence[Sink] = ()
+    """Where dispatch re-encodes delivered events (``SseSink``, ``JsonLinesSink``)."""
     conversation: bool = True
     """Materialise the Conversation (messages, state, interrupts) in dispatch."""
     capabilities: Declaration | CapabilitiesSource | None = None

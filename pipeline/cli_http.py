@@ -1,0 +1,172 @@
+"""The command line's HTTP half: ``check URL`` and ``serve FILE``.
+
+Kept apart from :mod:`pipeline.cli` so the file commands never import the
+``http`` and ``serve`` extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import orjson
+
+from .errors import Diagnostic
+from .stage import Event
+
+
+def parse_headers(values: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, colon, content = value.partition(":")
+        if not colon or not name.strip():
+            raise ValueError(f"--header expects NAME:VALUE, got {value!r}")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def read_input(path: str | None) -> dict[str, Any]:
+    """The run input from ``--input``, or a minimal one for a fresh thread."""
+    if path is None:
+        return {
+            "threadId": f"thread-{uuid.uuid4()}",
+            "runId": f"run-{uuid.uuid4()}",
+            "messages": [],
+        }
+    try:
+        document = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as error:
+        raise ValueError(f"cannot read the run input {path}: {error}") from None
+    if type(document) is not dict:
+        raise ValueError(f"the run input {path} is not a JSON object")
+    return document
+
+
+class Progress:
+    """A one-line status on stderr while a stream runs: events/s, current run, diagnostics.
+
+    Used as a sink, so it costs one call per batch, and redraws at most every
+    ``interval`` seconds.
+    """
+
+    def __init__(self, out: TextIO, interval: float = 0.5) -> None:
+        self.out = out
+        self.interval = interval
+        self.events = 0
+        self.diagnostics = 0
+        self.run_id = "-"
+        self.started = self.drawn = time.monotonic()
+
+    def diagnostic(self, _diagnostic: Diagnostic) -> None:
+        self.diagnostics += 1
+
+    async def write(self, events: Sequence[Event]) -> None:
+        self.events += len(events)
+        for event in events:
+            if event.get("type") == "RUN_STARTED":
+                self.run_id = str(event.get("runId"))
+        now = time.monotonic()
+        if now - self.drawn >= self.interval:
+            self.drawn = now
+            self.draw(now)
+
+    def draw(self, now: float) -> None:
+        rate = self.events / max(now - self.started, 1e-9)
+        self.out.write(
+            f"\r{self.events} events, {rate:,.0f}/s, run {self.run_id}, "
+            f"{self.diagnostics} diagnostics\x1b[K"
+        )
+        self.out.flush()
+
+    def close(self) -> None:
+        self.draw(time.monotonic())
+        self.out.write("\n")
+        self.out.flush()
+
+
+def check_url(args: argparse.Namespace) -> Any:
+    """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse)."""
+    from .client import HttpAgent
+    from .engine import Pipeline
+    from .subscribers import Sink
+
+    headers = parse_headers(args.header or [])
+    run_input = read_input(args.input)
+    progress = Progress(sys.stderr) if args.progress or sys.stderr.isatty() else None
+    sinks: list[Sink] = [progress] if progress else []
+    pipeline = Pipeline(
+        framing=args.framing,
+        sinks=sinks,
+        on_diagnostic=progress.diagnostic if progress else None,
+    )
+
+    async def main() -> Any:
+        async with HttpAgent(args.source, pipeline=pipeline, headers=headers) as agent:
+            return await agent.run(run_input)
+
+    try:
+        return anyio.run(main)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def add_serve(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="replay a recorded stream as an HTTP + SSE agent endpoint",
+        description="Answer every POST with the recorded stream FILE (any framing check "
+        "reads), as text/event-stream. Needs the 'serve' extra.",
+    )
+    serve.add_argument("file", help="a recorded stream (SSE, JSON lines or a JSON array)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    serve.add_argument("--split", type=int, metavar="N", help="write frames in pieces of N bytes")
+    serve.add_argument(
+        "--pause", type=float, default=0.0, metavar="S",
+        help="seconds to wait between writes (frames, or pieces with --split)",
+    )
+    serve.add_argument(
+        "--keepalive", type=float, metavar="S",
+        help="send ': keep-alive' every S seconds while pausing between frames",
+    )
+    serve.add_argument(
+        "--drop-after", type=int, metavar="N", help="drop the connection after N events"
+    )
+    serve.add_argument("--status", type=int, default=200, help="answer with this HTTP status")
+    serve.add_argument(
+        "--content-type", default="text/event-stream", help="the response Content-Type"
+    )
+    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
+
+
+def run_serve(args: argparse.Namespace) -> None:
+    from .serve import Replay, read_recording, serve
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise ValueError(f"no such file: {args.file}")
+    if args.split is not None and args.split < 1:
+        raise ValueError("--split must be at least 1")
+    events = read_recording(path)
+    replay = Replay(
+        events,
+        split=args.split,
+        pause=args.pause,
+        keepalive=args.keepalive,
+        drop_after=args.drop_after,
+        status=args.status,
+        content_type=args.content_type,
+        token=args.token,
+    )
+
+    def listening(url: str) -> None:
+        print(f"serving {args.file} ({len(events)} events) at {url}", file=sys.stderr, flush=True)
+
+    serve(replay, args.host, args.port, on_listening=listening)

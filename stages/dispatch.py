@@ -1,0 +1,98 @@
+"""dispatch — hand each delivered event to application code, in stream order.
+
+The last stage (``/spec/1.1/basic/processing``: the application sees only
+what the stages before it let through). Per event, in this order: the
+Conversation (when ``Options.conversation`` is on), the handlers registered
+for the event's type, the ``"*"`` handlers; per batch, after its handlers,
+the sinks. Each is awaited in the reading task, so a slow subscriber slows
+the read instead of filling a buffer.
+
+A handler that raises ends the stream with :class:`~pipeline.HandlerFailed`
+carrying the event index — the consumer's own code failed, which is not a
+verdict on the stream (``/spec/1.1/events/lifecycle``, Error Handling keeps
+protocol failures apart). The events of the batch handled before the failing
+one stay delivered. Cancellation is not an ``Exception`` and passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from inspect import isawaitable
+from typing import Any, ClassVar
+
+from pipeline.conversation import Conversation
+from pipeline.errors import HandlerFailed
+from pipeline.stage import Batch, Event, Stage, StreamContext
+from pipeline.subscribers import EVERY, Handler, Handlers
+
+
+class Dispatch(Stage):
+    """Delivers each batch to the Conversation, the handlers and the sinks."""
+
+    name: ClassVar[str] = "dispatch"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        options = ctx.options
+        if options.conversation:
+            ctx.conversation = Conversation(ctx)
+        self._conversation: Conversation | None = ctx.conversation
+        table = dict(Handlers.of(options.handlers).by_type)
+        self._every: tuple[Handler, ...] = table.pop(EVERY, ())
+        self._by_type: dict[str, tuple[Handler, ...]] = table
+        self._writers: tuple[Callable[[Sequence[Event]], Awaitable[None]], ...] = tuple(
+            sink.write for sink in options.sinks
+        )
+        self._handled = bool(table or self._every)
+
+    async def process(self, batch: Batch) -> Batch:
+        if self._handled:
+            await self._handle(batch)
+        elif self._conversation is not None:
+            self._conversation.apply(batch)
+        if self._writers:
+            await self._write(batch)
+        return batch
+
+    async def _handle(self, batch: Batch) -> None:
+        """Run the handlers event by event, keeping the Conversation exactly one step ahead.
+
+        A handler sees the Conversation with its own event applied and no later
+        one, so the Conversation is fed the run of events up to each handled event.
+        """
+        events, indices = batch.events, batch.indices
+        by_type, every, conversation = self._by_type, self._every, self._conversation
+        applied = 0
+        for position, event in enumerate(events):
+            handlers = by_type.get(event.get("type", ""), ()) + every
+            if not handlers:
+                continue
+            if conversation is not None:
+                conversation.apply(
+                    Batch(events[applied : position + 1], indices[applied : position + 1])
+                )
+                applied = position + 1
+            try:
+                for handler in handlers:
+                    result = handler(event)
+                    if result is not None and isawaitable(result):
+                        await result
+            except Exception as error:
+                failure = HandlerFailed(indices[position], str(event.get("type")), error)
+                handled = Batch(events[:position], indices[:position])
+                if self._writers and handled.events:
+                    await self._write(handled)
+                failure.accepted = handled
+                raise failure from error
+        if conversation is not None and applied < len(events):
+            conversation.apply(Batch(events[applied:], indices[applied:]) if applied else batch)
+
+    async def _write(self, batch: Batch) -> None:
+        try:
+            for write in self._writers:
+                await write(batch.events)
+        except Exception as error:
+            first: Any = batch.events[0].get("type")
+            failure = HandlerFailed(batch.indices[0], f"{first} (in a sink)", error)
+            failure.accepted = Batch([], [])
+            raise failure from error

@@ -1,0 +1,212 @@
+"""The HTTP + SSE client against a real server on 127.0.0.1 (``serve``), no mocks.
+
+Each case gets the verdict ``/spec/1.1/basic/transports`` and
+``/spec/1.1/basic/transports/http-sse`` give it: a clean close is a closed
+run, a connection that dies without a terminal event is a truncated run with
+everything before the break kept, an error status before the stream is the
+binding's error path (no run), and cancelling closes the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from pipeline import Outcome, Pipeline
+from pipeline.client import HttpAgent, HttpStatusError, RequestFailed
+from pipeline.errors import InputRejected
+from pipeline.serve import Replay, ReplayServer
+from pipeline.subscribers import encode_sse
+
+pytestmark = pytest.mark.anyio
+
+RUN = [
+    {"type": "RUN_STARTED", "threadId": "t-http", "runId": "r-1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m-1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "Grüße, "},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "world ✓"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m-1"},
+    {"type": "RUN_FINISHED", "threadId": "t-http", "runId": "r-1"},
+]
+INPUT: dict[str, Any] = {"threadId": "t-http", "runId": "r-1", "messages": []}
+
+
+@pytest.fixture
+def server() -> Iterator[ReplayServer]:
+    with ReplayServer(Replay(RUN)) as running:
+        yield running
+
+
+def codes(result: Any) -> list[str]:
+    return [diagnostic.code for diagnostic in result.diagnostics]
+
+
+async def test_clean_run_matches_the_same_bytes_in_memory(server: ReplayServer) -> None:
+    async with HttpAgent(server.url) as agent:
+        result = await agent.run(INPUT)
+    in_memory = await Pipeline().run(encode_sse(RUN))
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert result.events == in_memory.events == RUN
+    assert result.transport == "http+sse"
+    assert result.warnings == []
+    headers, body = server.replay.requests[-1]
+    assert headers["accept"] == "text/event-stream"
+    assert headers["content-type"] == "application/json"
+    assert body["threadId"] == "t-http" and body["protocolVersion"]  # the consumer declares it
+
+
+@pytest.mark.parametrize("split", [1, 2, 7])
+async def test_frames_split_at_every_byte_boundary(server: ReplayServer, split: int) -> None:
+    server.replay.split = split  # split=1: every byte of every frame is its own write
+    async with HttpAgent(server.url) as agent:
+        result = await agent.run(INPUT)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert result.events == RUN
+
+
+async def test_split_writes_reach_the_client_as_separate_reads(server: ReplayServer) -> None:
+    server.replay.split = 1
+    async with (
+        httpx.AsyncClient() as client,
+        client.stream("POST", server.url, json=INPUT) as response,
+    ):
+        reads = [chunk async for chunk in response.aiter_bytes()]
+    assert b"".join(reads) == encode_sse(RUN)
+    assert len(reads) > len(RUN)  # the frames really were cut on the wire
+
+
+async def test_keep_alive_comments_are_ignored_and_keep_the_stream_alive(
+    server: ReplayServer,
+) -> None:
+    server.replay.pause, server.replay.keepalive = 0.3, 0.05
+    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+        result = await agent.run(INPUT)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert result.events == RUN
+    assert "source.idle-timeout" not in codes(result)
+
+
+async def test_idle_timeout_ends_the_stream_as_truncated(server: ReplayServer) -> None:
+    server.replay.pause = 1.0
+    started = time.monotonic()
+    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+        result = await agent.run(INPUT)
+    assert time.monotonic() - started < 0.9
+    assert "source.idle-timeout" in codes(result)
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert result.events == RUN[:1]
+
+
+async def test_dropped_connection_is_a_truncated_run_with_events_kept(
+    server: ReplayServer,
+) -> None:
+    server.replay.drop_after = 3
+    async with HttpAgent(server.url) as agent:
+        result = await agent.run(INPUT)
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert result.events == RUN[:3]
+    assert "transport.connection-lost" in codes(result)
+
+
+async def test_connection_dropped_after_the_terminal_event_is_a_closed_run(
+    server: ReplayServer,
+) -> None:
+    server.replay.drop_after = len(RUN)  # every event sent, the response never ended
+    async with HttpAgent(server.url) as agent:
+        result = await agent.run(INPUT)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert result.events == RUN
+    assert "transport.connection-lost" in codes(result)
+
+
+@pytest.mark.parametrize("status", [404, 500, 503])
+async def test_error_status_before_the_stream_is_the_error_path(
+    server: ReplayServer, status: int
+) -> None:
+    server.replay.status = status
+    async with HttpAgent(server.url) as agent:
+        with pytest.raises(HttpStatusError) as raised:
+            await agent.run(INPUT)
+    assert raised.value.status == status
+    assert f"answers {status}" in raised.value.body
+    assert f"HTTP {status}" in str(raised.value)
+
+
+async def test_authentication_is_passed_through(server: ReplayServer) -> None:
+    server.replay.token = "s3cret"
+    async with HttpAgent(server.url) as agent:
+        with pytest.raises(HttpStatusError) as raised:
+            await agent.run(INPUT)
+        assert raised.value.status == 401
+    async with HttpAgent(
+        server.url, headers={"Authorization": "Bearer s3cret", "X-Trace": "abc"}
+    ) as agent:
+        result = await agent.run(INPUT, headers={"X-Call": "1"})
+    assert result.verdict.outcome is Outcome.COMPLETED
+    headers, _ = server.replay.requests[-1]
+    assert headers["x-trace"] == "abc" and headers["x-call"] == "1"
+
+
+async def test_malformed_input_is_refused_before_anything_is_sent(server: ReplayServer) -> None:
+    async with HttpAgent(server.url) as agent:
+        with pytest.raises(InputRejected):
+            await agent.run({"threadId": "t", "runId": 7, "messages": []})
+    assert server.replay.requests == []
+
+
+async def test_wrong_content_type_is_a_diagnostic(server: ReplayServer) -> None:
+    server.replay.content_type = "application/json"
+    async with HttpAgent(server.url) as agent:
+        result = await agent.run(INPUT)
+    assert result.verdict.outcome is Outcome.COMPLETED  # the body is still a stream of events
+    assert result.events == RUN
+    [diagnostic] = [d for d in result.diagnostics if d.code == "transport.content-type"]
+    assert "application/json" in diagnostic.message
+
+
+async def test_nothing_listening_is_a_request_failure() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with HttpAgent(f"http://127.0.0.1:{port}/") as agent:
+        with pytest.raises(RequestFailed, match="ConnectError"):
+            await agent.run(INPUT)
+
+
+async def test_cancellation_mid_frame_closes_the_connection(server: ReplayServer) -> None:
+    # The first frame arrives in two pieces a second apart: cancel in between.
+    server.replay.split, server.replay.pause = 20, 1.0
+    seen: list[Any] = []
+    async with HttpAgent(server.url) as agent:
+        with anyio.move_on_after(0.3) as scope:
+            async with agent.open(INPUT) as stream:
+                async for event in stream:
+                    seen.append(event)
+    assert scope.cancelled_caught
+    assert seen == []
+    deadline = time.monotonic() + 5
+    while server.replay.active and time.monotonic() < deadline:
+        await anyio.sleep(0.02)
+    assert server.replay.active == 0
+    assert server.replay.disconnects == 1
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # counts asyncio tasks
+async def test_cancellation_leaves_no_task_behind(server: ReplayServer) -> None:
+    server.replay.split, server.replay.pause = 20, 1.0
+
+    async def read() -> None:
+        async with HttpAgent(server.url) as agent:
+            with anyio.move_on_after(0.2):
+                await agent.run(INPUT)
+
+    before = asyncio.all_tasks()
+    await read()
+    assert asyncio.all_tasks() == before
