@@ -391,12 +391,15 @@ def _unrecognised_reason(pointer: str) -> str:
     return "a member this version of AgentCapabilities does not define"
 
 
-def _document(source: Mapping[str, Any] | bytes | str | os.PathLike[str]) -> Any:
+def _document(source: object) -> Any:
+    """The decoded JSON value; a value that is neither text nor a path is taken as decoded."""
     if isinstance(source, Mapping):
         return dict(source)
     if isinstance(source, bytes | str):
         return orjson.loads(source)
-    return orjson.loads(Path(source).read_bytes())
+    if isinstance(source, os.PathLike):
+        return orjson.loads(Path(source).read_bytes())
+    return source
 
 
 def _unrecognised(model: BaseModel, at: str) -> Iterator[str]:
