@@ -92,15 +92,15 @@ class Compat(Stage):
         self._strip_reported = False
 
     async def process(self, batch: Batch) -> Batch:
-        handlers = _HANDLERS
+        handler_for = _HANDLERS.get
         indices = batch.indices
         for position, event in enumerate(batch.events):
             kind = event.get("type")
-            if type(kind) is str:
-                handler = handlers.get(kind)
+            if type(kind) is str:  # anything else is enforce's to reject
+                handler = handler_for(kind)
                 if handler is not None:
                     handler(self, event, indices[position])
-            if event.get("rawEvent", _MISSING) is None:
+            if "rawEvent" in event and event["rawEvent"] is None:
                 self._drop_null(event, "rawEvent", f"a {kind} event", indices[position])
         if self._no_subagents:
             return self._without_subagents(batch)
