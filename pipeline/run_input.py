@@ -350,14 +350,17 @@ class PreparedInput:
 
 
 def prepare_input(
-    raw: Mapping[str, Any], *, peer_max_protocol_version: str | None = None
+    raw: Mapping[str, Any] | RunAgentInput, *, peer_max_protocol_version: str | None = None
 ) -> PreparedInput:
     """The outgoing boundary: the body to send for ``raw``, or :class:`InputRejected`.
 
-    ``raw`` is not modified. ``peer_max_protocol_version`` selects the shims
-    for a peer known to be older (``"0.0.39"``, ``"0.0.57"``, ``"1.0"``);
-    ``None`` treats the peer as current.
+    ``raw`` is a JSON-shaped mapping (not modified) or a :class:`RunAgentInput`.
+    ``peer_max_protocol_version`` selects the shims for a peer known to be
+    older (``"0.0.39"``, ``"0.0.57"``, ``"1.0"``); ``None`` treats the peer
+    as current.
     """
+    if isinstance(raw, RunAgentInput):
+        raw = raw.model_dump(exclude_unset=True)
     return _Boundary(peer_version(peer_max_protocol_version)).prepare(raw)
 
 

@@ -652,3 +652,8 @@ def test_the_boundary_agrees_with_the_schema(raw: dict[str, Any]) -> None:
     ):
         assert prepared.body == {**raw, "protocolVersion": "1.1"}
         assert prepared.warnings == []
+
+
+def test_a_model_instance_can_be_sent() -> None:
+    model = RunAgentInput.model_validate(FULL)
+    assert prepare_input(model).body == {**FULL, "protocolVersion": "1.1"}
