@@ -17,7 +17,10 @@ import anyio
 import orjson
 
 from . import cli_http, conformance
+from .agent_resource import capabilities_from_agent_resource
+from .capabilities import Declaration
 from .engine import Outcome, Pipeline, RunResult
+from .sarif import sarif_report
 from .sources import Source
 
 EXIT_COMPLETED = 0
@@ -41,12 +44,23 @@ def _add_check(commands: Any) -> None:
     )
     check.add_argument("source", help="a stream file (SSE, JSON lines or a JSON array), or -")
     check.add_argument(
-        "--format", choices=["text", "json"], default="text", help="report format (default text)"
+        "--format", choices=["text", "json", "sarif"], default="text",
+        help="report format (default text; sarif: SARIF 2.1.0 for code-scanning tools)",
     )
     check.add_argument(
         "--framing",
         choices=["sse", "jsonl", "json"],
         help="the stream's framing (default: detected from the first bytes)",
+    )
+    declared = check.add_mutually_exclusive_group()
+    declared.add_argument(
+        "--capabilities", metavar="FILE",
+        help="the agent's AgentCapabilities declaration (JSON): report where the stream "
+        "contradicts it (never rejects)",
+    )
+    declared.add_argument(
+        "--agent-resource", metavar="FILE",
+        help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
     )
     check.add_argument(
         "--input", metavar="FILE", help="with a URL: the RunAgentInput to POST (JSON)"
@@ -63,19 +77,48 @@ def _add_check(commands: Any) -> None:
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
+    declaration = _declaration(args)
     if args.source.startswith(("http://", "https://")):
+        if declaration is not None:
+            raise UsageError("--capabilities and --agent-resource work with a file or stdin")
         return _check_url(args, out)
     source: Source = "-" if args.source == "-" else Path(args.source)
     if isinstance(source, Path) and not source.is_file():
         raise UsageError(f"no such file: {args.source}")
-    pipeline = Pipeline(framing=args.framing)
+    pipeline = Pipeline(framing=args.framing, capabilities=declaration)
     try:
         result = anyio.run(pipeline.run, source)
     except OSError as exc:
         raise UsageError(f"cannot read {args.source}: {exc}") from exc
-    report = _json_report if args.format == "json" else _text_report
+    report = _sarif_report(args) if args.format == "sarif" else _REPORTS[args.format]
     report(args.source, result, out)
     return EXIT_COMPLETED if result.verdict.outcome is Outcome.COMPLETED else EXIT_REJECTED
+
+
+def _declaration(args: argparse.Namespace) -> Declaration | None:
+    """The declaration named by ``--capabilities`` or ``--agent-resource``, if any."""
+    path = args.capabilities or args.agent_resource
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise UsageError(f"no such file: {path}")
+    if args.capabilities:
+        return Declaration.read(Path(path))
+    try:
+        return Declaration.read(capabilities_from_agent_resource(Path(path)))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot derive a declaration from {path}: {exc}") from exc
+
+
+def _sarif_report(args: argparse.Namespace) -> Callable[[str, RunResult, TextIO], None]:
+    def report(name: str, result: RunResult, out: TextIO) -> None:
+        stream = Path(name).read_bytes() if name != "-" and Path(name).is_file() else None
+        log = sarif_report(
+            name, result, stream=stream, declaration=args.capabilities or args.agent_resource
+        )
+        out.write(orjson.dumps(log, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+    return report
 
 
 def _text_report(name: str, result: RunResult, out: TextIO) -> None:
@@ -116,6 +159,11 @@ def _json_report(name: str, result: RunResult, out: TextIO) -> None:
     out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
+_REPORTS: dict[str, Callable[[str, RunResult, TextIO], None]] = {
+    "text": _text_report, "json": _json_report,
+}
+
+
 # -- check URL and serve (the http and serve extras) --------------------------------
 
 
@@ -128,7 +176,7 @@ def _check_url(args: argparse.Namespace, out: TextIO) -> int:
         result = cli_http.check_url(args)
     except (ValueError, RequestFailed, InputRejected) as exc:
         raise UsageError(str(exc)) from exc
-    report = _json_report if args.format == "json" else _text_report
+    report = _sarif_report(args) if args.format == "sarif" else _REPORTS[args.format]
     report(args.source, result, out)
     return EXIT_COMPLETED if result.verdict.outcome is Outcome.COMPLETED else EXIT_REJECTED
 

@@ -1,0 +1,135 @@
+"""`check --capabilities / --agent-resource`, and the SARIF 2.1.0 report."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.sarif import frame_lines
+from tests.streams import encode
+from tests.test_agent_resource import LLM_AGENT
+
+EVENTS: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r1"},
+    {"type": "REASONING_START", "messageId": "s"},
+    {"type": "REASONING_END", "messageId": "s"},
+    {"type": "SUBAGENT_STARTED", "subagentRunId": "x", "name": "billing"},
+    {"type": "SUBAGENT_FINISHED", "subagentRunId": "x"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r1"},
+]
+DECLARATION = {"reasoning": {"supported": False}, "futureGroup": {}}
+
+
+def check(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(["check", *argv], out=out)
+    return status, out.getvalue()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    stream = tmp_path / "run.sse"
+    stream.write_bytes(b": a comment first\n\n" + encode(EVENTS, "sse"))
+    capabilities = tmp_path / "capabilities.json"
+    capabilities.write_text(json.dumps(DECLARATION))
+    resource = tmp_path / "agent.json"
+    resource.write_text(json.dumps(LLM_AGENT))
+    return {"stream": stream, "capabilities": capabilities, "resource": resource}
+
+
+def test_text_report_names_findings_and_exits_by_the_verdict_alone(
+    files: dict[str, Path],
+) -> None:
+    status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]))
+    assert status == 0  # findings never fail the check: declarations are informative
+    assert "reconcile.false-contradicted" in text
+    assert "/reasoning/supported" in text
+    assert "reconcile.declaration-unrecognised" in text
+
+
+def test_json_report_carries_the_declaration_field(files: dict[str, Path]) -> None:
+    status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]),
+                         "--format", "json")
+    report = json.loads(text)
+    (finding,) = [d for d in report["diagnostics"] if d["code"] == "reconcile.false-contradicted"]
+    assert finding["declared"] == "/reasoning/supported"
+    assert finding["eventIndex"] == 1
+
+
+def test_agent_resource(files: dict[str, Path]) -> None:
+    status, text = check(str(files["stream"]), "--agent-resource", str(files["resource"]))
+    assert status == 0
+    assert "reconcile.unlisted-subagent" in text
+    assert "'billing'" in text
+
+
+def test_sarif_report(files: dict[str, Path]) -> None:
+    status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]),
+                         "--format", "sarif")
+    log = json.loads(text)
+    assert log["version"] == "2.1.0"
+    (sarif_run,) = log["runs"]
+    assert sarif_run["tool"]["driver"]["name"] == "agui-pipeline"
+    rule_ids = {rule["id"] for rule in sarif_run["tool"]["driver"]["rules"]}
+    for result in sarif_run["results"]:
+        assert result["ruleId"] in rule_ids
+        assert result["level"] in {"none", "note", "warning", "error"}
+        assert result["message"]["text"]
+        for location in result["locations"]:
+            assert location["physicalLocation"]["artifactLocation"]["uri"]
+            assert location["physicalLocation"]["region"]["startLine"] >= 1
+    (finding,) = [r for r in sarif_run["results"]
+                  if r["ruleId"] == "reconcile.false-contradicted"]
+    assert finding["level"] == "warning"
+    (location,) = finding["locations"]
+    # Event 1 is the second SSE event; the file starts with a comment block and a blank line.
+    assert location["physicalLocation"]["region"]["startLine"] == 5
+    assert location["logicalLocations"][0]["fullyQualifiedName"] == "event[1]/type"
+    (related,) = finding["relatedLocations"]
+    assert related["physicalLocation"]["artifactLocation"]["uri"].endswith("capabilities.json")
+    assert related["logicalLocations"][0]["fullyQualifiedName"] == "/reasoning/supported"
+    (unrecognised,) = [r for r in sarif_run["results"]
+                       if r["ruleId"] == "reconcile.declaration-unrecognised"]
+    assert unrecognised["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] \
+        .endswith("capabilities.json")
+
+
+def test_sarif_reports_the_rejection_as_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n[1]\n')
+    status, text = check(str(bad), "--format", "sarif")
+    assert status == 1
+    (result,) = [r for r in json.loads(text)["runs"][0]["results"] if r["level"] == "error"]
+    assert result["ruleId"] == "parse.not-object"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+
+
+def test_frame_lines() -> None:
+    sse = b"event: x\ndata: {}\n\n: c\n\ndata: {}\r\ndata: more\r\n\r\ndata: {}\n\n"
+    assert frame_lines(sse, "sse") == [2, 6, 9]
+    assert frame_lines(b"{}\n\n  \n{}\n{}", "jsonl") == [1, 4, 5]
+    assert frame_lines(b"[{}, {}]", "json") == []
+
+
+def test_usage_errors(files: dict[str, Path], tmp_path: Path) -> None:
+    assert check(str(files["stream"]), "--capabilities", str(tmp_path / "none.json"))[0] == 2
+    bad_resource = tmp_path / "bad.json"
+    bad_resource.write_text('{"displayName": 3}')
+    assert check(str(files["stream"]), "--agent-resource", str(bad_resource))[0] == 2
+    assert check("http://127.0.0.1:9/agent", "--capabilities",
+                 str(files["capabilities"]))[0] == 2
+    with pytest.raises(SystemExit):
+        check(str(files["stream"]), "--capabilities", "a", "--agent-resource", "b")
+
+
+def test_an_unusable_declaration_is_reported_not_fatal(files: dict[str, Path]) -> None:
+    files["capabilities"].write_text('{"reasoning": {"supported": "nope"}}')
+    status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]))
+    assert status == 0
+    assert "reconcile.declaration-unusable" in text
+    assert "reconcile.false-contradicted" not in text
