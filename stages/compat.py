@@ -101,7 +101,9 @@ class Compat(Stage):
                 if handler is not None:
                     handler(self, event, indices[position])
             if "rawEvent" in event and event["rawEvent"] is None:
-                self._drop_null(event, "rawEvent", f"a {kind} event", indices[position])
+                self._drop_null(
+                    event, "rawEvent", f"an event of type {_shown(kind)}", indices[position]
+                )
         if self._no_subagents:
             return self._without_subagents(batch)
         return batch
@@ -112,7 +114,9 @@ class Compat(Stage):
         span = self._assign(event, index, None)
         self._open_span = span if type(span) is str else None
         title = event.pop("title", _MISSING)
-        lost = "" if title is _MISSING else f"; its title {title!r} was dropped (no replacement)"
+        lost = (
+            "" if title is _MISSING else f"; its title {_shown(title)} was dropped (no replacement)"
+        )
         self._translated(event, "THINKING_START", "REASONING_START", index, lost)
 
     def _thinking_end(self, event: Event, index: int) -> None:
@@ -158,7 +162,7 @@ class Compat(Stage):
         self.ctx.report(
             COMPAT_RETIRED_EVENT,
             f"retired event {retired} translated into {replacement} "
-            f"(messageId {event['messageId']!r}){extra}; DEPRECATIONS.md",
+            f"(messageId {_shown(event['messageId'])}){extra}; DEPRECATIONS.md",
             event_index=index,
             pointer="",
         )
@@ -210,7 +214,7 @@ class Compat(Stage):
         if version is None:
             self.ctx.report(
                 COMPAT_VERSION_UNINTERPRETABLE,
-                f"the producer declares protocolVersion {declared!r} at /protocolVersion, "
+                f"the producer declares protocolVersion {_shown(declared)} at /protocolVersion, "
                 f"which is not a MAJOR.MINOR version this consumer can interpret; handled "
                 f"like a newer one: proceeding under {PROTOCOL_VERSION}'s processing model "
                 "(what this consumer does not recognise is dropped or stripped with warnings)",
@@ -220,7 +224,7 @@ class Compat(Stage):
         elif version > SPOKEN:
             self.ctx.report(
                 COMPAT_VERSION_NEWER,
-                f"the producer declares protocolVersion {declared!r} at /protocolVersion, "
+                f"the producer declares protocolVersion {_shown(declared)} at /protocolVersion, "
                 f"newer than {PROTOCOL_VERSION}, which this consumer speaks; proceeding "
                 "under the processing model (what this consumer does not recognise is "
                 "dropped or stripped with warnings) — upgrade agui-pipeline to read it all",
@@ -284,6 +288,12 @@ class Compat(Stage):
                 pointer=paths[0],
             )
         return len(paths)
+
+
+def _shown(value: Any) -> str:
+    """A value for a message, cut short: a producer's string can be any length."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "…"
 
 
 def _strip_each(items: Any, base: str, paths: list[str]) -> None:

@@ -452,6 +452,17 @@ def test_the_same_an_older_or_no_declaration_is_quiet(declared: str | None) -> N
     assert ctx.diagnostics == []
 
 
+def test_a_huge_declaration_or_title_is_cut_short_in_the_warning() -> None:
+    _, ctx = through(
+        [
+            run_started(protocolVersion="9" * 1_000_000),
+            {"type": "THINKING_START", "title": "x" * 10**6},
+        ]
+    )
+    assert len(ctx.diagnostics) == 2
+    assert all(len(str(d)) < 1_000 for d in ctx.diagnostics)
+
+
 def test_a_declaration_that_is_not_a_string_is_enforcements_business() -> None:
     _, ctx = one(run_started(protocolVersion=1.2))
     assert ctx.diagnostics == []
