@@ -202,6 +202,49 @@ EXPAND_MALFORMED_CHUNK = _code(
 
 # --- reconcile --------------------------------------------------------------
 
+CAPABILITIES = "/spec/1.1/basic/capabilities"
+
+RECONCILE_DECLARATION_UNUSABLE = _code(
+    "reconcile.declaration-unusable", _W, CAPABILITIES,
+    "a known field of the capabilities declaration is malformed; the declaration is not used",
+)
+RECONCILE_DECLARATION_UNRECOGNISED = _code(
+    "reconcile.declaration-unrecognised", _W, CAPABILITIES,
+    "the declaration carries a group or field this version does not define; kept, not read",
+)
+RECONCILE_FALSE_CONTRADICTED = _code(
+    "reconcile.false-contradicted", _W, CAPABILITIES,
+    "the stream uses a capability the declaration explicitly sets to false",
+)
+RECONCILE_UNLISTED_TOOL = _code(
+    "reconcile.unlisted-tool", _W, CAPABILITIES,
+    "a tool was called that is in neither tools.items nor the run input's tools",
+)
+RECONCILE_CLIENT_TOOL = _code(
+    "reconcile.client-tool", _W, CAPABILITIES,
+    "one of the application's tools was called under tools.clientProvided: false",
+)
+RECONCILE_PARALLEL_CALLS = _code(
+    "reconcile.parallel-calls", _W, CAPABILITIES,
+    "tool calls were in flight at the same time under tools.parallelCalls: false",
+)
+RECONCILE_UNLISTED_SUBAGENT = _code(
+    "reconcile.unlisted-subagent", _W, CAPABILITIES,
+    "a subagent was started under a name multiAgent.subagents does not list",
+)
+RECONCILE_TRANSPORT = _code(
+    "reconcile.transport", _W, CAPABILITIES,
+    "the stream arrived over a transport the declaration explicitly sets to false",
+)
+RECONCILE_INPUT_MODALITY = _code(
+    "reconcile.input-modality", _W, CAPABILITIES,
+    "the run input carries a modality multimodal.input explicitly sets to false",
+)
+RECONCILE_RUN_SUMMARY = _code(
+    "reconcile.run-summary", _I, CAPABILITIES,
+    "per run: declared capabilities exercised and not, and undeclared ones used",
+)
+
 # --- metadata and the conversation -------------------------------------------
 
 SNAPSHOTS = "/spec/1.1/basic/patterns/snapshots"

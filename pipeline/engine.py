@@ -282,8 +282,9 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     from stages.enforce import Enforce
     from stages.expand import Expand
     from stages.metadata import Metadata
+    from stages.reconcile import Reconcile
 
-    factories: list[type[Stage]] = [Compat, Enforce, Expand, Metadata, Dispatch]
+    factories: list[type[Stage]] = [Compat, Enforce, Expand, Reconcile, Metadata, Dispatch]
     return [(factory.name, factory) for factory in factories]
 
 
