@@ -25,8 +25,11 @@ GATE_CONTENT_PARTS: Version = (0, 0, 39)
 GATE_SUBAGENTS: Version = (0, 0, 57)
 """At or below: no subagents — no ``SUBAGENT_*`` events, no ``subagentRunId`` (0.0.57)."""
 
-_MAJOR_MINOR = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
-_PRE_1_0 = re.compile(r"0\.0\.(0|[1-9][0-9]*)")
+# Bounded components: a declaration is a producer's string, and int() of a
+# huge run of digits raises past Python's digit limit.
+_COMPONENT = r"(?:0|[1-9][0-9]{0,8})"
+_MAJOR_MINOR = re.compile(rf"{_COMPONENT}\.{_COMPONENT}")
+_PRE_1_0 = re.compile(rf"0\.0\.{_COMPONENT}")
 
 
 def parse_version(text: str) -> Version | None:

@@ -463,6 +463,12 @@ def test_a_huge_declaration_or_title_is_cut_short_in_the_warning() -> None:
     assert all(len(str(d)) < 1_000 for d in ctx.diagnostics)
 
 
+@pytest.mark.parametrize("declared", ["1." + "9" * 5000, "9" * 5000 + ".1", "0.0." + "7" * 5000])
+def test_a_version_with_endless_digits_is_uninterpretable_not_a_crash(declared: str) -> None:
+    _, ctx = one(run_started(protocolVersion=declared))
+    assert codes(ctx) == ["compat.version-uninterpretable"]
+
+
 def test_a_declaration_that_is_not_a_string_is_enforcements_business() -> None:
     _, ctx = one(run_started(protocolVersion=1.2))
     assert ctx.diagnostics == []
