@@ -49,9 +49,10 @@ next ``RUN_STARTED`` begins a run. Messages and state accumulate across the
 runs on one stream; messages and state of the run input are the starting point.
 
 Cost: a content or argument delta is appended to a list — the same cost at
-the millionth delta as at the first — and the pieces are joined when the
-messages are read. A ``STATE_DELTA`` costs what its operations touch, never a
-copy of the whole state.
+the millionth delta as at the first — and the pieces are joined once, when the
+item closes or the messages are read (reading an open message after every
+delta would join it every time: read at ``*_END``, or at the end of a batch).
+A ``STATE_DELTA`` costs what its operations touch, never a copy of the state.
 
 Interface with dispatch: ``Dispatch`` creates ``ctx.conversation =
 Conversation(ctx)`` when ``Options.conversation`` is true (after the metadata
@@ -108,14 +109,14 @@ class Conversation:
         self._apply: dict[str, Callable[[Event, int], None]] = {
             "TEXT_MESSAGE_START": self._text_start,
             "TEXT_MESSAGE_CONTENT": self._content,
-            "TEXT_MESSAGE_END": self._message_metadata_of,
+            "TEXT_MESSAGE_END": self._message_end,
             "REASONING_MESSAGE_START": self._reasoning_start,
             "REASONING_MESSAGE_CONTENT": self._content,
-            "REASONING_MESSAGE_END": self._message_metadata_of,
+            "REASONING_MESSAGE_END": self._message_end,
             "REASONING_ENCRYPTED_VALUE": self._encrypted_value,
             "TOOL_CALL_START": self._call_start,
             "TOOL_CALL_ARGS": self._call_arguments,
-            "TOOL_CALL_END": self._call_metadata_of,
+            "TOOL_CALL_END": self._call_end,
             "TOOL_CALL_RESULT": self._call_result,
             "STATE_SNAPSHOT": self._state_snapshot,
             "STATE_DELTA": self._state_delta,
@@ -140,8 +141,10 @@ class Conversation:
         pieces = self._text.pop(message_id, None)
         if message is not None and pieces is not None:
             message["content"] = "".join(pieces)
-        for call in (message or {}).get("toolCalls") or ():
-            self._join_arguments(call["id"])
+        if message is not None and self._arguments:
+            for call in message.get("toolCalls") or ():
+                if type(call) is dict:
+                    self._join_arguments(call.get("id"))
         return message
 
     @property
@@ -156,9 +159,23 @@ class Conversation:
 
     def apply(self, batch: Batch) -> None:
         """Apply delivered events in order (synchronous; called by dispatch per batch)."""
-        table = self._apply
+        table, text, arguments = self._apply, self._text, self._arguments
         for event, index in zip(batch.events, batch.indices, strict=True):
-            apply = table.get(event.get("type"))  # type: ignore[arg-type]
+            kind = event.get("type")
+            # Fast path for the commonest events: a delta to an item already growing.
+            if (
+                kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT"
+            ) and "metadata" not in event:
+                pieces = text.get(event["messageId"])
+                if pieces is not None:
+                    pieces.append(event["delta"])
+                    continue
+            elif kind == "TOOL_CALL_ARGS" and "metadata" not in event:
+                pieces = arguments.get(event["toolCallId"])
+                if pieces is not None:
+                    pieces.append(event["delta"])
+                    continue
+            apply = table.get(kind)  # type: ignore[arg-type]
             if apply is not None:
                 apply(event, index)
 
@@ -199,6 +216,10 @@ class Conversation:
         pieces.append(event["delta"])
         if "metadata" in event:
             self._message_metadata_of(event, index)
+
+    def _message_end(self, event: Event, index: int) -> None:
+        self.message(event["messageId"])  # join now: only open messages hold pieces
+        self._message_metadata_of(event, index)
 
     def _message_metadata_of(self, event: Event, index: int) -> None:
         if "metadata" in event:
@@ -274,6 +295,10 @@ class Conversation:
         pieces.append(event["delta"])
         if "metadata" in event:
             self._call_metadata_of(event, index)
+
+    def _call_end(self, event: Event, index: int) -> None:
+        self._join_arguments(event["toolCallId"])  # only open calls hold pieces
+        self._call_metadata_of(event, index)
 
     def _call_metadata_of(self, event: Event, index: int) -> None:
         if "metadata" in event:
@@ -464,7 +489,7 @@ class Conversation:
         for call_id in list(self._arguments):
             self._join_arguments(call_id)
 
-    def _join_arguments(self, call_id: str) -> None:
+    def _join_arguments(self, call_id: Any) -> None:
         pieces = self._arguments.pop(call_id, None)
         call = self._calls.get(call_id)
         if pieces is not None and call is not None:

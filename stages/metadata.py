@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from pipeline.stage import Batch, Stage, StreamContext
+from pipeline.stage import Batch, Event, Stage, StreamContext
 
 Merged = dict[str, Any]
 
@@ -62,6 +62,9 @@ _TARGETS: dict[str, int] = {
     "ACTIVITY_DELTA": _ACTIVITY,
 }
 """Event type → which kind of item its metadata merges into."""
+
+_SPECIAL = frozenset({"MESSAGES_SNAPSHOT", "ACTIVITY_SNAPSHOT", "REASONING_MESSAGE_START"})
+"""Events the stage must see whatever their metadata: they create or restate items."""
 
 _CLIENT_ONLY = ("activity", "reasoning")
 """Roles a ``MESSAGES_SNAPSHOT`` without that role does not drop (``/spec/1.1/events/state``)."""
@@ -106,30 +109,39 @@ class Metadata(Stage):
             self._restate(messages, complete=False)
 
     async def process(self, batch: Batch) -> Batch:
-        messages, calls, roles = self.store.messages, self.store.tool_calls, self._roles
+        special = _SPECIAL
         for event in batch.events:
-            kind = event.get("type")
-            target = _TARGETS.get(kind)  # type: ignore[arg-type]
-            if target is None:
-                if kind == "MESSAGES_SNAPSHOT" and type(event.get("messages")) is list:
-                    self._restate(event["messages"], complete=True)
-                continue
-            if kind == "ACTIVITY_SNAPSHOT":
-                roles[event.get("messageId")] = "activity"  # type: ignore[index]
-            elif kind == "REASONING_MESSAGE_START":
-                roles[event.get("messageId")] = "reasoning"  # type: ignore[index]
-            metadata = event.get("metadata")
-            if type(metadata) is not dict:
-                continue
-            if target is _CALL:
-                _merge(calls, event.get("toolCallId"), metadata)
-            elif target is _MESSAGE:
-                _merge(messages, event.get("messageId"), metadata)
-            elif roles.get(event.get("messageId")) == "activity":  # type: ignore[arg-type]
-                # A delta for an activity nothing created is skipped
-                # (/spec/1.1/events/activity): it has no item to merge into.
-                _merge(messages, event.get("messageId"), metadata)
+            # The common event carries no metadata and restates nothing: two lookups.
+            if event.get("type") in special:
+                self._note(event)
+            elif "metadata" in event:
+                self._merge(event)
         return batch
+
+    def _note(self, event: Event) -> None:
+        """An event that creates or restates items whatever its metadata."""
+        kind = event["type"]
+        if kind == "MESSAGES_SNAPSHOT":
+            if type(event.get("messages")) is list:
+                self._restate(event["messages"], complete=True)
+            return
+        self._roles[event.get("messageId")] = (  # type: ignore[index]
+            "activity" if kind == "ACTIVITY_SNAPSHOT" else "reasoning"
+        )
+        if "metadata" in event:
+            self._merge(event)
+
+    def _merge(self, event: Event) -> None:
+        metadata = event["metadata"]
+        target = _TARGETS.get(event.get("type"))  # type: ignore[arg-type]
+        if type(metadata) is not dict or target is None:
+            return  # no merge target: the event's metadata is its own
+        if target is _CALL:
+            _merge(self.store.tool_calls, event.get("toolCallId"), metadata)
+        elif target is _MESSAGE or self._roles.get(event.get("messageId")) == "activity":  # type: ignore[arg-type]
+            # An ACTIVITY_DELTA for an activity nothing created is skipped
+            # (/spec/1.1/events/activity): it has no item to merge into.
+            _merge(self.store.messages, event.get("messageId"), metadata)
 
     def _restate(self, restated: Iterable[Any], *, complete: bool) -> None:
         """Messages restated whole: their stored metadata is the new base.

@@ -248,6 +248,15 @@ def test_content_deltas_are_appended_and_joined_only_when_read() -> None:
     assert message["toolCalls"][0]["function"]["arguments"] == "y" * 100_001
 
 
+def test_closing_an_item_joins_its_pieces_so_only_open_items_hold_them() -> None:
+    conversation, _ = materialise([*text("m", "a"), *call("c", "f", "{}"),
+                                   {"type": "TEXT_MESSAGE_START", "messageId": "open"},
+                                   {"type": "TEXT_MESSAGE_CONTENT", "messageId": "open",
+                                    "delta": "b"}])
+    assert list(conversation._text) == ["open"] and not conversation._arguments
+    assert conversation.message("m") == {"id": "m", "role": "assistant", "content": "a"}
+
+
 # -- MESSAGES_SNAPSHOT ---------------------------------------------------------------------
 
 
