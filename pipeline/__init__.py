@@ -16,6 +16,7 @@ the implementation.
 from typing import TYPE_CHECKING, Any
 
 from .catalog import Code, Severity
+from .conversation import Conversation
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
@@ -42,6 +43,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Batch",
     "Code",
+    "Conversation",
     "Counters",
     "Decoder",
     "Diagnostic",
