@@ -12,7 +12,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline import Batch, Counters, Options, Outcome, Pipeline, StreamContext, StreamRejected
@@ -776,6 +776,7 @@ def _splits(draw: st.DrawFn, size: int) -> list[int]:
     return sorted(set(draw(st.lists(st.integers(1, max(1, size - 1)), max_size=4))))
 
 
+@settings(deadline=None)
 @given(respelled(), st.data())
 def test_chunks_expand_to_the_triads_they_spell(
     streams: tuple[list[Event], list[Event]], data: st.DataObject
@@ -792,6 +793,7 @@ def _jsonl(events: list[Event]) -> bytes:
     return b"".join(json.dumps(event).encode() + b"\n" for event in events)
 
 
+@settings(deadline=None)
 @given(respelled(), st.integers(1, 200))
 def test_through_the_pipeline_both_spellings_deliver_the_same(
     streams: tuple[list[Event], list[Event]], read_size: int
@@ -804,13 +806,4 @@ def test_through_the_pipeline_both_spellings_deliver_the_same(
     assert chunked.verdict.outcome is Outcome.COMPLETED, chunked.verdict.message
     assert chunked.events == plain.events
     assert [d.code for d in chunked.diagnostics] == [d.code for d in plain.diagnostics]
-    if plain.conversation is not None:
-        assert _observable(chunked.conversation) == _observable(plain.conversation)
-
-
-def _observable(conversation: Any) -> Any:
-    """What the corpus checks of a Conversation: its messages and state."""
-    return (
-        json.loads(json.dumps(getattr(conversation, "messages", None), default=repr)),
-        json.loads(json.dumps(getattr(conversation, "state", None), default=repr)),
-    )
+    assert chunked.conversation.to_dict() == plain.conversation.to_dict()
