@@ -291,7 +291,9 @@ class Compat(Stage):
 
 
 def _shown(value: Any) -> str:
-    """A value for a message, cut short: a producer's string can be any length."""
+    """A value for a message, cut short: a producer's value can be any size or depth."""
+    if isinstance(value, list | dict):
+        return "an array" if isinstance(value, list) else "an object"
     text = repr(value)
     return text if len(text) <= 60 else text[:60] + "…"
 

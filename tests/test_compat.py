@@ -463,6 +463,14 @@ def test_a_huge_declaration_or_title_is_cut_short_in_the_warning() -> None:
     assert all(len(str(d)) < 1_000 for d in ctx.diagnostics)
 
 
+def test_a_deeply_nested_title_is_named_not_printed() -> None:
+    nested = b"[" * 1000 + b"]" * 1000
+    event = orjson.loads(b'{"type": "THINKING_START", "title": ' + nested + b"}")
+    ctx = StreamContext(Options())
+    anyio.run(Compat(ctx).process, Batch([event], [0]))
+    assert "an array" in str(ctx.diagnostics[0])
+
+
 @pytest.mark.parametrize("declared", ["1." + "9" * 5000, "9" * 5000 + ".1", "0.0." + "7" * 5000])
 def test_a_version_with_endless_digits_is_uninterpretable_not_a_crash(declared: str) -> None:
     _, ctx = one(run_started(protocolVersion=declared))
