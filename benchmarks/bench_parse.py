@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 
@@ -91,8 +92,8 @@ def measure(n: int = 100_000, repeat: int = 7, seed: int = 0) -> list[ParseFigur
         assert decode_with_parse(reads) == decode_with_orjson(payloads) == n
         times = rounds(
             {
-                "parse": lambda reads=reads: decode_with_parse(reads),
-                "orjson": lambda payloads=payloads: decode_with_orjson(payloads),
+                "parse": partial(decode_with_parse, reads),
+                "orjson": partial(decode_with_orjson, payloads),
             },
             repeat,
         )

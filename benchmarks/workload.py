@@ -46,6 +46,33 @@ _TOOLS = ("get_weather", "search_documents", "lookup_order", "create_ticket")
 _CITIES = ("Paris", "Zürich", "São Paulo", "Tokyo", "Nairobi", "Oslo")
 
 
+DECLARATION: dict[str, Any] = {
+    "identity": {"name": "workload-agent", "type": "assistant", "version": "1.0.0"},
+    "transport": {"streaming": True},
+    "tools": {
+        "supported": True,
+        "parallelCalls": False,
+        "items": [
+            {
+                "name": name,
+                "description": f"The workload's {name} tool.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                },
+            }
+            for name in _TOOLS
+        ],
+    },
+    "state": {"snapshots": True, "deltas": True},
+    "reasoning": {"supported": True, "streaming": True, "encrypted": False},
+    "multiAgent": {"supported": False},
+    "humanInTheLoop": {"supported": False, "interrupts": False},
+}
+"""The ``AgentCapabilities`` of the agent that streams this workload: every group that
+applies, declared in full, so reconcile has everything to compare (and nothing to report)."""
+
+
 class _Stream:
     """Builds events into one list, holding the ids and state that must stay consistent."""
 

@@ -8,10 +8,18 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import SCHEMA_PATH
+from conftest import SCHEMA_PATH, run
 from jsonschema import Draft202012Validator
 
-from benchmarks.workload import MIN_EVENTS, encode_jsonl, encode_sse, events, iter_sse_chunks
+from benchmarks.workload import (
+    DECLARATION,
+    MIN_EVENTS,
+    encode_jsonl,
+    encode_sse,
+    events,
+    iter_sse_chunks,
+)
+from pipeline import Pipeline
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +159,11 @@ def test_encodings_round_trip() -> None:
 def test_streamed_chunks_are_the_same_bytes() -> None:
     assert b"".join(iter_sse_chunks(3_000, seed=2, size=1000)) == encode_sse(events(3_000, seed=2))
     assert all(len(chunk) == 1000 for chunk in list(iter_sse_chunks(3_000, size=1000))[:-1])
+
+
+def test_declaration_is_schema_valid_and_read_as_usable(schema: dict[str, Any]) -> None:
+    declaration = Draft202012Validator({**schema, "$ref": "#/$defs/AgentCapabilities"})
+    assert not [e.message for e in declaration.iter_errors(DECLARATION)]
+    result = run(encode_sse(events(3_000)), Pipeline(capabilities=DECLARATION))
+    assert result.verdict.completed, result.verdict
+    assert not result.warnings, result.warnings[:3]

@@ -1,0 +1,5 @@
+"""``python -m benchmarks [--quick] [--docs]``: the comparison table, scaling plot, memory."""
+
+from .suite import main
+
+raise SystemExit(main())

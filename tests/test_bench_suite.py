@@ -1,0 +1,22 @@
+"""``python -m benchmarks`` runs end to end on a tiny stream and reports every part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import suite
+
+
+def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--events", "2000", "--repeat", "1", "--max", "1000", "--ts-events", "0"]
+    assert suite.main([*argv, "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "results.json").read_text())
+    assert [row["stage"] for row in report["stages"]] == suite.default_pipeline().stage_names
+    assert {row["key"] for row in report["peers"]} >= {"pipeline", "orjson"}
+    assert report["memory"]["events"] == 1000 and report["memory"]["peak_rss_mb"] > 0
+    assert "agui-pipeline (whole pipeline)" in report["scaling"]
+    assert "| parse |" in printed and "Memory, 1,000 events" in printed
