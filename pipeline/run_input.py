@@ -627,13 +627,24 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _json_copy(value: Any, pointer: str) -> Any:
+MAX_DEPTH = 255
+"""Deepest nesting the input may have: orjson, which encodes it, stops there."""
+
+
+def _json_copy(value: Any, pointer: str, depth: int = 0) -> Any:
     """A deep copy of JSON data; anything JSON cannot carry is a malformed input."""
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         if math.isfinite(value):
             return value
+    elif depth >= MAX_DEPTH:
+        raise InputRejected(
+            INPUT_MALFORMED,
+            f"the input is nested more than {MAX_DEPTH} levels deep at {pointer}, deeper than "
+            "it can be encoded; nothing was sent",
+            pointer=pointer,
+        )
     elif isinstance(value, Mapping):
         copy: dict[str, Any] = {}
         for key, member in value.items():
@@ -643,10 +654,12 @@ def _json_copy(value: Any, pointer: str) -> Any:
                     f"expected string keys at {pointer or '/'}, found the key {key!r}",
                     pointer=pointer,
                 )
-            copy[key] = _json_copy(member, f"{pointer}/{_escape(key)}")
+            copy[key] = _json_copy(member, f"{pointer}/{_escape(key)}", depth + 1)
         return copy
     elif isinstance(value, list | tuple):
-        return [_json_copy(member, f"{pointer}/{i}") for i, member in enumerate(value)]
+        return [
+            _json_copy(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)
+        ]
     raise InputRejected(
         INPUT_MALFORMED,
         f"expected a JSON value at {pointer or '/'}, found {_kind(value)}; nothing was sent",

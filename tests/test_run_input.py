@@ -12,6 +12,7 @@ import copy
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -657,3 +658,17 @@ def test_the_boundary_agrees_with_the_schema(raw: dict[str, Any]) -> None:
 def test_a_model_instance_can_be_sent() -> None:
     model = RunAgentInput.model_validate(FULL)
     assert prepare_input(model).body == {**FULL, "protocolVersion": "1.1"}
+
+
+def test_an_input_too_deep_to_encode_is_rejected_not_a_crash() -> None:
+    state: Any = "leaf"
+    for _ in range(5000):
+        state = [state]
+    error = rejected(base(state=state))
+    assert error.pointer.startswith("/state/0/0/")
+    assert "255" in str(error)
+    shallow: Any = "leaf"
+    for _ in range(200):
+        shallow = [shallow]
+    body = prepare_input(base(state=shallow)).body
+    assert orjson.loads(orjson.dumps(body))["state"] == shallow
