@@ -55,6 +55,7 @@ def test_text_report_names_findings_and_exits_by_the_verdict_alone(
 def test_json_report_carries_the_declaration_field(files: dict[str, Path]) -> None:
     status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]),
                          "--format", "json")
+    assert status == 0
     report = json.loads(text)
     (finding,) = [d for d in report["diagnostics"] if d["code"] == "reconcile.false-contradicted"]
     assert finding["declared"] == "/reasoning/supported"
@@ -71,6 +72,7 @@ def test_agent_resource(files: dict[str, Path]) -> None:
 def test_sarif_report(files: dict[str, Path]) -> None:
     status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]),
                          "--format", "sarif")
+    assert status == 0
     log = json.loads(text)
     assert log["version"] == "2.1.0"
     (sarif_run,) = log["runs"]
