@@ -19,6 +19,7 @@ from .catalog import Code, Severity
 from .conversation import Conversation
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
+from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
 from .stage import Batch, Counters, Decoder, Event, Limits, Options, Stage, StreamContext
@@ -74,6 +75,8 @@ __all__ = [
     "Verdict",
     "encode_json_lines",
     "encode_sse",
+    "pending_interrupts",
     "prepare_input",
+    "resume_input",
     "run_sync",
 ]

@@ -287,3 +287,15 @@ TRANSPORT_CONNECTION_LOST = _code(
     "transport.connection-lost", _W, HTTP_SSE,
     "the connection failed mid-body; the stream ended there and is judged as it stands",
 )
+RESUME_UNCOVERED = _code(
+    "input.resume-uncovered", _E, "/spec/1.1/basic/patterns/interrupt-resume",
+    "a resuming input leaves an interrupt of the interrupted run with no entry",
+)
+RESUME_UNKNOWN = _code(
+    "input.resume-unknown", _E, "/spec/1.1/basic/patterns/interrupt-resume",
+    "a resume entry names no interrupt of the run being continued",
+)
+RESUME_EXPIRED = _code(
+    "input.resume-expired", _E, "/spec/1.1/basic/patterns/interrupt-resume",
+    "a resume entry answers an interrupt the consumer judges expired",
+)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,9 +22,13 @@ import pytest
 
 from pipeline import Outcome, Pipeline
 from pipeline.client import HttpAgent, HttpStatusError, RequestFailed
+from pipeline.conformance import Fixture, check_fixture, load_fixture, replay_fixture
+from pipeline.conformance import Replay as ConformanceReplay
 from pipeline.errors import InputRejected
+from pipeline.resume import pending_interrupts, resume_input
 from pipeline.serve import Replay, ReplayServer
 from pipeline.subscribers import encode_sse
+from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.anyio
 
@@ -42,6 +47,12 @@ INPUT: dict[str, Any] = {"threadId": "t-http", "runId": "r-1", "messages": []}
 def server() -> Iterator[ReplayServer]:
     with ReplayServer(Replay(RUN)) as running:
         yield running
+
+
+def plain_http() -> httpx.AsyncClient:
+    """A client that never loads CA certificates: these tests speak plain HTTP, and
+    loading them costs ~70 ms per client."""
+    return httpx.AsyncClient(verify=False)
 
 
 def codes(result: Any) -> list[str]:
@@ -210,3 +221,81 @@ async def test_cancellation_leaves_no_task_behind(server: ReplayServer) -> None:
     before = asyncio.all_tasks()
     await read()
     assert asyncio.all_tasks() == before
+
+
+# -- the conformance corpus over real HTTP + SSE --------------------------------------
+
+FIXTURES = sorted(CORPUS.glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def corpus_server() -> Iterator[ReplayServer]:
+    with ReplayServer(Replay([])) as running:
+        yield running
+
+
+async def _http_replay(fixture: Fixture, url: str) -> ConformanceReplay:
+    """The fixture run by the client over HTTP, recorded as the runner records a replay."""
+    pipeline = Pipeline(peer_max_protocol_version=fixture.peer_max_protocol_version)
+    async with plain_http() as client, HttpAgent(url, pipeline=pipeline, client=client) as agent:
+        try:
+            result = await agent.run(fixture.raw_input())
+        except InputRejected as error:
+            return ConformanceReplay(fixture, None, [], input_error=error)
+    # The outgoing boundary's diagnostics are on the result already.
+    return ConformanceReplay(fixture, None, [], result=result)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+async def test_every_fixture_passes_over_http(corpus_server: ReplayServer, path: Path) -> None:
+    fixture = load_fixture(path)
+    corpus_server.replay.events = fixture.stream
+    corpus_server.replay.requests.clear()
+    replay = await _http_replay(fixture, corpus_server.url)
+    if corpus_server.replay.requests:
+        replay.request = corpus_server.replay.requests[-1][1]  # the body as the agent got it
+    report = check_fixture(replay)
+    assert report.passed, report.line()
+    in_memory = await replay_fixture(fixture)
+    assert replay.result is not None and in_memory.result is not None
+    assert replay.result.verdict.to_dict() == in_memory.result.verdict.to_dict()
+    assert replay.result.events == in_memory.result.events
+    assert replay.result.conversation.to_dict() == in_memory.result.conversation.to_dict()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+async def test_the_runner_reads_the_http_body_as_it_reads_memory(
+    corpus_server: ReplayServer, path: Path
+) -> None:
+    """D's runner, given the response body of a real HTTP exchange as its byte source."""
+    fixture = load_fixture(path)
+    corpus_server.replay.events = fixture.stream
+
+    async def body() -> AsyncIterator[bytes]:
+        async with (
+            plain_http() as client,
+            client.stream("POST", corpus_server.url, json=fixture.raw_input()) as response,
+        ):
+            async for chunk in response.aiter_bytes():
+                yield chunk
+
+    report = check_fixture(await replay_fixture(fixture, body()))
+    assert report.passed, report.line()
+
+
+async def test_resuming_an_interrupt_over_http(server: ReplayServer) -> None:
+    interrupt = {"id": "i-1", "reason": "approval"}
+    server.replay.events = [
+        *RUN[:-1],
+        {**RUN[-1], "outcome": {"type": "interrupt", "interrupts": [interrupt]}},
+    ]
+    async with HttpAgent(server.url) as agent:
+        first = await agent.run(INPUT)
+        assert pending_interrupts(first) == [interrupt]
+        server.replay.events = RUN
+        second = await agent.run(resume_input(INPUT, first, {"i-1": {"ok": True}}))
+    assert second.verdict.outcome is Outcome.COMPLETED
+    _, body = server.replay.requests[-1]
+    assert body["resume"] == [{"interruptId": "i-1", "status": "resolved", "payload": {"ok": True}}]
+    assert body["threadId"] == "t-http" and body["runId"] != "r-1"
+    assert body["messages"][-1]["content"] == "Grüße, world ✓"
