@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline import (
@@ -29,6 +29,7 @@ from pipeline import (
 from pipeline.stage import Event
 from stages.compat import Compat
 from tests.conftest import CORPUS, run
+from tests.streams import encode, valid_stream
 
 
 def through(events: list[Event], peer: str | None = None) -> tuple[list[Event], StreamContext]:
@@ -624,6 +625,7 @@ _fields = st.dictionaries(
 )
 
 
+@settings(deadline=None)  # the shared machine's load, not the code, sets the pace
 @given(st.lists(st.tuples(_types, _fields), max_size=6), st.sampled_from([None, "0.0.39"]))
 def test_any_shape_passes_without_an_exception(
     shapes: list[tuple[Any, dict[str, Any]]], peer: str | None
@@ -693,3 +695,73 @@ def test_the_current_peer_fixture_loses_its_subagents_when_pinned_to_0_0_57() ->
     assert [e["type"] for e in result.events] == ["RUN_STARTED", "RUN_FINISHED"]
     assert result.counters.dropped == 2
     assert any("SUBAGENT_STARTED" in str(w) for w in result.warnings)
+
+
+# --- properties over valid streams -----------------------------------------------------------
+
+
+@settings(deadline=None)  # the shared machine's load, not the code, sets the pace
+@given(valid_stream())
+def test_a_current_stream_passes_untouched_and_quietly(stream: list[Event]) -> None:
+    events, ctx = through(stream)
+    assert events == stream
+    assert ctx.diagnostics == []
+
+
+_RETIRED_SPELLING = {current: retired for retired, current in RETIRED_EVENTS}
+_NULLABLE = {
+    "TOOL_CALL_START": ("parentMessageId", "rawEvent"),
+    "RUN_FINISHED": ("outcome", "result", "rawEvent"),
+    "TEXT_MESSAGE_CONTENT": ("rawEvent",),
+    "RUN_STARTED": ("rawEvent",),
+}
+
+
+@st.composite
+def retired_spelling(draw: st.DrawFn) -> tuple[list[Event], list[Event], int]:
+    """A valid stream, the same stream as an older producer spelled it, and how many
+    retired shapes that spelling holds."""
+    modern = draw(valid_stream())
+    thinking = draw(st.booleans())  # all reasoning retired or none: ids must still pair up
+    legacy: list[Event] = []
+    retired = 0
+    for event in copy.deepcopy(modern):
+        kind = event["type"]
+        if thinking and kind in _RETIRED_SPELLING:
+            event = {k: v for k, v in event.items() if k not in ("messageId", "role")}
+            event["type"] = _RETIRED_SPELLING[kind]
+            retired += 1
+        nullable = [f for f in _NULLABLE.get(kind, ()) if f not in event]
+        if nullable:
+            for field in draw(st.lists(st.sampled_from(nullable), unique=True)):
+                event[field] = None
+                retired += 1
+        legacy.append(event)
+    return modern, legacy, retired
+
+
+def _reasoning_ids_by_order(events: list[Event]) -> list[Event]:
+    """Reasoning ids renamed by first appearance: the boundary assigns its own."""
+    names: dict[str, str] = {}
+    out = []
+    for event in events:
+        if event["type"].startswith("REASONING") and "messageId" in event:
+            event = {**event, "messageId": names.setdefault(event["messageId"], f"r{len(names)}")}
+        out.append(event)
+    return out
+
+
+@settings(deadline=None)  # the shared machine's load, not the code, sets the pace
+@given(retired_spelling())
+def test_a_retired_spelling_delivers_what_the_current_one_does(
+    case: tuple[list[Event], list[Event], int],
+) -> None:
+    modern, legacy, retired = case
+    current = run(encode(modern, "jsonl"))
+    old = run(encode(legacy, "jsonl"))
+    assert old.verdict.outcome == current.verdict.outcome
+    assert _reasoning_ids_by_order(old.events) == _reasoning_ids_by_order(current.events)
+    translated = [d for d in old.warnings if d.code.startswith("compat.retired-")]
+    assert len(translated) == retired
+    others = [d.code for d in old.warnings if not d.code.startswith("compat.retired-")]
+    assert others == [d.code for d in current.warnings]
