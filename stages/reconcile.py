@@ -44,6 +44,8 @@ be evidence have a handler.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from pipeline.capabilities import (
@@ -162,7 +164,7 @@ class Reconcile(Stage):
             if agents is None or agents.subagents is None
             else {s.name for s in agents.subagents}
         )
-        self._handlers: dict[Any, Callable[[Event, int], None]] = {
+        self._handlers: dict[Any, Handler] = {
             kind: getattr(self, method) for kind, method in _HANDLERS.items()
         }
         self._stream_used: dict[str, int | None] = {}
@@ -180,12 +182,16 @@ class Reconcile(Stage):
             return batch
         if not self._transport_checked:
             self._check_transport(batch.indices[0] if batch.indices else None)
+        events, indices = batch.events, batch.indices
         get = self._handlers.get
-        for event, index in zip(batch.events, batch.indices, strict=False):
+        try:
+            # Event type → handler for the whole batch in C; most types have none.
+            found: list[Any] = list(map(get, map(_type_of, events)))
+        except (KeyError, TypeError, AttributeError):
+            found = [_handler_of(get, event) for event in events]
+        for position in compress(range(len(found)), found):
             try:
-                handler = get(event.get("type"))
-                if handler is not None:
-                    handler(event, index)
+                found[position](events[position], indices[position])
             except (AttributeError, TypeError, KeyError, ValueError):
                 # Material enforcement would have rejected (a pipeline without it):
                 # reconcile has nothing to say about it, and never fails the stream.
@@ -450,6 +456,18 @@ class Reconcile(Stage):
         )
         self._run_open = False
         self._reset(None)
+
+
+_type_of = itemgetter("type")
+Handler = Callable[[Event, int], None]
+
+
+def _handler_of(get: Callable[[Any], Handler | None], event: Any) -> Handler | None:
+    """The tolerant lookup for a batch holding something that is not a typed event."""
+    try:
+        return get(event.get("type"))
+    except (AttributeError, TypeError):
+        return None
 
 
 def _tool_names(run_input: dict[str, Any]) -> set[Any]:
