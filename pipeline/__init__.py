@@ -15,6 +15,8 @@ the implementation.
 
 from typing import TYPE_CHECKING, Any
 
+from .agent_resource import AgentResourceError, capabilities_from_agent_resource
+from .capabilities import AgentCapabilities, Declaration, DeclarationUnusable, check_run_input
 from .catalog import Code, Severity
 from .conversation import Conversation
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
@@ -42,10 +44,14 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentCapabilities",
+    "AgentResourceError",
     "Batch",
     "Code",
     "Conversation",
     "Counters",
+    "Declaration",
+    "DeclarationUnusable",
     "Decoder",
     "Diagnostic",
     "Event",
@@ -73,6 +79,8 @@ __all__ = [
     "StreamRejected",
     "StreamTruncated",
     "Verdict",
+    "capabilities_from_agent_resource",
+    "check_run_input",
     "encode_json_lines",
     "encode_sse",
     "pending_interrupts",
