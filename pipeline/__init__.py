@@ -24,7 +24,18 @@ from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
 from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
-from .stage import Batch, Counters, Decoder, Event, Limits, Options, Stage, StreamContext
+from .stage import (
+    Batch,
+    Counters,
+    Decoder,
+    Event,
+    Limits,
+    Options,
+    RunRecord,
+    RunStatus,
+    Stage,
+    StreamContext,
+)
 from .subscribers import Handlers, JsonLinesSink, Sink, SseSink, encode_json_lines, encode_sse
 
 if TYPE_CHECKING:
@@ -40,7 +51,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(client, name)
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
-
 
 
 __all__ = [
@@ -69,7 +79,9 @@ __all__ = [
     "PreparedInput",
     "RequestFailed",
     "RunAgentInput",
+    "RunRecord",
     "RunResult",
+    "RunStatus",
     "Severity",
     "Sink",
     "Source",

@@ -200,6 +200,101 @@ EXPAND_MALFORMED_CHUNK = _code(
 
 # --- verify -----------------------------------------------------------------
 
+LIFECYCLE = "/spec/1.1/events/lifecycle"
+TEXT_MESSAGES = "/spec/1.1/events/text-messages"
+TOOL_CALLS = "/spec/1.1/events/tool-calls"
+REASONING = "/spec/1.1/events/reasoning"
+INTERRUPTS = "/spec/1.1/basic/patterns/interrupt-resume"
+
+VERIFY_FIRST_EVENT = _code(
+    "verify.first-event", _E, LIFECYCLE,
+    "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
+)
+VERIFY_NESTED_RUN = _code(
+    "verify.nested-run", _E, LIFECYCLE, "a RUN_STARTED arrived while a run was still active"
+)
+VERIFY_AFTER_CLOSE = _code(
+    "verify.after-close", _E, LIFECYCLE,
+    "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
+)
+VERIFY_RUN_IDENTITY = _code(
+    "verify.run-identity", _E, LIFECYCLE,
+    "a run's identifiers disagree: a terminal event names another run, or an echoed input "
+    "another run or thread",
+)
+VERIFY_THREAD_CHANGED = _code(
+    "verify.thread-changed", _E, "/spec/1.1/basic/index",
+    "a run on the stream belongs to a different thread than the runs before it",
+)
+VERIFY_RUN_ID_REUSED = _code(
+    "verify.run-id-reused", _E, "/spec/1.1/basic/index",
+    "a RUN_STARTED reuses the runId of an earlier run on the same thread",
+)
+VERIFY_OPEN_AT_FINISH = _code(
+    "verify.open-at-finish", _E, LIFECYCLE,
+    "RUN_FINISHED arrived while something the run opened was still open",
+)
+VERIFY_STEP = _code(
+    "verify.step", _E, LIFECYCLE,
+    "a step was opened while open, or finished without being open (per name and owner)",
+)
+VERIFY_TEXT_MESSAGE = _code(
+    "verify.text-message-sequence", _E, TEXT_MESSAGES,
+    "a text message was opened while open, or continued or closed while not open",
+)
+VERIFY_TOOL_CALL = _code(
+    "verify.tool-call-sequence", _E, TOOL_CALLS,
+    "a tool call was opened while open, or continued or closed while not open",
+)
+VERIFY_REASONING = _code(
+    "verify.reasoning-sequence", _E, REASONING,
+    "a reasoning span or message was opened while open, or continued or closed while not open",
+)
+VERIFY_MESSAGE_ID = _code(
+    "verify.message-id-reused", _E, "/spec/1.1/basic/index",
+    "a messageId that already names a message of another kind names a new one",
+)
+VERIFY_ATTRIBUTION = _code(
+    "verify.attribution-mismatch", _E, "/spec/1.1/events/subagents",
+    "an event continuing an item carries a subagentRunId that disagrees with the item's owner",
+)
+VERIFY_SUBAGENT = _code(
+    "verify.subagent-lifecycle", _E, "/spec/1.1/events/subagents",
+    "a subagent invocation was announced, used or closed out of order",
+)
+VERIFY_INTERRUPT = _code(
+    "verify.interrupt", _E, INTERRUPTS,
+    "an interrupt outcome repeats an interrupt id, or disagrees with a suspended subagent",
+)
+VERIFY_PENDING_CALLS = _code(
+    "verify.pending-tool-calls", _E, TOOL_CALLS,
+    "pendingToolCallIds is not exactly the calls the run started and did not answer",
+)
+VERIFY_TOOL_RESULT = _code(
+    "verify.tool-result", _E, TOOL_CALLS,
+    "a TOOL_CALL_RESULT answers a call that is still open or that no event or history names",
+)
+VERIFY_TOOL_RESULT_UNSEEN = _code(
+    "verify.tool-result-unseen", _W, TOOL_CALLS,
+    "a TOOL_CALL_RESULT answers a call this consumer cannot see (no run input to look in)",
+)
+VERIFY_CANCELLED_RESULT = _code(
+    "verify.cancelled-result", _W, LIFECYCLE,
+    "a run finished with the cancelled outcome carries a result, which it SHOULD NOT",
+)
+VERIFY_UNEXPANDED_CHUNK = _code(
+    "verify.unexpanded-chunk", _E, "/spec/1.1/basic/patterns/streaming",
+    "a *_CHUNK event reached verification unexpanded (the pipeline has no expand stage)",
+)
+VERIFY_UNREADABLE = _code(
+    "verify.unreadable-event", _E, PROCESSING,
+    "an event lacks a field verification reads (the pipeline has no enforce stage)",
+)
+VERIFY_TRUNCATED = _code(
+    "verify.truncated", _E, TRANSPORTS,
+    "the stream ended while a run was active, or before any event: the run has no outcome",
+)
+
 # --- reconcile --------------------------------------------------------------
 
 CAPABILITIES = "/spec/1.1/basic/capabilities"

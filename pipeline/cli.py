@@ -22,6 +22,7 @@ from .capabilities import Declaration
 from .engine import Outcome, Pipeline, RunResult
 from .sarif import sarif_report
 from .sources import Source
+from .stage import RunRecord, RunStatus
 
 EXIT_COMPLETED = 0
 EXIT_REJECTED = 1
@@ -129,6 +130,8 @@ def _text_report(name: str, result: RunResult, out: TextIO) -> None:
         f"{counters.dropped} dropped, {counters.synthesized} synthesized"
         f" ({result.transport or 'no framing'})\n"
     )
+    for run in result.runs:
+        out.write(f"  {_run_line(run)}\n")
     if verdict.error is not None:
         out.write(f"  {verdict.message}\n")
     if result.diagnostics:
@@ -137,6 +140,18 @@ def _text_report(name: str, result: RunResult, out: TextIO) -> None:
             out.write(f"    {diagnostic.severity}: {diagnostic}\n")
     for code, count in result.suppressed.items():
         out.write(f"    ... and {count} more {code}\n")
+
+
+def _run_line(run: RunRecord) -> str:
+    """One run: its ids and how it ended (``run 'r1' (thread 't1'): interrupted, 2 interrupts``)."""
+    name = "(failed before it began)" if run.run_id is None else repr(run.run_id)
+    thread = "" if run.thread_id is None else f" (thread {run.thread_id!r})"
+    detail = ""
+    if run.status is RunStatus.ERROR:
+        detail = f": {run.error}"
+    elif run.status is RunStatus.INTERRUPTED and run.outcome is not None:
+        detail = f", {len(run.outcome['interrupts'])} interrupt(s)"
+    return f"run {name}{thread}: {run.status}{detail}"
 
 
 def _json_report(name: str, result: RunResult, out: TextIO) -> None:
@@ -155,6 +170,7 @@ def _json_report(name: str, result: RunResult, out: TextIO) -> None:
         },
         "diagnostics": [d.to_dict() for d in result.diagnostics],
         "suppressed": result.suppressed,
+        "runs": [run.to_dict() for run in result.runs],
     }
     out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
 

@@ -33,6 +33,7 @@ from .stage import (
     DecoderFactory,
     Event,
     Options,
+    RunRecord,
     Stage,
     StageFactory,
     StreamContext,
@@ -105,6 +106,8 @@ class RunResult:
     transport: str | None = None
     suppressed: dict[str, int] = field(default_factory=dict)
     """Diagnostics over the ``max_diagnostics`` limit, counted by code."""
+    runs: list[RunRecord] = field(default_factory=list)
+    """The runs on the stream in order, with how each ended (kept by verify)."""
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -283,8 +286,11 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     from stages.expand import Expand
     from stages.metadata import Metadata
     from stages.reconcile import Reconcile
+    from stages.verify import Verify
 
-    factories: list[type[Stage]] = [Compat, Enforce, Expand, Reconcile, Metadata, Dispatch]
+    factories: list[type[Stage]] = [
+        Compat, Enforce, Expand, Verify, Reconcile, Metadata, Dispatch,
+    ]
     return [(factory.name, factory) for factory in factories]
 
 
@@ -423,6 +429,7 @@ class Pipeline:
             conversation=ctx.conversation,
             transport=ctx.transport,
             suppressed=ctx.suppressed,
+            runs=ctx.runs,
         )
 
 

@@ -1,0 +1,854 @@
+"""verify — the sequencing rules of the protocol, checked as each event arrives.
+
+Verification runs after chunk expansion (``/spec/1.1/basic/processing``): what
+it checks — that items open before they continue and close after — only
+exists once a chunk has become the events it stands for. Every event reaching
+it is schema-valid (enforce saw it first), so this stage judges order and
+identity only, and every violation is fatal with the page of the rule:
+
+- runs (``/spec/1.1/events/lifecycle``): the stream opens with ``RUN_STARTED``
+  or ``RUN_ERROR``; no run starts inside another; after ``RUN_FINISHED`` only a
+  new ``RUN_STARTED`` or a late ``RUN_ERROR`` (which fails the run), after
+  ``RUN_ERROR`` only ``RUN_STARTED``; ``RUN_FINISHED`` names the active run and
+  finds everything the run opened closed, while ``RUN_ERROR`` abandons it;
+- identifiers (``/spec/1.1/basic/index``): one thread per stream, no runId
+  reused, a messageId names one kind of message;
+- steps, matched by name per owner (``/spec/1.1/events/subagents``, Ownership);
+- the streamed items — text messages, tool calls, reasoning messages — and
+  reasoning spans (``/spec/1.1/basic/patterns/streaming``, the family pages):
+  opened while closed, continued and closed only while open;
+- subagents (``/spec/1.1/events/subagents``): announced before any event
+  attributed to them, never twice, closed once and before the run finishes,
+  nested only under an announced parent; a continuation whose tag disagrees
+  with its item's owner is rejected (an untagged one continues the owner);
+- outcomes (``/spec/1.1/basic/patterns/interrupt-resume``, ``tool-calls``):
+  interrupt ids unique in the run and consistent with suspended subagents,
+  ``pendingToolCallIds`` exactly the calls the run left unanswered;
+- tool results (``/spec/1.1/events/tool-calls``): a result mints a new
+  message and answers a closed call the consumer knows of.
+
+A stream that ends while a run is active — or before any event — is a
+truncated run (``/spec/1.1/basic/transports``, Truncation): :meth:`finish`
+raises :class:`~pipeline.errors.StreamTruncated`; nothing is synthesized.
+
+State is kept in dicts keyed by id: what is open in the current run (dropped
+when the run closes), plus the ids the thread must not reuse — one entry per
+message, tool call and run, never per event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from pipeline.catalog import (
+    VERIFY_AFTER_CLOSE,
+    VERIFY_ATTRIBUTION,
+    VERIFY_CANCELLED_RESULT,
+    VERIFY_FIRST_EVENT,
+    VERIFY_INTERRUPT,
+    VERIFY_MESSAGE_ID,
+    VERIFY_NESTED_RUN,
+    VERIFY_OPEN_AT_FINISH,
+    VERIFY_PENDING_CALLS,
+    VERIFY_REASONING,
+    VERIFY_RUN_ID_REUSED,
+    VERIFY_RUN_IDENTITY,
+    VERIFY_STEP,
+    VERIFY_SUBAGENT,
+    VERIFY_TEXT_MESSAGE,
+    VERIFY_THREAD_CHANGED,
+    VERIFY_TOOL_CALL,
+    VERIFY_TOOL_RESULT,
+    VERIFY_TOOL_RESULT_UNSEEN,
+    VERIFY_TRUNCATED,
+    VERIFY_UNEXPANDED_CHUNK,
+    VERIFY_UNREADABLE,
+    Code,
+)
+from pipeline.errors import StreamRejected, StreamTruncated
+from pipeline.stage import (
+    Batch,
+    Event,
+    RunRecord,
+    RunStatus,
+    Stage,
+    StreamContext,
+    empty_batch,
+)
+
+Owner = str | None
+"""Who produced an item: a ``subagentRunId``, or ``None`` for the parent agent."""
+
+# Where the stream stands between runs.
+_BEFORE_FIRST, _ACTIVE, _FINISHED, _ERRORED = range(4)
+
+# A subagentRunId within the current run.
+_ATTRIBUTED, _RUNNING, _ENDED = range(3)
+"""Seen only as a tag (never announced); announced and open; closed this run."""
+
+_TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
+_SUBAGENT_EVENTS = frozenset({"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+_MISSING: Any = object()
+
+Handler = Callable[[Event, int, Owner], None]
+
+
+class Verify(Stage):
+    """Rejects any event that breaks the protocol's sequencing rules; passes the rest."""
+
+    name: ClassVar[str] = "verify"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self._phase = _BEFORE_FIRST
+        self._thread: str | None = None
+        self._run: RunRecord | None = None
+        self._run_no = 0
+        """Counts runs; ownership recorded under an older number has lapsed (it is per run)."""
+        self._run_ids: set[str] = set()
+        self._messages: dict[str, tuple[str, Owner, int]] = {}
+        """messageId → (kind: its role, owner, run the owner was recorded in)."""
+        self._calls: dict[str, tuple[Owner, int]] = {}
+        """toolCallId → (owner, run) for every call opened on the stream or found in history."""
+        self._history_known = False
+        """Whether the conversation before the stream is known (run input, or an input echo)."""
+        self._end_index = 0
+        # Run-scoped tracking: emptied, never replaced, when a run closes.
+        self._open_text: dict[str, Owner] = {}
+        self._open_calls: dict[str, Owner] = {}
+        self._open_reasoning: dict[str, Owner] = {}
+        self._open_spans: dict[str, Owner] = {}
+        self._steps: set[tuple[Owner, str]] = set()
+        self._subagents: dict[str, int] = {}
+        self._suspended: dict[str, list[Any]] = {}
+        """subagentRunId → the interrupt ids its suspended outcome named."""
+        self._run_calls: dict[str, bool] = {}
+        """Calls started in this run, in order → whether this run answered them."""
+        self._continuations: dict[str, tuple[dict[str, Owner], str]] = {
+            "TEXT_MESSAGE_CONTENT": (self._open_text, "messageId"),
+            "REASONING_MESSAGE_CONTENT": (self._open_reasoning, "messageId"),
+            "TOOL_CALL_ARGS": (self._open_calls, "toolCallId"),
+        }
+        """The most common events by far, checked inline: is the item open, same owner."""
+        self._handlers: dict[str, Handler] = {
+            "RUN_STARTED": self._nested_run,
+            "RUN_FINISHED": self._run_finished,
+            "RUN_ERROR": self._run_error,
+            "STEP_STARTED": self._step_started,
+            "STEP_FINISHED": self._step_finished,
+            "TEXT_MESSAGE_START": self._text_start,
+            "TEXT_MESSAGE_CONTENT": self._text_continue,
+            "TEXT_MESSAGE_END": self._text_end,
+            "TOOL_CALL_START": self._call_start,
+            "TOOL_CALL_ARGS": self._call_continue,
+            "TOOL_CALL_END": self._call_end,
+            "TOOL_CALL_RESULT": self._call_result,
+            "REASONING_START": self._span_start,
+            "REASONING_END": self._span_end,
+            "REASONING_MESSAGE_START": self._reasoning_start,
+            "REASONING_MESSAGE_CONTENT": self._reasoning_continue,
+            "REASONING_MESSAGE_END": self._reasoning_end,
+            "SUBAGENT_STARTED": self._subagent_started,
+            "SUBAGENT_FINISHED": self._subagent_ended,
+            "SUBAGENT_ERROR": self._subagent_ended,
+            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
+            "ACTIVITY_DELTA": self._activity_delta,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "TEXT_MESSAGE_CHUNK": self._unexpanded,
+            "TOOL_CALL_CHUNK": self._unexpanded,
+            "REASONING_MESSAGE_CHUNK": self._unexpanded,
+        }
+        if ctx.run_input is not None:
+            self._learn_history(ctx.run_input)
+
+    def _close_run_state(self) -> None:
+        """Nothing crosses a run boundary: a new run starts with nothing open (lifecycle)."""
+        for tracked in (
+            self._open_text, self._open_calls, self._open_reasoning, self._open_spans,
+            self._steps, self._subagents, self._suspended, self._run_calls,
+        ):
+            tracked.clear()
+
+    # -- the stage ----------------------------------------------------------------
+
+    async def process(self, batch: Batch) -> Batch:
+        handlers, continuations, missing = self._handlers, self._continuations, _MISSING
+        index = self._end_index
+        try:
+            for event, index in zip(batch.events, batch.indices, strict=True):
+                kind = event["type"]
+                if self._phase != _ACTIVE:
+                    self._between_runs(event, kind, index)
+                    continue
+                tag = event.get("subagentRunId")
+                if tag is not None and kind not in _SUBAGENT_EVENTS:
+                    self._attributed(tag, index)
+                continued = continuations.get(kind)
+                if continued is not None:
+                    items, field = continued
+                    owner = items.get(event[field], missing)
+                    if owner is missing or (tag is not None and tag != owner):
+                        handlers[kind](event, index, tag)  # raises, saying what is wrong
+                    continue
+                handler = handlers.get(kind)
+                if handler is not None:
+                    handler(event, index, tag)
+        except StreamRejected:
+            raise
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise self.ctx.reject(
+                VERIFY_UNREADABLE,
+                f"expected a schema-valid event, found one verification cannot read "
+                f"({type(exc).__name__}: {exc}); is enforce missing from the pipeline?",
+                event_index=index,
+                pointer="",
+            ) from None
+        if batch.indices:
+            self._end_index = batch.indices[-1] + 1
+        return batch
+
+    async def finish(self) -> Batch:
+        """A run still open here has no outcome: the stream is truncated, never completed."""
+        if self._phase == _ACTIVE:
+            assert self._run is not None
+            self._run.status = RunStatus.TRUNCATED
+            still_open = _describe(self._still_open())
+            raise StreamTruncated(
+                VERIFY_TRUNCATED,
+                f"expected RUN_FINISHED or RUN_ERROR for run {self._run.run_id!r}, found the end "
+                f"of the stream: the run is truncated and has no outcome"
+                + (f" ({still_open} still open)" if still_open else ""),
+                event_index=self._end_index,
+            )
+        if self._phase == _BEFORE_FIRST:
+            raise StreamTruncated(
+                VERIFY_TRUNCATED,
+                "expected RUN_STARTED or RUN_ERROR, found the end of the stream with no event "
+                "(none reached verification): no run began, and none has an outcome",
+                event_index=self._end_index,
+            )
+        return empty_batch()
+
+    # -- runs (/spec/1.1/events/lifecycle) -------------------------------------
+
+    def _between_runs(self, event: Event, kind: str, index: int) -> None:
+        """No run is active: only RUN_STARTED, or RUN_ERROR where the lifecycle admits it."""
+        if kind == "RUN_STARTED":
+            self._run_started(event, index)
+        elif kind == "RUN_ERROR" and self._phase != _ERRORED:
+            if self._phase == _BEFORE_FIRST:
+                # A run that failed before it began: nothing to name it by.
+                self._run = RunRecord(None, None)
+                self.ctx.runs.append(self._run)
+            self._fail_run(event)
+        elif self._phase == _BEFORE_FIRST:
+            raise self.ctx.reject(
+                VERIFY_FIRST_EVENT,
+                f"First event must be 'RUN_STARTED' or 'RUN_ERROR', found {kind!r} at /type",
+                event_index=index,
+                pointer="/type",
+            )
+        elif self._phase == _FINISHED:
+            raise self.ctx.reject(
+                VERIFY_AFTER_CLOSE,
+                f"The run has already finished with 'RUN_FINISHED': expected RUN_STARTED "
+                f"(a new run) or RUN_ERROR (a late failure), found {kind!r} at /type",
+                event_index=index,
+                pointer="/type",
+            )
+        else:
+            raise self.ctx.reject(
+                VERIFY_AFTER_CLOSE,
+                f"The run has already ended with 'RUN_ERROR': expected RUN_STARTED (a new run), "
+                f"found {kind!r} at /type",
+                event_index=index,
+                pointer="/type",
+            )
+
+    def _run_started(self, event: Event, index: int) -> None:
+        thread, run_id = event["threadId"], event["runId"]
+        if self._thread is None:
+            self._thread = thread
+        elif thread != self._thread:
+            raise self.ctx.reject(
+                VERIFY_THREAD_CHANGED,
+                f"expected the stream's thread {self._thread!r} at /threadId, found {thread!r}: "
+                "the runs on one stream belong to one thread",
+                event_index=index,
+                pointer="/threadId",
+            )
+        if run_id in self._run_ids:
+            raise self.ctx.reject(
+                VERIFY_RUN_ID_REUSED,
+                f"RUN_STARTED reuses runId {run_id!r} at /runId: an earlier run on this thread "
+                "has it, and a runId names one run",
+                event_index=index,
+                pointer="/runId",
+            )
+        echoed = event.get("input")
+        if echoed is not None:
+            for field, expected in (("threadId", thread), ("runId", run_id)):
+                if echoed.get(field) != expected:
+                    raise self.ctx.reject(
+                        VERIFY_RUN_IDENTITY,
+                        f"expected the echoed input's /input/{field} to be {expected!r} (the run "
+                        f"it started), found {echoed.get(field)!r}",
+                        event_index=index,
+                        pointer=f"/input/{field}",
+                    )
+            self._learn_history(echoed)
+        self._run_ids.add(run_id)
+        self._run_no += 1
+        self._run = RunRecord(run_id, thread)
+        self.ctx.runs.append(self._run)
+        self._phase = _ACTIVE
+
+    def _nested_run(self, event: Event, index: int, tag: Owner) -> None:
+        assert self._run is not None
+        raise self.ctx.reject(
+            VERIFY_NESTED_RUN,
+            f"Cannot send 'RUN_STARTED' while a run is still active: run {self._run.run_id!r} "
+            f"must end with RUN_FINISHED or RUN_ERROR before run {event['runId']!r} starts",
+            event_index=index,
+            pointer="",
+        )
+
+    def _run_error(self, event: Event, index: int, tag: Owner) -> None:
+        # Ends whatever was open along with the run: nothing is expected to close.
+        self._fail_run(event)
+
+    def _fail_run(self, event: Event) -> None:
+        assert self._run is not None
+        self._run.status = RunStatus.ERROR
+        self._run.error = event["message"]
+        self._phase = _ERRORED
+        self._close_run_state()
+
+    def _run_finished(self, event: Event, index: int, tag: Owner) -> None:
+        run = self._run
+        assert run is not None
+        for field, expected in (("runId", run.run_id), ("threadId", run.thread_id)):
+            if event[field] != expected:
+                raise self.ctx.reject(
+                    VERIFY_RUN_IDENTITY,
+                    f"RUN_FINISHED closes the run it names: expected /{field} {expected!r} "
+                    f"(the active run), found {event[field]!r}",
+                    event_index=index,
+                    pointer=f"/{field}",
+                )
+        still_open = self._still_open()
+        if still_open:
+            active = (f"{label} are still active: {_join(shown)}" for label, shown in still_open)
+            raise self.ctx.reject(
+                VERIFY_OPEN_AT_FINISH,
+                f"Cannot send 'RUN_FINISHED' while {'; '.join(active)} — a run closes "
+                "everything it opened before it finishes",
+                event_index=index,
+                pointer="",
+            )
+        outcome: dict[str, Any] | None = event.get("outcome")
+        kind = "success" if outcome is None else outcome["type"]
+        if outcome is not None and kind == "interrupt":
+            self._check_interrupts(outcome["interrupts"], index)
+            run.status = RunStatus.INTERRUPTED
+        elif kind == "cancelled":
+            if "result" in event:
+                self.ctx.report(
+                    VERIFY_CANCELLED_RESULT,
+                    f"run {run.run_id!r} was cancelled but carries /result: a cancelled run has "
+                    "no return value",
+                    event_index=index,
+                    pointer="/result",
+                )
+            run.status = RunStatus.CANCELLED
+        else:
+            self._check_success(outcome, index)
+            run.status = RunStatus.FINISHED
+        run.outcome = outcome
+        self._phase = _FINISHED
+        self._close_run_state()
+
+    def _still_open(self) -> list[tuple[str, list[str]]]:
+        """What the run has open, by kind; empty when everything is closed."""
+        groups = [
+            ("text messages", [repr(item) for item in self._open_text]),
+            ("tool calls", [repr(item) for item in self._open_calls]),
+            ("reasoning messages", [repr(item) for item in self._open_reasoning]),
+            ("reasoning spans", [repr(item) for item in self._open_spans]),
+            ("steps", [_step_label(owner, name) for owner, name in self._steps]),
+            (
+                "subagent invocations",
+                [repr(sub) for sub, state in self._subagents.items() if state == _RUNNING],
+            ),
+        ]
+        return [(label, shown) for label, shown in groups if shown]
+
+    # -- outcomes (/spec/1.1/basic/patterns/interrupt-resume, /spec/1.1/events/tool-calls) --
+
+    def _check_interrupts(self, interrupts: list[dict[str, Any]], index: int) -> None:
+        owners: dict[str, Owner] = {}
+        for position, interrupt in enumerate(interrupts):
+            interrupt_id = interrupt["id"]
+            if interrupt_id in owners:
+                raise self.ctx.reject(
+                    VERIFY_INTERRUPT,
+                    f"interrupt id {interrupt_id!r} at /outcome/interrupts/{position}/id repeats "
+                    "an earlier one: each interrupt's id is unique within the run",
+                    event_index=index,
+                    pointer=f"/outcome/interrupts/{position}/id",
+                )
+            owners[interrupt_id] = interrupt.get("subagentRunId")
+        for sub, interrupt_ids in self._suspended.items():
+            for interrupt_id in interrupt_ids:
+                if interrupt_id not in owners:
+                    raise self.ctx.reject(
+                        VERIFY_INTERRUPT,
+                        f"subagent {sub!r} suspended on interrupt {interrupt_id!r}, but the "
+                        "run's interrupt outcome at /outcome/interrupts carries no interrupt "
+                        "with that id",
+                        event_index=index,
+                        pointer="/outcome/interrupts",
+                    )
+                owner = owners[interrupt_id]
+                if owner is not None and owner != sub:
+                    raise self.ctx.reject(
+                        VERIFY_INTERRUPT,
+                        f"interrupt {interrupt_id!r} is attributed to {_owner(owner)}, but "
+                        f"subagent {sub!r} named it as one it raised (its suspended outcome)",
+                        event_index=index,
+                        pointer="/outcome/interrupts",
+                    )
+
+    def _check_success(self, outcome: dict[str, Any] | None, index: int) -> None:
+        waiting = {sub: ids for sub, ids in self._suspended.items() if ids}
+        if waiting:
+            sub, ids = next(iter(waiting.items()))
+            raise self.ctx.reject(
+                VERIFY_INTERRUPT,
+                f"subagent {sub!r} suspended on run-level interrupts {_ids(ids)}, but the run "
+                "finished as success: an interrupted run ends with the interrupt outcome",
+                event_index=index,
+                pointer="/outcome" if outcome is not None else "",
+            )
+        named = outcome.get("pendingToolCallIds") if outcome is not None else None
+        if not named:
+            return  # absent or empty: the producer named none, nothing to compare
+        unanswered = [call for call, answered in self._run_calls.items() if not answered]
+        if len(set(named)) != len(named) or set(named) != set(unanswered):
+            raise self.ctx.reject(
+                VERIFY_PENDING_CALLS,
+                f"/outcome/pendingToolCallIds names {_ids(named)}; expected exactly the calls "
+                f"this run started and did not answer with TOOL_CALL_RESULT: "
+                f"{_ids(unanswered) or 'none'}",
+                event_index=index,
+                pointer="/outcome/pendingToolCallIds",
+            )
+
+    # -- attribution and subagents (/spec/1.1/events/subagents) ------------------
+
+    def _attributed(self, tag: str, index: int) -> None:
+        state = self._subagents.get(tag)
+        if state is None:
+            self._subagents[tag] = _ATTRIBUTED  # unannounced attribution is legal
+        elif state == _ENDED:
+            raise self.ctx.reject(
+                VERIFY_SUBAGENT,
+                f"an event attributed to subagent {tag!r} at /subagentRunId arrived after that "
+                "invocation ended in this run; its id cannot be used again until a later run",
+                event_index=index,
+                pointer="/subagentRunId",
+            )
+
+    def _subagent_started(self, event: Event, index: int, tag: Owner) -> None:
+        sub = event["subagentRunId"]
+        state = self._subagents.get(sub)
+        if state is not None:
+            problem = {
+                _RUNNING: "is already active",
+                _ENDED: "already finished in this run, and an id names one invocation",
+                _ATTRIBUTED: "already had events attributed to it; an invocation is announced "
+                "before any event attributed to it",
+            }[state]
+            raise self.ctx.reject(
+                VERIFY_SUBAGENT,
+                f"SUBAGENT_STARTED for {sub!r} at /subagentRunId, but that invocation {problem}",
+                event_index=index,
+                pointer="/subagentRunId",
+            )
+        parent = event.get("parentSubagentRunId")
+        if parent is not None and self._subagents.get(parent) != _RUNNING:
+            why = (
+                "has already ended"
+                if self._subagents.get(parent) == _ENDED
+                else "was not announced in this run"
+            )
+            raise self.ctx.reject(
+                VERIFY_SUBAGENT,
+                f"SUBAGENT_STARTED for {sub!r} names parent invocation {parent!r} at "
+                f"/parentSubagentRunId, which {why}",
+                event_index=index,
+                pointer="/parentSubagentRunId",
+            )
+        self._subagents[sub] = _RUNNING
+
+    def _subagent_ended(self, event: Event, index: int, tag: Owner) -> None:
+        sub, kind = event["subagentRunId"], event["type"]
+        state = self._subagents.get(sub)
+        if state != _RUNNING:
+            why = {
+                None: "was never started",
+                _ATTRIBUTED: "was never announced with SUBAGENT_STARTED",
+                _ENDED: "has already ended",
+            }[state]
+            raise self.ctx.reject(
+                VERIFY_SUBAGENT,
+                f"{kind} for subagent {sub!r} at /subagentRunId, but that invocation {why}: "
+                "there is nothing to close",
+                event_index=index,
+                pointer="/subagentRunId",
+            )
+        self._subagents[sub] = _ENDED
+        outcome = event.get("outcome")
+        if outcome is not None and outcome["type"] == "suspended":
+            self._suspended[sub] = outcome.get("interruptIds") or []
+
+    def _mismatch(
+        self, kind: str, what: str, item: str, owner: Owner, tag: str, index: int
+    ) -> StreamRejected:
+        return self.ctx.reject(
+            VERIFY_ATTRIBUTION,
+            f"{kind} for {what} {item!r} carries /subagentRunId {tag!r}, which does not match "
+            f"the owner established when it was opened ({_owner(owner)})",
+            event_index=index,
+            pointer="/subagentRunId",
+        )
+
+    # -- steps (/spec/1.1/events/lifecycle, Steps) ----------------------------------
+
+    def _step_started(self, event: Event, index: int, tag: Owner) -> None:
+        key = (tag, event["stepName"])
+        if key in self._steps:
+            raise self.ctx.reject(
+                VERIFY_STEP,
+                f"STEP_STARTED for step {_step_label(*key)} at /stepName that is already open: "
+                "expected STEP_FINISHED before the name is opened again",
+                event_index=index,
+                pointer="/stepName",
+            )
+        self._steps.add(key)
+
+    def _step_finished(self, event: Event, index: int, tag: Owner) -> None:
+        key = (tag, event["stepName"])
+        if key not in self._steps:
+            others = [owner for owner, name in self._steps if name == key[1]]
+            hint = (
+                f"; a step of that name is open under {_owner(others[0])}, and STEP_FINISHED "
+                "carries the attribution of the STEP_STARTED it closes"
+                if others
+                else ""
+            )
+            raise self.ctx.reject(
+                VERIFY_STEP,
+                f"STEP_FINISHED for step {_step_label(*key)} at /stepName that was not started"
+                + hint,
+                event_index=index,
+                pointer="/stepName",
+            )
+        self._steps.remove(key)
+
+    # -- messages (/spec/1.1/basic/patterns/streaming and the family pages) -------
+
+    def _open_message(self, event: Event, index: int, tag: Owner, family: str) -> Owner:
+        """Record a text or reasoning message being opened (or reopened); its owner."""
+        message_id = event["messageId"]
+        known = self._messages.get(message_id)
+        if known is None:
+            role = event.get("role", "assistant")
+            self._messages[message_id] = (role, tag, self._run_no)
+            return tag
+        role, owner, run_no = known
+        if not (role == "reasoning" if family == "reasoning" else role in _TEXT_ROLES):
+            raise self.ctx.reject(
+                VERIFY_MESSAGE_ID,
+                f"{event['type']} opens message {message_id!r} at /messageId, but that id "
+                f"already names a {role} message; a messageId is unique within its thread",
+                event_index=index,
+                pointer="/messageId",
+            )
+        if run_no == self._run_no:
+            # Reopened in the same run: the established owner stands.
+            if tag is not None and tag != owner:
+                raise self._mismatch(event["type"], "message", message_id, owner, tag, index)
+            tag = owner
+        self._messages[message_id] = (role, tag, self._run_no)
+        return tag
+
+    def _text_start(self, event: Event, index: int, tag: Owner) -> None:
+        message_id = event["messageId"]
+        if message_id in self._open_text:
+            raise self._already_open(VERIFY_TEXT_MESSAGE, event, "text message", index)
+        self._open_text[message_id] = self._open_message(event, index, tag, "text")
+
+    def _text_continue(self, event: Event, index: int, tag: Owner) -> None:
+        owner = self._open_text.get(event["messageId"], _MISSING)
+        if owner is _MISSING or (tag is not None and tag != owner):
+            raise self._bad_continuation(
+                VERIFY_TEXT_MESSAGE, self._open_text, event, "messageId", "text message", index
+            )
+
+    def _text_end(self, event: Event, index: int, tag: Owner) -> None:
+        self._text_continue(event, index, tag)
+        del self._open_text[event["messageId"]]
+
+    def _reasoning_start(self, event: Event, index: int, tag: Owner) -> None:
+        message_id = event["messageId"]
+        if message_id in self._open_reasoning:
+            raise self._already_open(VERIFY_REASONING, event, "reasoning message", index)
+        self._open_reasoning[message_id] = self._open_message(event, index, tag, "reasoning")
+
+    def _reasoning_continue(self, event: Event, index: int, tag: Owner) -> None:
+        owner = self._open_reasoning.get(event["messageId"], _MISSING)
+        if owner is _MISSING or (tag is not None and tag != owner):
+            raise self._bad_continuation(
+                VERIFY_REASONING,
+                self._open_reasoning,
+                event,
+                "messageId",
+                "reasoning message",
+                index,
+            )
+
+    def _reasoning_end(self, event: Event, index: int, tag: Owner) -> None:
+        self._reasoning_continue(event, index, tag)
+        del self._open_reasoning[event["messageId"]]
+
+    def _span_start(self, event: Event, index: int, tag: Owner) -> None:
+        # A span namespaces nothing: it is checked against open spans only (reasoning).
+        if event["messageId"] in self._open_spans:
+            raise self._already_open(VERIFY_REASONING, event, "reasoning span", index)
+        self._open_spans[event["messageId"]] = tag
+
+    def _span_end(self, event: Event, index: int, tag: Owner) -> None:
+        owner = self._open_spans.get(event["messageId"], _MISSING)
+        if owner is _MISSING or (tag is not None and tag != owner):
+            raise self._bad_continuation(
+                VERIFY_REASONING, self._open_spans, event, "messageId", "reasoning span", index
+            )
+        del self._open_spans[event["messageId"]]
+
+    def _already_open(self, code: Code, event: Event, what: str, index: int) -> StreamRejected:
+        field = "toolCallId" if what == "tool call" else "messageId"
+        kind = event["type"]
+        return self.ctx.reject(
+            code,
+            f"{kind} for {what} {event[field]!r} at /{field} that is already active: expected "
+            f"{kind.replace('START', 'END')} before the id is opened again",
+            event_index=index,
+            pointer=f"/{field}",
+        )
+
+    def _bad_continuation(
+        self,
+        code: Code,
+        open_items: dict[str, Owner],
+        event: Event,
+        field: str,
+        what: str,
+        index: int,
+    ) -> StreamRejected:
+        item, kind = event[field], event["type"]
+        if item in open_items:
+            tag = event["subagentRunId"]
+            return self._mismatch(kind, what, item, open_items[item], tag, index)
+        return self.ctx.reject(
+            code,
+            f"No active {what} found with ID {item!r}: {kind} at /{field} continues or closes "
+            f"only an open {what}, and nothing is open under that id",
+            event_index=index,
+            pointer=f"/{field}",
+        )
+
+    # -- tool calls (/spec/1.1/events/tool-calls) -----------------------------------
+
+    def _call_start(self, event: Event, index: int, tag: Owner) -> None:
+        call_id = event["toolCallId"]
+        if call_id in self._open_calls:
+            raise self._already_open(VERIFY_TOOL_CALL, event, "tool call", index)
+        owner, run_no = tag, self._run_no
+        established, opened_in = self._calls.get(call_id, (None, -1))
+        reopened = opened_in == run_no
+        if reopened:  # the owner established in this run stands
+            if tag is not None and tag != established:
+                raise self._mismatch("TOOL_CALL_START", "tool call", call_id, established, tag,
+                                     index)
+            owner = established
+        parent = event.get("parentMessageId")
+        if parent is not None:
+            inherits = tag is None and not reopened
+            owner = self._attach_to_parent(event, parent, owner, inherits, index)
+        self._calls[call_id] = (owner, run_no)
+        self._open_calls[call_id] = owner
+        self._run_calls.setdefault(call_id, False)
+
+    def _attach_to_parent(
+        self, event: Event, parent: str, owner: Owner, inherits: bool, index: int
+    ) -> Owner:
+        """A call belongs to the message that holds it, and shares its owner (subagents)."""
+        known = self._messages.get(parent)
+        if known is None:
+            self._messages[parent] = ("assistant", owner, self._run_no)
+            return owner
+        _, parent_owner, run_no = known
+        if run_no != self._run_no:
+            return owner  # ownership tracking does not cross runs
+        if inherits:
+            return parent_owner
+        if owner != parent_owner:
+            raise self.ctx.reject(
+                VERIFY_ATTRIBUTION,
+                f"TOOL_CALL_START for {event['toolCallId']!r} belongs to {_owner(owner)}, but "
+                f"its message {parent!r} at /parentMessageId belongs to {_owner(parent_owner)}: "
+                "a tool call has the attribution of the message that holds it",
+                event_index=index,
+                pointer="/subagentRunId" if event.get("subagentRunId") else "/parentMessageId",
+            )
+        return owner
+
+    def _call_continue(self, event: Event, index: int, tag: Owner) -> None:
+        owner = self._open_calls.get(event["toolCallId"], _MISSING)
+        if owner is _MISSING or (tag is not None and tag != owner):
+            raise self._bad_continuation(
+                VERIFY_TOOL_CALL, self._open_calls, event, "toolCallId", "tool call", index
+            )
+
+    def _call_end(self, event: Event, index: int, tag: Owner) -> None:
+        self._call_continue(event, index, tag)
+        del self._open_calls[event["toolCallId"]]
+
+    def _call_result(self, event: Event, index: int, tag: Owner) -> None:
+        message_id, call_id = event["messageId"], event["toolCallId"]
+        known = self._messages.get(message_id)
+        if known is not None:
+            raise self.ctx.reject(
+                VERIFY_MESSAGE_ID,
+                f"TOOL_CALL_RESULT mints tool message {message_id!r} at /messageId, but that id "
+                f"already names a {known[0]} message; a messageId is unique within its thread",
+                event_index=index,
+                pointer="/messageId",
+            )
+        if call_id in self._open_calls:
+            raise self.ctx.reject(
+                VERIFY_TOOL_RESULT,
+                f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId while it is still "
+                "open: expected TOOL_CALL_END first, since the arguments are complete only then",
+                event_index=index,
+                pointer="/toolCallId",
+            )
+        if call_id not in self._calls:
+            if self._history_known:
+                raise self.ctx.reject(
+                    VERIFY_TOOL_RESULT,
+                    f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId, but no tool call "
+                    "has that id: none started on this stream, none in the conversation history",
+                    event_index=index,
+                    pointer="/toolCallId",
+                )
+            self.ctx.report(
+                VERIFY_TOOL_RESULT_UNSEEN,
+                f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId, which did not start "
+                "on this stream; without the run input its history cannot be checked",
+                event_index=index,
+                pointer="/toolCallId",
+            )
+        self._messages[message_id] = ("tool", tag, self._run_no)
+        if call_id in self._run_calls:
+            self._run_calls[call_id] = True
+
+    # -- activity and snapshots ------------------------------------------------------
+
+    def _activity_snapshot(self, event: Event, index: int, tag: Owner) -> None:
+        message_id = event["messageId"]
+        known = self._messages.get(message_id)
+        if known is not None and known[0] != "activity":
+            raise self.ctx.reject(
+                VERIFY_MESSAGE_ID,
+                f"ACTIVITY_SNAPSHOT for {message_id!r} at /messageId, but that id already "
+                f"names a {known[0]} message; a messageId is unique within its thread",
+                event_index=index,
+                pointer="/messageId",
+            )
+        if known is None or event.get("replace", True) is not False:
+            # A replacing snapshot re-mints the activity, its owner included (activity page).
+            self._messages[message_id] = ("activity", tag, self._run_no)
+
+    def _activity_delta(self, event: Event, index: int, tag: Owner) -> None:
+        # A delta for a missing or non-activity message is the Conversation's to skip and warn.
+        known = self._messages.get(event["messageId"])
+        if (
+            tag is not None
+            and known is not None
+            and known[0] == "activity"
+            and known[2] == self._run_no
+            and known[1] != tag
+        ):
+            raise self._mismatch(
+                "ACTIVITY_DELTA", "activity", event["messageId"], known[1], tag, index
+            )
+
+    def _messages_snapshot(self, event: Event, index: int, tag: Owner) -> None:
+        self._learn_messages(event["messages"], self._run_no)
+
+    def _learn_history(self, run_input: dict[str, Any]) -> None:
+        """The conversation before the stream: ids it holds; no ownership (that is per run)."""
+        self._history_known = True
+        messages = run_input.get("messages") if isinstance(run_input, dict) else None
+        if isinstance(messages, list):
+            self._learn_messages(messages, -1)
+
+    def _learn_messages(self, messages: Iterable[Any], run_no: int) -> None:
+        """Messages restated whole: each id's kind and owner as the restatement gives them."""
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            message_id, role = message.get("id"), message.get("role")
+            if not isinstance(message_id, str) or not isinstance(role, str):
+                continue
+            owner = message.get("subagentRunId")
+            owner = owner if isinstance(owner, str) else None
+            self._messages[message_id] = (role, owner, run_no)
+            calls = message.get("toolCalls") if role == "assistant" else None
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    self._calls.setdefault(call["id"], (owner, run_no))
+
+    def _unexpanded(self, event: Event, index: int, tag: Owner) -> None:
+        raise self.ctx.reject(
+            VERIFY_UNEXPANDED_CHUNK,
+            f"expected the start/content/end events a {event['type']} stands for, found the "
+            "chunk itself: chunks are expanded before verification (is expand missing?)",
+            event_index=index,
+            pointer="/type",
+        )
+
+
+def _owner(owner: Owner) -> str:
+    return "the parent agent" if owner is None else f"subagent {owner!r}"
+
+
+def _step_label(owner: Owner, name: str) -> str:
+    return repr(name) if owner is None else f"{name!r} (subagent {owner!r})"
+
+
+def _ids(ids: list[Any]) -> str:
+    return _join([repr(item) for item in ids])
+
+
+def _join(shown: list[str], limit: int = 5) -> str:
+    """Rendered ids for a message, a few of them: error text stays short on a huge run."""
+    more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
+    return ", ".join(shown[:limit]) + more
+
+
+def _describe(groups: list[tuple[str, list[str]]]) -> str:
+    return "; ".join(f"{label}: {_join(shown)}" for label, shown in groups)
