@@ -8,8 +8,9 @@ a complaint. This stage makes that complaint and nothing else: it never drops,
 alters, delays or rejects an event, and an omitted field (undeclared, not
 unsupported) never produces a finding.
 
-Findings, each at most once per run per field (or per name), with the event
-index and pointer of the first evidence and the declaration field:
+Findings, each at most once per run per field (or per name, up to
+``MAX_NAMES`` names), with the event index and pointer of the first evidence
+and the declaration field:
 
 - an explicit ``false`` contradicted (``reconcile.false-contradicted``):
   ``tools.supported`` by a tool call; ``reasoning.supported`` by any reasoning
@@ -93,6 +94,9 @@ OBSERVABLE = (
     "/humanInTheLoop/approvals",
 )
 """The declaration fields a stream (or its run input) can show evidence for."""
+
+MAX_NAMES = 1000
+"""Unlisted tool or subagent names reported per run; a hostile stream cannot grow the set."""
 
 _REASONING = (
     "REASONING_START",
@@ -208,7 +212,8 @@ class Reconcile(Stage):
     def _reset(self, run_id: Any) -> None:
         self._run_id = run_id
         self._used: dict[str, int | None] = dict(self._stream_used)
-        self._in_flight: dict[Any, dict[Any, int]] = {}
+        self._in_flight: dict[Any, dict[Any, int]] | None = {}
+        """Tool calls started and not yet answered, by owner; ``None`` once calls overlapped."""
         self._reasoning_deltas: set[Any] = set()
         self._reasoning_streamed = False
         self._named: set[Any] = set()
@@ -269,12 +274,15 @@ class Reconcile(Stage):
         )
 
     def _tool_call_start(self, event: Event, index: int) -> None:
-        self._use("/tools/supported", index, "/type", "the agent called a tool")
-        call_id = event.get("toolCallId")
-        calls = self._in_flight.setdefault(event.get("subagentRunId"), {})
-        if calls and call_id not in calls:
-            self._overlap(call_id, calls, index)
-        calls[call_id] = index
+        if "/tools/supported" not in self._used:
+            self._use("/tools/supported", index, "/type", "the agent called a tool")
+        if self._in_flight is not None:
+            call_id = event.get("toolCallId")
+            calls = self._in_flight.setdefault(event.get("subagentRunId"), {})
+            if calls and call_id not in calls:
+                self._overlap(call_id, calls, index)
+            else:
+                calls[call_id] = index
         self._tool_name(event.get("toolCallName"), index)
 
     def _tool_call_chunk(self, event: Event, index: int) -> None:
@@ -284,14 +292,15 @@ class Reconcile(Stage):
             self._tool_name(event["toolCallName"], index)
 
     def _tool_call_result(self, event: Event, index: int) -> None:
-        call_id = event.get("toolCallId")
-        for calls in self._in_flight.values():
-            calls.pop(call_id, None)
+        if self._in_flight is not None:
+            call_id = event.get("toolCallId")
+            for calls in self._in_flight.values():
+                calls.pop(call_id, None)
 
     def _overlap(self, call_id: Any, calls: dict[Any, int], index: int) -> None:
+        """The run's first overlap: record it, and stop tracking calls for the rest of the run."""
         field = "/tools/parallelCalls"
-        if field in self._used:
-            return
+        self._in_flight = None
         self._used[field] = index
         if self._declared.get(field) is False:
             others = ", ".join(repr(other) for other in list(calls)[:3])
@@ -328,6 +337,7 @@ class Reconcile(Stage):
                 items is not None
                 and (app is not None or self._client_provided is False)
                 and name not in self._named
+                and len(self._named) < MAX_NAMES
             ):
                 self._named.add(name)
                 self.ctx.report(
@@ -357,6 +367,7 @@ class Reconcile(Stage):
         seen = self._reasoning_deltas
         if message_id in seen:
             self._reasoning_streamed = True
+            self._reasoning_deltas = set()
             self._use(
                 "/reasoning/streaming",
                 index,
@@ -389,7 +400,7 @@ class Reconcile(Stage):
         name, names = event.get("name"), self._subagents
         if names is None or name in names:
             self._use("/multiAgent/subagents", index, "/name", "")
-        elif name not in self._named:
+        elif name not in self._named and len(self._named) < MAX_NAMES:
             self._named.add(name)
             self.ctx.report(
                 RECONCILE_UNLISTED_SUBAGENT,

@@ -351,3 +351,26 @@ def test_events_are_not_copied_or_mutated() -> None:
     before = orjson.dumps(events)
     result = reconcile(events, FULL)
     assert orjson.dumps(result.events) == before
+
+
+def test_calls_of_different_owners_do_not_overlap() -> None:
+    parent = call("c1", "a", result=False)
+    child = [{**e, "subagentRunId": "sub-1"} if e["type"].startswith("TOOL_CALL") else e
+             for e in call("c2", "b")]
+    events = stream({"type": "SUBAGENT_STARTED", "subagentRunId": "sub-1", "name": "x"},
+                    parent, child, {"type": "SUBAGENT_FINISHED", "subagentRunId": "sub-1"})
+    result = reconcile(events, {"tools": {"parallelCalls": False}})
+    assert result.verdict.completed, result.verdict
+    assert findings(result) == []
+
+
+def test_unlisted_names_are_bounded_per_run() -> None:
+    from stages.reconcile import MAX_NAMES
+
+    pieces: list[Event] = []
+    for n in range(MAX_NAMES + 50):
+        pieces += [{"type": "SUBAGENT_STARTED", "subagentRunId": f"s{n}", "name": f"n{n}"},
+                   {"type": "SUBAGENT_FINISHED", "subagentRunId": f"s{n}"}]
+    result = reconcile(stream(pieces), {"multiAgent": {"subagents": []}})
+    assert result.verdict.completed
+    assert len(findings(result)) == MAX_NAMES
