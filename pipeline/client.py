@@ -166,22 +166,7 @@ class HttpAgent:
         async with self.open(run_input, headers=headers) as stream:
             async for batch in stream.batches():
                 events += batch.events
-        return result_of(stream, events)
-
-
-def result_of(stream: EventStream, events: list[Event]) -> RunResult:
-    """The :class:`~pipeline.RunResult` of a stream read to its end."""
-    ctx = stream.context
-    assert stream.verdict is not None, "the stream has not been read to its end"
-    return RunResult(
-        events=events,
-        verdict=stream.verdict,
-        diagnostics=ctx.diagnostics,
-        counters=ctx.counters,
-        conversation=ctx.conversation,
-        transport=ctx.transport,
-        suppressed=ctx.suppressed,
-    )
+        return stream.result(events)
 
 
 async def _body(response: httpx.Response, ctx: StreamContext) -> AsyncGenerator[bytes]:

@@ -165,6 +165,21 @@ class EventStream:
         if self._batches is not None:
             await self._batches.aclose()
 
+    def result(self, events: list[Event]) -> RunResult:
+        """The :class:`RunResult` of this stream once read to its end, with ``events`` delivered."""
+        ctx = self.context
+        assert self.verdict is not None, "the stream has not been read to its end"
+        return RunResult(
+            events=events,
+            verdict=self.verdict,
+            diagnostics=ctx.diagnostics,
+            counters=ctx.counters,
+            conversation=ctx.conversation,
+            transport=ctx.transport,
+            suppressed=ctx.suppressed,
+            runs=ctx.runs,
+        )
+
     async def __aenter__(self) -> EventStream:
         return self
 
@@ -419,18 +434,7 @@ class Pipeline:
         async with self.open(source, run_input=run_input) as stream:
             async for batch in stream.batches():
                 events += batch.events
-        ctx = stream.context
-        assert stream.verdict is not None
-        return RunResult(
-            events=events,
-            verdict=stream.verdict,
-            diagnostics=ctx.diagnostics,
-            counters=ctx.counters,
-            conversation=ctx.conversation,
-            transport=ctx.transport,
-            suppressed=ctx.suppressed,
-            runs=ctx.runs,
-        )
+        return stream.result(events)
 
 
 MIDDLEWARE_SLOT = "enforce"

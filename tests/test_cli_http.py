@@ -1,0 +1,130 @@
+"""``agui-pipeline check URL`` and ``agui-pipeline serve FILE`` against real sockets."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.cli import main
+from pipeline.client import HttpAgent
+from pipeline.engine import Outcome
+from pipeline.serve import Replay, ReplayServer
+from pipeline.subscribers import encode_json_lines, encode_sse
+from tests.conftest import ROOT
+
+RUN = [
+    {"type": "RUN_STARTED", "threadId": "t-cli", "runId": "r-1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m-1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "hi"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m-1"},
+    {"type": "RUN_FINISHED", "threadId": "t-cli", "runId": "r-1"},
+]
+
+
+@pytest.fixture
+def server() -> Iterator[ReplayServer]:
+    with ReplayServer(Replay(RUN)) as running:
+        yield running
+
+
+def check(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(["check", *argv], out=out)
+    return status, out.getvalue()
+
+
+def test_check_url_reports_like_a_file(server: ReplayServer, tmp_path: Path) -> None:
+    status, report = check(server.url)
+    assert status == 0
+    assert report.startswith(f"{server.url}: completed")
+    assert "http+sse" in report
+    recorded = tmp_path / "run.sse"
+    recorded.write_bytes(encode_sse(RUN))
+    _, file_report = check(str(recorded))
+    # The same report after the name, but for how the bytes arrived.
+    same = report.replace("(http+sse)", "(sse)").split("\n")[1:]
+    assert same == file_report.split("\n")[1:]
+    assert "run 'r-1'" in report
+
+
+def test_check_url_json_report_and_input_file(server: ReplayServer, tmp_path: Path) -> None:
+    run_input = tmp_path / "input.json"
+    run_input.write_text(json.dumps({"threadId": "t-cli", "runId": "r-1", "messages": []}))
+    status, report = check(server.url, "--input", str(run_input), "--format", "json")
+    assert status == 0
+    assert json.loads(report)["verdict"]["outcome"] == "completed"
+    assert server.replay.requests[-1][1]["threadId"] == "t-cli"
+
+
+def test_check_url_passes_headers(server: ReplayServer, capsys: pytest.CaptureFixture[str]) -> None:
+    server.replay.token = "tok"
+    status, _ = check(server.url)
+    assert status == 2
+    assert "HTTP 401" in capsys.readouterr().err
+    status, _ = check(server.url, "--header", "Authorization: Bearer tok", "--header", "X-A:b")
+    assert status == 0
+    assert server.replay.requests[-1][0]["x-a"] == "b"
+
+
+def test_check_url_truncated_exit_status(server: ReplayServer) -> None:
+    server.replay.drop_after = 2
+    status, report = check(server.url)
+    assert status == 1
+    assert ": truncated" in report and "transport.connection-lost" in report
+
+
+def test_check_url_progress_on_stderr(
+    server: ReplayServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.replay.pause = 0.15
+    status, _ = check(server.url, "--progress")
+    err = capsys.readouterr().err
+    assert status == 0
+    assert "5 events" in err and "/s" in err and "run r-1" in err and "0 diagnostics" in err
+
+
+def test_check_url_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("http://127.0.0.1:9/", "--header", "no-colon")[0] == 2
+    assert "NAME:VALUE" in capsys.readouterr().err
+
+
+def test_serve_command_replays_a_recording(tmp_path: Path) -> None:
+    recording = tmp_path / "run.jsonl"
+    recording.write_bytes(encode_json_lines(RUN))  # any framing parse reads
+    command = [sys.executable, "-m", "pipeline.cli", "serve", str(recording), "--port", "0"]
+    with subprocess.Popen(
+        [*command, "--split", "3"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stderr is not None
+            line = process.stderr.readline()
+            assert "(5 events)" in line, line
+            url = line.rsplit(" at ", 1)[1].strip()
+
+            async def fetch() -> Outcome:
+                async with HttpAgent(url) as agent:
+                    result = await agent.run({"threadId": "t", "runId": "r", "messages": []})
+                assert result.events == RUN
+                return result.verdict.outcome
+
+            assert anyio.run(fetch) is Outcome.COMPLETED
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def test_serve_refuses_a_recording_that_does_not_parse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.sse"
+    bad.write_bytes(b"data: {not json}\n\n")
+    assert main(["serve", str(bad)]) == 2
+    assert "does not parse" in capsys.readouterr().err
+    assert main(["serve", str(tmp_path / "missing.sse")]) == 2
