@@ -17,7 +17,6 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .capabilities import CapabilitiesSource, Declaration
@@ -145,47 +144,6 @@ class RunRecord:
         }
 
 
-class RunStatus(StrEnum):
-    """How a run on the stream ended, as far as this consumer saw."""
-
-    OPEN = "open"
-    """No terminal event verified yet: the stream is still being read, or was rejected first."""
-    FINISHED = "finished"
-    """``RUN_FINISHED`` with the success outcome, or none."""
-    CANCELLED = "cancelled"
-    """``RUN_FINISHED`` with the cancelled outcome: stopped on purpose, neither success nor
-    failure (``/spec/1.1/events/lifecycle``, Cancelled runs)."""
-    INTERRUPTED = "interrupted"
-    """``RUN_FINISHED`` with the interrupt outcome: waiting for outside input."""
-    ERROR = "error"
-    """``RUN_ERROR``, including a late one after ``RUN_FINISHED``: the run failed."""
-    TRUNCATED = "truncated"
-    """The stream ended while the run was open: it has no outcome."""
-
-
-@dataclass(slots=True)
-class RunRecord:
-    """One run on the stream, kept by verify for the result and the CLI."""
-
-    run_id: str | None
-    """``None`` for a ``RUN_ERROR`` that opened the stream (a run that failed before it began)."""
-    thread_id: str | None
-    status: RunStatus = RunStatus.OPEN
-    outcome: dict[str, Any] | None = None
-    """The ``RUN_FINISHED`` outcome as sent (absent means success)."""
-    error: str | None = None
-    """The ``RUN_ERROR`` message, when the run failed."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "threadId": self.thread_id,
-            "status": str(self.status),
-            "outcome": self.outcome,
-            "error": self.error,
-        }
-
-
 @dataclass(slots=True)
 class Options:
     """Configuration shared by the stages of a pipeline, fixed for its lifetime."""
@@ -236,8 +194,6 @@ class StreamContext:
         self.counters = Counters()
         self.conversation: Any = None
         """The materialised conversation, once a stage provides one."""
-        self.runs: list[RunRecord] = []
-        """The runs on the stream in order, as verify saw them begin and end."""
         self.runs: list[RunRecord] = []
         """The runs on the stream in order, as verify saw them begin and end."""
         self.item_metadata: ItemMetadata | None = None
