@@ -10,9 +10,9 @@ HTTP client and the conformance runner both send what it returns.
 In order, on a copy of the caller's mapping:
 
 1. retired shapes upgraded (``DEPRECATIONS.md``): legacy ``binary`` parts into
-   media parts, the listed whole-field ``null`` s removed — silently in the
-   sense of severity ``info``, since nothing is lost; a binary part whose
-   upgrade cannot carry everything warns;
+   media parts, the listed whole-field ``null`` s removed — severity ``info``,
+   since nothing is lost; a binary upgrade warns when it cannot carry
+   everything, or when the peer (at or below 0.0.47) predates media parts;
 2. activity messages removed (they "never travel back to the producer");
 3. unrecognised material stripped, by the processing model's rules: an
    unknown property goes; an unknown union member (a role, a content part
@@ -67,6 +67,7 @@ from .errors import Diagnostic, InputRejected
 from .retired import MEDIA_KINDS, upgrade_input
 from .versions import (
     GATE_CONTENT_PARTS,
+    GATE_MEDIA_PARTS,
     GATE_SUBAGENTS,
     PROTOCOL_VERSION,
     VERSIONED_SINCE,
@@ -400,6 +401,14 @@ class _Boundary:
         )
 
     def _retired(self, kind: str, pointer: str, message: str, lossy: bool) -> None:
+        # DEPRECATIONS.md: the upgrade is silent for a modern peer; it warns where it
+        # loses content, or strands it with a peer that predates media parts.
+        if kind == "binary" and at_or_below(self.peer, GATE_MEDIA_PARTS):
+            lossy = True
+            message += (
+                "; a peer at or below 0.0.47 predates media parts and may not read it "
+                "(the upgrade is not reversed: a downgrade may not invent the retired shape)"
+            )
         severity = Severity.WARNING if lossy else None
         self._report(INPUT_RETIRED_SHAPE, message, pointer, severity)
 

@@ -22,6 +22,8 @@ VERSIONED_SINCE: Version = (1, 0)
 """The first version whose peers read ``protocolVersion``; an older peer is not sent one."""
 GATE_CONTENT_PARTS: Version = (0, 0, 39)
 """At or below: user and tool content travels as a string (the 0.0.39 shim)."""
+GATE_MEDIA_PARTS: Version = (0, 0, 47)
+"""At or below: no media parts; an upgraded legacy binary part may be stranded."""
 GATE_SUBAGENTS: Version = (0, 0, 57)
 """At or below: no subagents — no ``SUBAGENT_*`` events, no ``subagentRunId`` (0.0.57)."""
 

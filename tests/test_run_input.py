@@ -364,6 +364,16 @@ def test_a_binary_part_is_upgraded_quietly(
     assert prepared.warnings == []
 
 
+@pytest.mark.parametrize(("peer", "warns"), [("0.0.47", True), ("0.0.48", False), (None, False)])
+def test_a_binary_upgrade_warns_for_a_peer_that_predates_media_parts(
+    peer: str | None, warns: bool
+) -> None:
+    legacy = {"type": "binary", "mimeType": "image/png", "url": "u"}
+    prepared = prepare_input(base(messages=[user([legacy])]), peer_max_protocol_version=peer)
+    assert prepared.body["messages"][0]["content"][0]["type"] == "image"
+    assert warned(prepared, "predates media parts") is warns
+
+
 def test_a_binary_upgrade_that_loses_something_warns() -> None:
     legacy = {
         "type": "binary",
