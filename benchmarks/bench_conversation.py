@@ -1,0 +1,99 @@
+"""The metadata stage and the Conversation: cost per event, and whether it grows.
+
+Both are fed the realistic workload in 256-event batches, as dispatch would
+(the Conversation's messages are read once, at the end). The figure that
+matters beside the µs/event is the ratio between a long stream and a short
+one: ``ARCHITECTURE.md`` wants the same cost per event at 1,000,000 events as
+at 1,000 — no per-event copy of anything that grows with the run.
+
+    python -m benchmarks.bench_conversation [--events N ...] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from contextlib import suppress
+
+from pipeline.conversation import Conversation
+from pipeline.stage import Batch, Event, Options, StreamContext
+from stages.metadata import Metadata
+
+from .timing import median, ratio, rounds
+from .workload import events
+
+BATCH = 256
+
+
+def batches_of(stream: list[Event]) -> list[Batch]:
+    return [
+        Batch(stream[start : start + BATCH], list(range(start, min(start + BATCH, len(stream)))))
+        for start in range(0, len(stream), BATCH)
+    ]
+
+
+def floor_work(batches: list[Batch]) -> Callable[[], object]:
+    """The least any per-event consumer pays: visit each event and read its type."""
+
+    def work() -> object:
+        for batch in batches:
+            for event in batch.events:
+                event.get("type")
+        return None
+
+    return work
+
+
+def metadata_work(batches: list[Batch]) -> Callable[[], object]:
+    def work() -> object:
+        stage = Metadata(StreamContext(Options()))
+        for batch in batches:
+            step = stage.process(batch)  # awaits nothing: driven without an event loop
+            with suppress(StopIteration):
+                step.send(None)
+        return stage
+
+    return work
+
+
+def conversation_work(batches: list[Batch]) -> Callable[[], object]:
+    def work() -> object:
+        conversation = Conversation(StreamContext(Options()))
+        for batch in batches:
+            conversation.apply(batch)
+        return conversation.messages
+
+    return work
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    per_event: dict[str, dict[int, float]] = {"metadata": {}, "conversation": {}}
+    for n in args.events:
+        batches = batches_of(events(n))
+        times = rounds(
+            {
+                "floor": floor_work(batches),
+                "metadata": metadata_work(batches),
+                "conversation": conversation_work(batches),
+            },
+            args.repeat,
+        )
+        for name in per_event:
+            per_event[name][n] = median(times[name]) / n * 1e6
+            print(
+                f"{name:>12} {n:>9} events: {per_event[name][n]:.3f} µs/event, "
+                f"{ratio(times[name], times['floor']):.1f}× the floor "
+                f"({median(times['floor']) / n * 1e6:.3f} µs/event)"
+            )
+    shortest, longest = min(args.events), max(args.events)
+    for name, figures in per_event.items():
+        growth = figures[longest] / figures[shortest]
+        print(f"{name:>12} µs/event at {longest:,} / at {shortest:,}: {growth:.2f}")
+
+
+if __name__ == "__main__":
+    main()
