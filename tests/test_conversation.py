@@ -13,6 +13,8 @@ from typing import Any
 
 import anyio
 import orjson
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline import Batch, Options, Pipeline, StreamContext
 from pipeline.catalog import (
@@ -23,7 +25,10 @@ from pipeline.catalog import (
     CONVERSATION_STATE_PATCH,
 )
 from pipeline.conversation import Conversation
+from pipeline.patch import json_equal
 from stages.metadata import Metadata
+from tests.conftest import run
+from tests.streams import encode, split, valid_stream
 
 Event = dict[str, Any]
 
@@ -438,3 +443,41 @@ def test_the_default_pipeline_materialises_the_conversation_unless_told_not_to()
     assert result.conversation.messages == [{"id": "m", "role": "assistant", "content": "hello"}]
     result = anyio.run(Pipeline(conversation=False).run, stream)
     assert result.conversation is None
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+
+def _drive(stage: Metadata, batch: Batch) -> None:
+    """Run the stage on one batch without an event loop (it awaits nothing)."""
+    step = stage.process(batch)
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    raise AssertionError("the metadata stage suspended")
+
+
+@given(stream=valid_stream(), cuts=st.lists(st.integers(0, 1 << 20), max_size=8))
+def test_how_events_are_batched_or_read_changes_nothing(
+    stream: list[Event], cuts: list[int]
+) -> None:
+    sent = copy.deepcopy(stream)
+    whole, _ = materialise(copy.deepcopy(stream))
+    # One event per batch, as dispatch feeds the Conversation around each handler.
+    ctx = StreamContext(Options())
+    stage, stepwise = Metadata(ctx), Conversation(ctx)
+    for index, event in enumerate(stream):
+        batch = Batch([event], [index])
+        _drive(stage, batch)
+        stepwise.apply(batch)
+    assert stepwise.messages == whole.messages
+    assert json_equal(stepwise.state, whole.state)
+    # The whole pipeline, reads falling anywhere: the same Conversation, and every
+    # delivered event exactly as it was sent.
+    result = run(split(encode(stream, "sse"), cuts))
+    assert result.verdict.completed, result.verdict.message
+    assert result.conversation is not None
+    assert result.conversation.messages == whole.messages
+    assert json_equal(result.conversation.state, whole.state)
+    assert result.events == sent
