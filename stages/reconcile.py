@@ -38,8 +38,10 @@ used. Fields no standard event can show (``output``, ``execution``,
 ``state.memory``, ``multimodal.output``, ``transport.resumable`` ...) are
 neither judged nor summarised.
 
-Cost: one dict lookup by event type per event; only the event types that can
-be evidence have a handler.
+Cost: one dict lookup by event type per event, done for a whole batch at C
+speed; only the event types that can be evidence have a handler, and once a
+run has shown what a type can show, its handler is set aside until the next
+run.
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ class Reconcile(Stage):
             if agents is None or agents.subagents is None
             else {s.name for s in agents.subagents}
         )
-        self._handlers: dict[Any, Handler] = {
+        self._all_handlers: dict[Any, Handler] = {
             kind: getattr(self, method) for kind, method in _HANDLERS.items()
         }
         self._stream_used: dict[str, int | None] = {}
@@ -176,6 +178,8 @@ class Reconcile(Stage):
         self._transport_checked = False
         self._run_open = False
         self._reset(None)
+        self._retable = False
+        """Set when a new run restored the handler table in the middle of a batch."""
         if ctx.run_input is not None:
             self._check_input(capabilities, ctx.run_input)
 
@@ -187,20 +191,38 @@ class Reconcile(Stage):
         if not self._transport_checked:
             self._check_transport(batch.indices[0] if batch.indices else None)
         events, indices = batch.events, batch.indices
+        start: int | None = 0
+        while start is not None:
+            start = self._dispatch(events, indices, start)
+        return batch
+
+    def _dispatch(self, events: list[Event], indices: list[int], start: int) -> int | None:
+        """Hand ``events[start:]`` to their handlers; where a new run restores the handler
+        table, the position to look the rest of the batch up again from."""
         get = self._handlers.get
+        rest = events if start == 0 else events[start:]
         try:
             # Event type → handler for the whole batch in C; most types have none.
-            found: list[Any] = list(map(get, map(_type_of, events)))
+            found: list[Any] = list(map(get, map(_type_of, rest)))
         except (KeyError, TypeError, AttributeError):
-            found = [_handler_of(get, event) for event in events]
-        for position in compress(range(len(found)), found):
+            found = [_handler_of(get, event) for event in rest]
+        for offset in compress(range(len(found)), found):
+            position = start + offset
             try:
-                found[position](events[position], indices[position])
+                found[offset](events[position], indices[position])
             except (AttributeError, TypeError, KeyError, ValueError):
                 # Material enforcement would have rejected (a pipeline without it):
                 # reconcile has nothing to say about it, and never fails the stream.
                 continue
-        return batch
+            if self._retable:
+                self._retable = False
+                return position + 1
+        return None
+
+    def _done(self, *kinds: str) -> None:
+        """This run can show nothing more through ``kinds``: stop looking at them until the next."""
+        for kind in kinds:
+            self._handlers.pop(kind, None)
 
     async def finish(self) -> Batch:
         if self._active and self._run_open:
@@ -211,6 +233,7 @@ class Reconcile(Stage):
 
     def _reset(self, run_id: Any) -> None:
         self._run_id = run_id
+        self._handlers = dict(self._all_handlers)
         self._used: dict[str, int | None] = dict(self._stream_used)
         self._in_flight: dict[Any, dict[Any, int]] | None = {}
         """Tool calls started and not yet answered, by owner; ``None`` once calls overlapped."""
@@ -221,6 +244,7 @@ class Reconcile(Stage):
 
     def _run_started(self, event: Event, index: int) -> None:
         self._reset(event.get("runId"))
+        self._retable = True
         self._run_open = True
         echo = event.get("input")
         run_input = self.ctx.run_input
@@ -301,6 +325,7 @@ class Reconcile(Stage):
         """The run's first overlap: record it, and stop tracking calls for the rest of the run."""
         field = "/tools/parallelCalls"
         self._in_flight = None
+        self._done("TOOL_CALL_RESULT")
         self._used[field] = index
         if self._declared.get(field) is False:
             others = ", ".join(repr(other) for other in list(calls)[:3])
@@ -359,6 +384,7 @@ class Reconcile(Stage):
         if "/reasoning/supported" in self._used:
             return
         self._use("/reasoning/supported", index, "/type", f"the stream carries {event['type']}")
+        self._done(*_REASONING)
 
     def _reasoning_content(self, event: Event, index: int) -> None:
         if self._reasoning_streamed:
@@ -368,6 +394,7 @@ class Reconcile(Stage):
         if message_id in seen:
             self._reasoning_streamed = True
             self._reasoning_deltas = set()
+            self._done("REASONING_MESSAGE_CONTENT")
             self._use(
                 "/reasoning/streaming",
                 index,
@@ -386,12 +413,15 @@ class Reconcile(Stage):
             "/encryptedValue",
             "the stream carries an encrypted reasoning value",
         )
+        self._done("REASONING_ENCRYPTED_VALUE")
 
     def _state_snapshot(self, event: Event, index: int) -> None:
         self._use("/state/snapshots", index, "/type", "the stream carries STATE_SNAPSHOT")
+        self._done("STATE_SNAPSHOT")
 
     def _state_delta(self, event: Event, index: int) -> None:
         self._use("/state/deltas", index, "/type", "the stream carries STATE_DELTA")
+        self._done("STATE_DELTA")
 
     def _subagent_started(self, event: Event, index: int) -> None:
         what = "the agent started a subagent"
@@ -412,9 +442,10 @@ class Reconcile(Stage):
             )
 
     def _subagent_end(self, event: Event, index: int) -> None:
-        if "/multiAgent/supported" in self._used:
-            return
-        self._use("/multiAgent/supported", index, "/type", f"the stream carries {event['type']}")
+        if "/multiAgent/supported" not in self._used:
+            what = f"the stream carries {event['type']}"
+            self._use("/multiAgent/supported", index, "/type", what)
+        self._done(*_SUBAGENT_END)
 
     # -- the stream as a whole ----------------------------------------------------------
 

@@ -374,3 +374,14 @@ def test_unlisted_names_are_bounded_per_run() -> None:
     result = reconcile(stream(pieces), {"multiAgent": {"subagents": []}})
     assert result.verdict.completed
     assert len(findings(result)) == MAX_NAMES
+
+
+def test_a_run_starting_mid_batch_is_judged_whole() -> None:
+    # Run 1's reasoning is seen in the first read; run 2 starts in the middle of the
+    # second read and must be judged from its first event, like any run.
+    first = stream(reasoning(1))
+    second = stream(reasoning(1))
+    second[0]["runId"] = second[-1]["runId"] = "r2"
+    reads = [encode(first[:-1], "jsonl"), encode([first[-1], *second], "jsonl")]
+    result = run(reads, Pipeline(capabilities={"reasoning": {"supported": False}}))
+    assert [f[2] for f in findings(result)] == [1, len(first) + 1]
