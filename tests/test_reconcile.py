@@ -20,7 +20,7 @@ from pipeline import Pipeline, RunResult
 from pipeline.capabilities import Declaration
 from stages.reconcile import Reconcile
 from tests.conftest import run
-from tests.streams import encode, valid_stream
+from tests.streams import encode, split, valid_stream
 from tests.test_capabilities import FULL, declarations
 
 Event = dict[str, Any]
@@ -327,11 +327,12 @@ def _observable(conversation: Any) -> Any:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=rich_stream(), declaration=st.one_of(st.just(FULL), declarations),
-       framing=st.sampled_from(["sse", "jsonl"]), with_input=st.booleans())
+       framing=st.sampled_from(["sse", "jsonl"]), with_input=st.booleans(),
+       cuts=st.lists(st.integers(0, 10_000), max_size=4))
 def test_a_declaration_changes_nothing_but_diagnostics(
-    events: list[Event], declaration: Any, framing: str, with_input: bool
+    events: list[Event], declaration: Any, framing: str, with_input: bool, cuts: list[int]
 ) -> None:
-    body = encode(events, framing)
+    body = split(encode(events, framing), cuts)  # reads, so batches, cut anywhere
     kwargs: dict[str, Any] = {"run_input": RUN_INPUT} if with_input else {}
     plain = run(body, Pipeline(), **kwargs)
     declared = run(body, Pipeline(capabilities=declaration), **kwargs)
