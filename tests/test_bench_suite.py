@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from benchmarks import suite
+from benchmarks import peers, suite
+from benchmarks.workload import encode_sse, events
 
 
 def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,3 +22,14 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert report["memory"]["events"] == 1000 and report["memory"]["peak_rss_mb"] > 0
     assert "agui-pipeline (whole pipeline)" in report["scaling"]
     assert "| parse |" in printed and "Memory, 1,000 events" in printed
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or peers.ts_version() is None,
+    reason="node, or @ag-ui/client in benchmarks/.peers (python -m benchmarks installs it)",
+)
+def test_typescript_peer_consumes_the_whole_stream(tmp_path: Path) -> None:
+    path = tmp_path / "stream.sse"
+    path.write_bytes(encode_sse(events(500)))
+    result = peers.run_ts(path, 1)
+    assert result["events"] == 500 and len(result["seconds"]) == 1
