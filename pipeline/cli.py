@@ -80,9 +80,7 @@ def _add_check(commands: Any) -> None:
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     declaration = _declaration(args)
     if args.source.startswith(("http://", "https://")):
-        if declaration is not None:
-            raise UsageError("--capabilities and --agent-resource work with a file or stdin")
-        return _check_url(args, out)
+        return _check_url(args, out, declaration)
     source: Source = "-" if args.source == "-" else Path(args.source)
     if isinstance(source, Path) and not source.is_file():
         raise UsageError(f"no such file: {args.source}")
@@ -183,13 +181,13 @@ _REPORTS: dict[str, Callable[[str, RunResult, TextIO], None]] = {
 # -- check URL and serve (the http and serve extras) --------------------------------
 
 
-def _check_url(args: argparse.Namespace, out: TextIO) -> int:
+def _check_url(args: argparse.Namespace, out: TextIO, declaration: Declaration | None) -> int:
     """``check`` against an agent endpoint: POST the input, judge the response stream."""
     from .client import RequestFailed
     from .errors import InputRejected
 
     try:
-        result = cli_http.check_url(args)
+        result = cli_http.check_url(args, declaration)
     except (ValueError, RequestFailed, InputRejected) as exc:
         raise UsageError(str(exc)) from exc
     report = _sarif_report(args) if args.format == "sarif" else _REPORTS[args.format]

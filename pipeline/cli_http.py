@@ -90,8 +90,11 @@ class Progress:
         self.out.flush()
 
 
-def check_url(args: argparse.Namespace) -> Any:
-    """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse)."""
+def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
+    """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse).
+
+    ``capabilities`` is the agent's declaration, to reconcile the stream with.
+    """
     from .client import HttpAgent
     from .engine import Pipeline
     from .subscribers import Sink
@@ -102,6 +105,7 @@ def check_url(args: argparse.Namespace) -> Any:
     sinks: list[Sink] = [progress] if progress else []
     pipeline = Pipeline(
         framing=args.framing,
+        capabilities=capabilities,
         sinks=sinks,
         on_diagnostic=progress.diagnostic if progress else None,
     )

@@ -39,7 +39,10 @@ class Dispatch(Stage):
         self._conversation: Conversation | None = ctx.conversation
         table = dict(Handlers.of(options.handlers).by_type)
         self._every: tuple[Handler, ...] = table.pop(EVERY, ())
-        self._by_type: dict[str, tuple[Handler, ...]] = table
+        # Each type's handlers then the "*" ones, joined once rather than per event.
+        self._by_type: dict[str, tuple[Handler, ...]] = {
+            event_type: handlers + self._every for event_type, handlers in table.items()
+        }
         self._writers: tuple[Callable[[Sequence[Event]], Awaitable[None]], ...] = tuple(
             sink.write for sink in options.sinks
         )
@@ -64,7 +67,7 @@ class Dispatch(Stage):
         by_type, every, conversation = self._by_type, self._every, self._conversation
         applied = 0
         for position, event in enumerate(events):
-            handlers = by_type.get(event.get("type", ""), ()) + every
+            handlers = by_type.get(event.get("type", ""), every)
             if not handlers:
                 continue
             if conversation is not None:

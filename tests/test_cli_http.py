@@ -128,3 +128,11 @@ def test_serve_refuses_a_recording_that_does_not_parse(
     assert main(["serve", str(bad)]) == 2
     assert "does not parse" in capsys.readouterr().err
     assert main(["serve", str(tmp_path / "missing.sse")]) == 2
+
+
+def test_check_url_reconciles_with_a_declaration(server: ReplayServer, tmp_path: Path) -> None:
+    declaration = tmp_path / "capabilities.json"
+    declaration.write_text(json.dumps({"transport": {"streaming": False}}))
+    status, report = check(server.url, "--capabilities", str(declaration))
+    assert status == 0  # reconcile never rejects
+    assert "reconcile.transport" in report  # the stream arrived over http+sse all the same
