@@ -62,7 +62,7 @@ Owner = str | None
 class _Kind:
     """One chunk family: its event types, identifier and opener fields."""
 
-    __slots__ = ("chunk", "content", "end", "id_key", "noun", "opener", "start", "strings")
+    __slots__ = ("chunk", "content", "end", "id_key", "noun", "opener", "shape", "start")
 
     def __init__(
         self, family: str, id_key: str, noun: str, opener: tuple[tuple[str, str | None], ...]
@@ -76,7 +76,11 @@ class _Kind:
         self.opener = opener
         """Fields the first chunk establishes and a continuation may only repeat,
         each with the value its absence establishes (``None``: no value)."""
-        self.strings = (id_key, *(key for key, _ in opener), "delta", "subagentRunId")
+        self.shape: dict[str, type] = {
+            key: str for key in (id_key, *(key for key, _ in opener), "delta", "subagentRunId")
+        }
+        """The type of each known member; ``rawEvent`` (``object``) is any value but null."""
+        self.shape.update(metadata=dict, rawEvent=object)
 
 
 TEXT = _Kind("TEXT_MESSAGE", "messageId", "text message", (("role", "assistant"), ("name", None)))
@@ -128,6 +132,16 @@ _ACTIONS: dict[str, tuple[Any, ...]] = {
     # SUBAGENT_STARTED stand aside, as does a type this table does not know.
 }
 
+_IDLE = {
+    event_type: action
+    for event_type, action in _ACTIONS.items()
+    if action[0] == _CHUNK
+    or (action[0] == _ITEM and action[3] != _CONTINUES)
+    or (action[0] == _RUN and action[1])
+}
+"""What matters while no chunk stream is open: a chunk opening one, and the
+events that change the record of who owns an explicitly opened item."""
+
 
 class Expand(Stage):
     """Chunks in, start/content/end out; every other event passes unchanged."""
@@ -146,26 +160,43 @@ class Expand(Stage):
         Ownership). Parent-owned items are the default and not recorded."""
 
     async def process(self, batch: Batch) -> Batch:
-        out: list[Event] = []
-        out_indices: list[int] = []
-        emit = out.append
-        emit_index = out_indices.append
+        events = batch.events
+        start = 0 if self._lanes else self._until_chunk(events)
+        if start == len(events):
+            return batch  # no chunk, nothing open: the batch passes as it is
+        indices = batch.indices
+        out, out_indices = events[:start], indices[:start]
         actions = _ACTIONS
-        for event, index in zip(batch.events, batch.indices, strict=True):
-            event_type = event.get("type")
-            action = actions.get(event_type) if type(event_type) is str else None
-            if action is not None:
-                try:
-                    if action[0] == _CHUNK:
-                        self._chunk(action[1], event, index, out, out_indices)
-                        continue
+        try:
+            for position in range(start, len(events)):
+                event, index = events[position], indices[position]
+                event_type = event.get("type")
+                action = actions.get(event_type) if type(event_type) is str else None
+                if action is None:
+                    out.append(event)
+                    out_indices.append(index)
+                elif action[0] == _CHUNK:
+                    self._chunk(action[1], event, index, out, out_indices)
+                else:
                     self._other(action, event, index, out, out_indices)
-                except StreamRejected as rejection:
-                    rejection.accepted = Batch(out, out_indices)
-                    raise
-            emit(event)
-            emit_index(index)
+                    out.append(event)
+                    out_indices.append(index)
+        except StreamRejected as rejection:
+            rejection.accepted = Batch(out, out_indices)
+            raise
         return Batch(out, out_indices)
+
+    def _until_chunk(self, events: list[Event]) -> int:
+        """The position of the first chunk, keeping the owner record up to date before it."""
+        idle = _IDLE
+        for position, event in enumerate(events):
+            event_type = event.get("type")
+            action = idle.get(event_type) if type(event_type) is str else None
+            if action is not None:
+                if action[0] == _CHUNK:
+                    return position
+                self._record_owner(action, event)
+        return len(events)
 
     async def finish(self) -> Batch:
         """Nothing: a stream can only end with a chunk stream open when its run is
@@ -197,13 +228,8 @@ class Expand(Stage):
                 # ends that stream ("The chunked form").
                 open_stream = self._by_id.get(key)
                 lane = open_stream.owner if open_stream else self._owners.get(key)
-            if effect == _OPENS:
-                if tag is not None:
-                    self._owners[key] = tag
-                elif self._owners:
-                    self._owners.pop(key, None)
-            elif effect == _CLOSES and self._owners:
-                self._owners.pop(key, None)
+            if effect != _CONTINUES:
+                self._record_owner(action, event)
             if self._lanes:
                 self._close(lane, index, out, out_indices)
         elif verb == _LANE:
@@ -218,7 +244,23 @@ class Expand(Stage):
             for lane in list(self._lanes):
                 self._close(lane, index, out, out_indices)
             if action[1]:
-                self._owners.clear()  # run-scoped: a new run starts with nothing open
+                self._record_owner(action, event)
+
+    def _record_owner(self, action: tuple[Any, ...], event: Event) -> None:
+        """Note who owns an explicitly opened item, forget a closed one; a run's end
+        forgets them all (ownership is run-scoped)."""
+        owners = self._owners
+        if action[0] == _RUN:
+            owners.clear()
+            return
+        _, namespace, id_key, effect = action
+        item_id, tag = event.get(id_key), event.get("subagentRunId")
+        if type(item_id) is not str:
+            return
+        if effect == _OPENS and type(tag) is str:
+            owners[namespace, item_id] = tag
+        elif owners:
+            owners.pop((namespace, item_id), None)
 
     def _close(self, lane: Owner, index: int, out: list[Event], out_indices: list[int]) -> None:
         """Synthesize the ``*_END`` of the lane's open chunk stream, if it has one."""
@@ -240,7 +282,14 @@ class Expand(Stage):
     def _chunk(
         self, kind: _Kind, event: Event, index: int, out: list[Event], out_indices: list[int]
     ) -> None:
-        self._check_shape(kind, event, index)
+        shape = kind.shape
+        for key, value in event.items():
+            expected = shape.get(key)
+            # ``object`` (rawEvent) admits any value but null.
+            if expected is not None and type(value) is not expected and (
+                expected is not object or value is None
+            ):
+                raise self._malformed(kind, index, key, value)
         tag: Owner = event.get("subagentRunId")
         item_id: str | None = event.get(kind.id_key)
         if item_id is not None:
@@ -251,8 +300,22 @@ class Expand(Stage):
             if tag is not None and tag != stream.owner:
                 raise self._owner_conflict(stream, tag, index)
         else:
-            stream = self._resolve(kind, tag, event, index)
-        self._continue(stream, event, index, out, out_indices)
+            stream = self._by_kind[kind].get(None) if tag is None else None
+            if stream is None:
+                stream = self._resolve(kind, tag, index)
+        # A continuation: opener fields may only be repeated, and it makes the
+        # content event, if it carries anything to deliver.
+        for key, absent in kind.opener:
+            if key in event:
+                established = stream.fields[key]
+                if event[key] != (absent if established is None else established):
+                    raise self._conflict(stream, key, event[key], index)
+        counters = self.ctx.counters
+        counters.expanded += 1
+        if "delta" in event or "metadata" in event or "rawEvent" in event:
+            out.append(_content(stream, event, event.get("delta", "")))
+            out_indices.append(index)
+            counters.synthesized += 1
 
     def _open(
         self, kind: _Kind, item_id: str, owner: Owner, event: Event, index: int,
@@ -283,46 +346,22 @@ class Expand(Stage):
         out_indices.append(index)
         made = 1
         if "delta" in event:
-            out.append(self._content(stream, event, event["delta"]))
+            out.append(_content(stream, event, event["delta"]))
             out_indices.append(index)
             made = 2
         counters = self.ctx.counters
         counters.expanded += 1
         counters.synthesized += made
 
-    def _continue(
-        self, stream: _Open, event: Event, index: int, out: list[Event], out_indices: list[int]
-    ) -> None:
-        for key, absent in stream.kind.opener:
-            if key in event:
-                established = stream.fields[key]
-                if event[key] != (absent if established is None else established):
-                    raise self._conflict(stream, key, event[key], index)
-        counters = self.ctx.counters
-        counters.expanded += 1
-        if "delta" in event or "metadata" in event or "rawEvent" in event:
-            out.append(self._content(stream, event, event.get("delta", "")))
-            out_indices.append(index)
-            counters.synthesized += 1
-
-    @staticmethod
-    def _content(stream: _Open, event: Event, delta: str) -> Event:
-        kind = stream.kind
-        content: Event = {"type": kind.content, kind.id_key: stream.id, "delta": delta}
-        _carry(event, content)
-        return content
-
-    def _resolve(self, kind: _Kind, tag: Owner, event: Event, index: int) -> _Open:
-        """The open stream a chunk without an identifier continues ("Closing a chunk stream")."""
+    def _resolve(self, kind: _Kind, tag: Owner, index: int) -> _Open:
+        """The open stream a chunk without an identifier continues, when the parent
+        agent has none of its kind open ("Closing a chunk stream")."""
         if tag is not None:
             stream = self._lanes.get(tag)
             if stream is not None and stream.kind is kind:
                 return stream
             raise self._first_without_id(kind, index, f"subagent {tag!r}'s lane has none open")
         candidates = self._by_kind[kind]
-        parents = candidates.get(None)
-        if parents is not None:
-            return parents
         if len(candidates) == 1:
             return next(iter(candidates.values()))
         if not candidates:
@@ -340,19 +379,9 @@ class Expand(Stage):
 
     # -- judgement --------------------------------------------------------------------
 
-    def _check_shape(self, kind: _Kind, event: Event, index: int) -> None:
-        """Reject a malformed known field; only reachable when enforce has not run first."""
-        for key in kind.strings:
-            if key in event and type(event[key]) is not str:
-                raise self._malformed(kind, index, key, "a string", event[key])
-        if "metadata" in event and type(event["metadata"]) is not dict:
-            raise self._malformed(kind, index, "metadata", "an object", event["metadata"])
-        if "rawEvent" in event and event["rawEvent"] is None:
-            raise self._malformed(kind, index, "rawEvent", "any JSON value but null", None)
-
-    def _malformed(
-        self, kind: _Kind, index: int, key: str, expected: str, found: object
-    ) -> StreamRejected:
+    def _malformed(self, kind: _Kind, index: int, key: str, found: object) -> StreamRejected:
+        """A malformed known member: only met when expansion runs before enforce."""
+        expected = _EXPECTED[kind.shape[key]]
         return self.ctx.reject(
             EXPAND_MALFORMED_CHUNK,
             f"expected {expected} at /{key} of {kind.chunk}, found {type(found).__name__} "
@@ -401,6 +430,16 @@ class Expand(Stage):
             event_index=index,
             pointer="/subagentRunId",
         )
+
+
+_EXPECTED = {str: "a string", dict: "an object", object: "any JSON value but null"}
+
+
+def _content(stream: _Open, chunk: Event, delta: str) -> Event:
+    kind = stream.kind
+    content: Event = {"type": kind.content, kind.id_key: stream.id, "delta": delta}
+    _carry(chunk, content)
+    return content
 
 
 def _carry(chunk: Event, made: Event) -> None:
