@@ -481,3 +481,88 @@ def test_how_events_are_batched_or_read_changes_nothing(
     assert result.conversation.messages == whole.messages
     assert json_equal(result.conversation.state, whole.state)
     assert result.events == sent
+
+
+_ids = st.sampled_from(["a", "b", "c"])
+_value = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["x", ""]),
+                   st.just({"k": [1]}), st.just([{"k": 1}]))
+_meta = st.one_of(st.nothing(), st.dictionaries(st.sampled_from(["k", "j"]), _value, max_size=2))
+_pointer = st.sampled_from(["", "/k", "/k/0", "/k/-", "/j", "/0", "/k/k"])
+_operation = st.one_of(
+    st.fixed_dictionaries({"op": st.sampled_from(["add", "replace", "test"]), "path": _pointer,
+                           "value": _value}),
+    st.fixed_dictionaries({"op": st.just("remove"), "path": _pointer}),
+    st.fixed_dictionaries({"op": st.sampled_from(["move", "copy"]), "from": _pointer,
+                           "path": _pointer}),
+)
+_message = st.one_of(
+    st.fixed_dictionaries({"id": _ids, "role": st.sampled_from(["user", "assistant", "system"]),
+                           "content": st.sampled_from(["", "hi"])},
+                          optional={"metadata": _meta}),
+    st.fixed_dictionaries({"id": _ids, "role": st.just("assistant"), "toolCalls": st.lists(
+        st.fixed_dictionaries({"id": _ids, "type": st.just("function"), "function": st.just(
+            {"name": "f", "arguments": "{"})}, optional={"metadata": _meta}), max_size=2)}),
+    st.fixed_dictionaries({"id": _ids, "role": st.just("activity"), "activityType": _ids,
+                           "content": st.just({"k": [0]})}),
+    st.fixed_dictionaries({"id": _ids, "role": st.just("reasoning"), "content": st.just("r")}),
+    st.fixed_dictionaries({"id": _ids, "role": st.just("tool"), "toolCallId": _ids,
+                           "content": st.sampled_from(["out", [{"type": "text", "text": "t"}]])}),
+)
+_any_event = st.one_of(
+    *[
+        st.fixed_dictionaries({"type": st.just(kind), "messageId": _ids},
+                              optional={"metadata": _meta, "subagentRunId": _ids})
+        for kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "REASONING_MESSAGE_END")
+    ],
+    st.fixed_dictionaries({"type": st.sampled_from(["TEXT_MESSAGE_CONTENT",
+                                                    "REASONING_MESSAGE_CONTENT"]),
+                           "messageId": _ids, "delta": st.just("d")},
+                          optional={"metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("REASONING_MESSAGE_START"), "messageId": _ids,
+                           "role": st.just("reasoning")}, optional={"metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_START"), "toolCallId": _ids,
+                           "toolCallName": st.just("f")},
+                          optional={"parentMessageId": _ids, "metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_ARGS"), "toolCallId": _ids,
+                           "delta": st.just("}")}, optional={"metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_END"), "toolCallId": _ids},
+                          optional={"metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("TOOL_CALL_RESULT"), "messageId": _ids,
+                           "toolCallId": _ids, "content": st.sampled_from(["r", []])},
+                          optional={"metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("REASONING_ENCRYPTED_VALUE"),
+                           "subtype": st.sampled_from(["message", "tool-call"]),
+                           "entityId": _ids, "encryptedValue": st.just("E")},
+                          optional={"encryptedValueType": st.just("t")}),
+    st.fixed_dictionaries({"type": st.just("STATE_SNAPSHOT"), "snapshot": _value}),
+    st.fixed_dictionaries({"type": st.just("STATE_DELTA"),
+                           "delta": st.lists(_operation, max_size=3)}),
+    st.fixed_dictionaries({"type": st.just("ACTIVITY_SNAPSHOT"), "messageId": _ids,
+                           "activityType": _ids, "content": st.just({"k": [0]})},
+                          optional={"replace": st.booleans(), "metadata": _meta,
+                                    "subagentRunId": _ids}),
+    st.fixed_dictionaries({"type": st.just("ACTIVITY_DELTA"), "messageId": _ids,
+                           "activityType": _ids, "patch": st.lists(_operation, max_size=3)},
+                          optional={"metadata": _meta}),
+    st.fixed_dictionaries({"type": st.just("MESSAGES_SNAPSHOT"),
+                           "messages": st.lists(_message, max_size=3)}),
+    st.just(RS),
+    st.fixed_dictionaries({"type": st.just("RUN_FINISHED"), "threadId": st.just("t"),
+                           "runId": st.just("r"), "outcome": st.just(
+                               {"type": "interrupt", "interrupts": [{"id": "i"}]})}),
+)
+
+
+@given(events=st.lists(_any_event, max_size=25))
+def test_schema_valid_events_in_any_order_never_break_the_conversation(
+    events: list[Event],
+) -> None:
+    """Without verification (a specialised pipeline), any order of well-formed events is
+    applied or warned about — never an exception — and no event is changed."""
+    sent = copy.deepcopy(events)
+    conversation, ctx = materialise(events)
+    messages = conversation.messages
+    assert all(type(m["id"]) is str and type(m["role"]) is str for m in messages)
+    assert len({m["id"] for m in messages}) == len(messages)
+    assert all(d.severity == "warning" for d in ctx.diagnostics)
+    assert events == sent
