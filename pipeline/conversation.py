@@ -33,9 +33,11 @@ Messages are plain dicts in the schema's ``Message`` shapes
 
 Metadata is the merged value the metadata stage keeps per item
 (``/spec/1.1/basic/metadata``): a message or tool call carries the same dict
-object as ``ctx.item_metadata`` does, so it is current whenever a batch has
-passed that stage. Without the metadata stage, items keep only the stored
-metadata of messages restated whole.
+object as ``ctx.item_metadata`` does. That stage merges a whole batch before
+dispatch sees it, so the metadata is exact at every batch boundary; a handler
+dispatch runs in the middle of a batch may already see keys that later events
+of the same read carried. Without the metadata stage, items keep only the
+stored metadata of messages restated whole.
 
 State (``/spec/1.1/events/state``, ``/spec/1.1/basic/patterns/snapshots``)
 starts as the run input's ``state``, or ``{}``. ``STATE_SNAPSHOT`` replaces it
