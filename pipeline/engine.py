@@ -246,20 +246,30 @@ def _verdict_of(error: StreamRejected | HandlerFailed) -> Verdict:
 
 
 async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
-    """Run ``batch`` through ``stages[start:]``.
-
-    When a stage ends the stream, what it had already accepted from the batch
-    still goes through the stages after it — a stage further on may find an
-    earlier fault, and then that one is the verdict.
-    """
+    """Run ``batch`` through ``stages[start:]``."""
     for position in range(start, len(stages)):
         if not batch.events:
             return batch
-        try:
-            batch = await stages[position].process(batch)
-        except (StreamRejected, HandlerFailed) as error:
-            raise await _ended(stages, position, batch, error) from None
+        batch = await _step(stages, position, batch)
     return batch
+
+
+async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
+    """One stage on one batch.
+
+    When the stage ends the stream, what it had already accepted from the
+    batch still goes through the stages after it — a stage further on may find
+    an earlier fault, and then that one is the verdict.
+    """
+    stage = stages[position]
+    try:
+        return await stage.process(batch)
+    except (StreamRejected, HandlerFailed) as error:
+        kept = batch.before(error.event_index)
+        # The batch's events from the fault on were taken in and go no further.
+        stage.ctx.counters.discarded += len(batch) - len(kept)
+        accepted = kept if error.accepted is None else error.accepted
+        raise await _ended(stages, position, accepted, error) from None
 
 
 async def _decode(stages: list[Stage], decode: Callable[..., Batch], *chunk: bytes) -> Batch:
@@ -267,17 +277,21 @@ async def _decode(stages: list[Stage], decode: Callable[..., Batch], *chunk: byt
     try:
         return decode(*chunk)
     except StreamRejected as error:
-        raise await _ended(stages, -1, empty_batch(), error) from None
+        raise await _ended(stages, -1, error.accepted or empty_batch(), error) from None
 
 
 async def _finish(stages: list[Stage], batch: Batch) -> Batch:
     """End of stream: flush each stage in order, each one's tail going on downstream."""
     for position, stage in enumerate(stages):
+        if batch.events:
+            batch = await _step(stages, position, batch)
         try:
-            if batch.events:
-                batch = await stage.process(batch)
             tail = await stage.finish()
         except (StreamRejected, HandlerFailed) as error:
+            # Raised at end of stream (a truncated run, say): everything the
+            # stage passed stays delivered.
+            if error.accepted is not None:
+                batch = batch + error.accepted
             raise await _ended(stages, position, batch, error) from None
         if tail.events:
             batch = batch + tail
@@ -285,9 +299,9 @@ async def _finish(stages: list[Stage], batch: Batch) -> Batch:
 
 
 async def _ended(
-    stages: list[Stage], position: int, batch: Batch, error: StreamRejected | HandlerFailed
+    stages: list[Stage], position: int, accepted: Batch, error: StreamRejected | HandlerFailed
 ) -> _Ended:
-    accepted = error.accepted if error.accepted is not None else batch.before(error.event_index)
+    """The stream ends at ``stages[position]``: deliver ``accepted`` through the rest."""
     error.accepted = None
     return _Ended(error, await _through(stages, position + 1, accepted))
 

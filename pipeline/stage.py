@@ -101,6 +101,12 @@ class Counters:
     """Chunk events replaced by the events they stand for."""
     synthesized: int = 0
     """Events made by a stage (the start/content/end events of a chunk)."""
+    discarded: int = 0
+    """Events that had entered the pipeline when a rejection or a handler failure
+    ended the stream: the offending event and those after it in its batch.
+
+    Always: ``read + synthesized == delivered + dropped + expanded + discarded``.
+    """
 
 
 class RunStatus(StrEnum):
@@ -194,10 +200,10 @@ class StreamContext:
         self.counters = Counters()
         self.conversation: Any = None
         """The materialised conversation, once a stage provides one."""
-        self.runs: list[RunRecord] = []
-        """The runs on the stream in order, as verify saw them begin and end."""
         self.item_metadata: ItemMetadata | None = None
         """Each item's merged metadata, once the metadata stage provides it."""
+        self.runs: list[RunRecord] = []
+        """The runs on the stream in order, as verify saw them begin and end."""
 
     def report(
         self,
