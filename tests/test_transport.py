@@ -163,6 +163,10 @@ async def test_authentication_is_passed_through(server: ReplayServer) -> None:
     assert result.verdict.outcome is Outcome.COMPLETED
     headers, _ = server.replay.requests[-1]
     assert headers["x-trace"] == "abc" and headers["x-call"] == "1"
+    server.replay.token = None
+    async with HttpAgent(server.url, auth=("ada", "pw")) as agent:
+        await agent.run(INPUT)
+    assert server.replay.requests[-1][0]["authorization"] == "Basic YWRhOnB3"
 
 
 async def test_malformed_input_is_refused_before_anything_is_sent(server: ReplayServer) -> None:
@@ -189,6 +193,19 @@ async def test_nothing_listening_is_a_request_failure() -> None:
     async with HttpAgent(f"http://127.0.0.1:{port}/") as agent:
         with pytest.raises(RequestFailed, match="ConnectError"):
             await agent.run(INPUT)
+
+
+async def test_no_response_headers_within_the_idle_timeout_is_a_request_failure() -> None:
+    # A socket that listens but never answers: the kernel completes the handshake.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        started = time.monotonic()
+        async with HttpAgent(url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+            with pytest.raises(RequestFailed, match=r"no response within 0\.2 s"):
+                await agent.run(INPUT)
+        assert time.monotonic() - started < 2
 
 
 async def test_cancellation_mid_frame_closes_the_connection(server: ReplayServer) -> None:
