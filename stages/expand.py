@@ -43,6 +43,7 @@ never repaired.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, ClassVar
 
 from pipeline.catalog import (
@@ -366,7 +367,9 @@ class Expand(Stage):
             return next(iter(candidates.values()))
         if not candidates:
             raise self._first_without_id(kind, index, "none is open")
-        lanes = ", ".join(repr(lane) for lane in candidates)
+        lanes = ", ".join(repr(lane) for lane in islice(candidates, 5))
+        if len(candidates) > 5:
+            lanes += f" and {len(candidates) - 5} more"
         raise self.ctx.reject(
             EXPAND_AMBIGUOUS,
             f"expected a {kind.chunk} without /{kind.id_key} or /subagentRunId to continue the "

@@ -465,6 +465,12 @@ def test_an_ambiguous_continuation_is_rejected() -> None:
     assert error.event_index == 3
 
 
+def test_an_ambiguity_among_many_lanes_names_a_few() -> None:
+    opened = [text("a", messageId=f"m{n}", subagentRunId=f"s{n}") for n in range(50)]
+    error = rejected(RS, *opened, text("c"))
+    assert "'s0', 's1', 's2', 's3', 's4' and 45 more" in str(error)
+
+
 def test_an_untagged_chunk_naming_a_subagents_item_continues_it() -> None:
     out = expand(RS, text("a", messageId="m1"), text("b", messageId="m2", subagentRunId="s1"),
                  text("c", messageId="m2"), text("d"))
