@@ -81,6 +81,20 @@ SOURCE_IDLE_TIMEOUT = _code(
 LIMIT_FRAME_SIZE = _code(
     "limit.frame-bytes", _E, TRANSPORTS, "a frame is larger than the configured limit"
 )
+LIMIT_DEPTH = _code(
+    "limit.depth", _E, TRANSPORTS, "an event is nested deeper than the configured limit"
+)
+LIMIT_OPEN_ITEMS = _code(
+    "limit.open-items", _E, TRANSPORTS,
+    "more messages, tool calls, spans, steps or subagents open at once than the limit",
+)
+LIMIT_TEXT_BYTES = _code(
+    "limit.text-bytes", _E, TRANSPORTS,
+    "a message's text or a tool call's arguments grew past the configured limit",
+)
+LIMIT_STATE_BYTES = _code(
+    "limit.state-bytes", _E, TRANSPORTS, "the state document grew past the configured limit"
+)
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics", _W, PROCESSING,
     "more diagnostics than the configured limit; further ones are only counted",
@@ -272,7 +286,7 @@ VERIFY_PENDING_CALLS = _code(
 )
 VERIFY_TOOL_RESULT = _code(
     "verify.tool-result", _E, TOOL_CALLS,
-    "a TOOL_CALL_RESULT answers a call that is still open or that no event or history names",
+    "a TOOL_CALL_RESULT answers a call still open, one nothing names, or a frontend tool call",
 )
 VERIFY_TOOL_RESULT_UNSEEN = _code(
     "verify.tool-result-unseen", _W, TOOL_CALLS,

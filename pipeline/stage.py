@@ -83,6 +83,15 @@ class Limits:
     """Largest JSON array document, which must be read whole before decoding."""
     max_diagnostics: int = 10_000
     """Diagnostics kept on the result; later ones are counted, not stored."""
+    max_depth: int = 128
+    """Deepest nesting of arrays and objects in one event (orjson itself stops at 1024,
+    and cannot re-encode past 255, so a sink could not pass a deeper event on)."""
+    max_open_items: int = 10_000
+    """Messages, tool calls, reasoning spans, steps and subagents open at once."""
+    max_text_bytes: int = 64 * 1024 * 1024
+    """Largest accumulated text of one message or one tool call's arguments."""
+    max_state_bytes: int = 64 * 1024 * 1024
+    """Largest state document (and activity content), as JSON."""
 
 
 @dataclass(slots=True)

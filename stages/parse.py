@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import orjson
 
 from pipeline.catalog import (
+    LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
     PARSE_INCOMPLETE_FRAME,
     PARSE_NOT_ARRAY,
@@ -60,6 +61,7 @@ class Parse(Decoder):
         self._started = False  # the BOM and the framing have been dealt with
         self._head = b""  # bytes held back until the framing can be told
         self._max_frame = ctx.limits.max_frame_bytes
+        self._depth_bytes = 2 * ctx.limits.max_depth
         if self.framing is not None:
             ctx.transport = self.framing
 
@@ -203,7 +205,22 @@ class Parse(Decoder):
                 f"expected a JSON array of event objects, found {_json_kind(document)}",
                 event_index=0,
             )
+        if _depth(document) - 1 > self.ctx.limits.max_depth:
+            self._reject_deep_elements(document)
         return self._accept(document)
+
+    def _reject_deep_elements(self, document: list[Any]) -> None:
+        for position, event in enumerate(document):
+            depth = _depth(event)
+            if depth > self.ctx.limits.max_depth:
+                rejection = StreamRejected(
+                    LIMIT_DEPTH,
+                    f"an event nested {depth} levels deep exceeds the limit "
+                    f"max_depth={self.ctx.limits.max_depth}",
+                    event_index=position,
+                )
+                rejection.accepted = self._accept(document[:position])
+                raise rejection
 
     # -- decoding ---------------------------------------------------------------
 
@@ -212,7 +229,34 @@ class Parse(Decoder):
             events = [_loads(payload) for payload in payloads]
         except _DecodeError:
             events = self._decode_until_failure(payloads)
+        # A value needs two bytes per level of nesting: frames shorter than that
+        # cannot break the depth limit, and most frames are (one C-level pass).
+        if payloads and max(map(len, payloads)) > self._depth_bytes:
+            self._check_sizes(payloads, events)
         return self._accept(events)
+
+    def _check_sizes(self, payloads: list[bytes], events: list[Any]) -> None:
+        """The per-frame limits, for the few frames long enough to matter."""
+        limits = self.ctx.limits
+        for position, payload in enumerate(payloads[: len(events)]):
+            problem = None
+            if len(payload) > limits.max_frame_bytes:
+                problem = self._frame_too_large(len(payload))
+            elif len(payload) > self._depth_bytes and (
+                payload.count(b"[") + payload.count(b"{") > limits.max_depth
+            ):
+                depth = _depth(events[position])
+                if depth > limits.max_depth:
+                    problem = StreamRejected(
+                        LIMIT_DEPTH,
+                        f"an event nested {depth} levels deep exceeds the limit "
+                        f"max_depth={limits.max_depth}",
+                        event_index=self._next_index + position,
+                    )
+            if problem is not None:
+                problem.event_index = self._next_index + position
+                problem.accepted = self._accept(events[:position])
+                raise problem
 
     def _decode_until_failure(self, payloads: list[bytes]) -> list[Any]:
         """Slow path: find the frame that failed, keeping the frames before it."""
@@ -300,6 +344,21 @@ def _sse_event_data(block: bytes) -> bytes | None:
     if not data:
         return None
     return b"\n".join(data)
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a decoded JSON value (iterative: no recursion on hostile input)."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if type(item) is dict:
+            item = item.values()
+        elif type(item) is not list:
+            continue
+        deepest = max(deepest, level)
+        pending.extend((child, level + 1) for child in item)
+    return deepest
 
 
 def _json_kind(value: Any) -> str:

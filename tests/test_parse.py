@@ -229,3 +229,31 @@ def test_large_frame_in_small_chunks_decodes() -> None:
     pieces = [data[i : i + 512] for i in range(0, len(data), 512)]
     events, _ = decode(pieces)
     assert events == [big]
+
+
+@pytest.mark.parametrize("encode", [sse, jsonl, array])
+def test_nesting_deeper_than_the_limit_is_rejected_at_its_frame(encode: Any) -> None:
+    deep: Any = "leaf"
+    for level in range(20):
+        deep = [deep] if level % 2 else {"k": deep}
+    # The event object is one more level: 21 in all.
+    events = [*EVENTS[:2], {"type": "CUSTOM", "name": "n", "value": deep}, *EVENTS[2:]]
+    parser = Parse(StreamContext(Options(limits=Limits(max_depth=20))))
+    with pytest.raises(StreamRejected) as raised:
+        parser.feed(encode(events))
+        parser.finish()
+    assert raised.value.code == "limit.depth"
+    assert raised.value.event_index == 2
+    assert "21 levels" in str(raised.value) and "max_depth=20" in str(raised.value)
+    assert raised.value.accepted is not None
+    assert raised.value.accepted.events == EVENTS[:2]
+    assert decode([encode(events)], limits=Limits(max_depth=21))[0] == events
+
+
+def test_a_whole_frame_larger_than_the_limit_in_one_read_is_rejected() -> None:
+    big = {"type": "RAW", "event": "x" * 5000}
+    parser = Parse(StreamContext(Options(limits=Limits(max_frame_bytes=1000))))
+    with pytest.raises(StreamRejected) as raised:
+        parser.feed(sse([EVENTS[0], big, EVENTS[1]]))
+    assert raised.value.code == "limit.frame-bytes"
+    assert raised.value.event_index == 1
