@@ -194,13 +194,17 @@ class EventStream:
         stages = [factory(ctx) for factory in self._pipeline.stage_factories]
         idle = ctx.options.idle_timeout
         idle = math.inf if idle is None else idle
+        unbounded = idle == math.inf
         counters = ctx.counters
         try:
             async with aclosing(iter_chunks(self._source)) as chunks:
                 while True:
                     try:
-                        with anyio.fail_after(idle):
+                        if unbounded:  # a cancel scope per read costs more than the read
                             chunk = await chunks.__anext__()
+                        else:
+                            with anyio.fail_after(idle):
+                                chunk = await chunks.__anext__()
                     except StopAsyncIteration:
                         break
                     except TimeoutError:
