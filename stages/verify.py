@@ -112,6 +112,9 @@ class Verify(Stage):
         self._calls: dict[str, tuple[Owner, int]] = {}
         """toolCallId → (owner, run) for every call opened on the stream or found in history."""
         self._history_known = False
+        self._frontend_tools: set[str] = set()
+        """The application's tools, from the run input: their calls are not answered in-stream."""
+        self._frontend_calls: set[str] = set()
         """Whether the conversation before the stream is known (run input, or an input echo)."""
         self._end_index = 0
         # Run-scoped tracking: emptied, never replaced, when a run closes.
@@ -690,6 +693,8 @@ class Verify(Stage):
         self._calls[call_id] = (owner, run_no)
         self._open_calls[call_id] = owner
         self._run_calls.setdefault(call_id, False)
+        if self._frontend_tools and event["toolCallName"] in self._frontend_tools:
+            self._frontend_calls.add(call_id)
 
     def _attach_to_parent(
         self, event: Event, parent: str, owner: Owner, inherits: bool, index: int
@@ -742,6 +747,15 @@ class Verify(Stage):
                 VERIFY_TOOL_RESULT,
                 f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId while it is still "
                 "open: expected TOOL_CALL_END first, since the arguments are complete only then",
+                event_index=index,
+                pointer="/toolCallId",
+            )
+        if call_id in self._frontend_calls:
+            raise self.ctx.reject(
+                VERIFY_TOOL_RESULT,
+                f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId, a call to one of the "
+                "run input's tools: the application executes a frontend tool and answers it in "
+                "the next run's input, so the producer must not answer it",
                 event_index=index,
                 pointer="/toolCallId",
             )
@@ -800,11 +814,17 @@ class Verify(Stage):
         self._learn_messages(event["messages"], self._run_no)
 
     def _learn_history(self, run_input: dict[str, Any]) -> None:
-        """The conversation before the stream: ids it holds; no ownership (that is per run)."""
+        """What the run input says: the conversation before the stream (the ids it holds; no
+        ownership, which is per run) and the application's own tools."""
         self._history_known = True
-        messages = run_input.get("messages") if isinstance(run_input, dict) else None
+        if not isinstance(run_input, dict):
+            return
+        messages, tools = run_input.get("messages"), run_input.get("tools")
         if isinstance(messages, list):
             self._learn_messages(messages, -1)
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._frontend_tools.add(tool["name"])
 
     def _learn_messages(self, messages: Iterable[Any], run_no: int) -> None:
         """Messages restated whole: each id's kind and owner as the restatement gives them."""

@@ -578,6 +578,17 @@ def test_a_result_answers_a_call_the_consumer_knows() -> None:
     check(in_run(snapshot, result("old", "r")), run_input={"messages": []})
 
 
+def test_a_frontend_tool_call_is_not_answered_in_the_stream() -> None:
+    run_input = {"messages": [], "tools": [{"name": "confirm", "description": "ask"}]}
+    frontend = [{**call("c")[0], "toolCallName": "confirm"}, *call("c")[1:]]
+    check(in_run(*frontend), run_input=run_input)  # left for the application: fine
+    check(in_run(*call("c"), result("c", "r")), run_input=run_input)  # an agent-side tool
+    rejected(in_run(*frontend, result("c", "r")), c.VERIFY_TOOL_RESULT, "frontend tool",
+             run_input=run_input)
+    echoed = started(input={"threadId": "t", "runId": "r1", **run_input})
+    rejected([echoed, *frontend, result("c", "r")], c.VERIFY_TOOL_RESULT, "frontend tool")
+
+
 def test_a_result_for_a_call_unseen_without_history_warns() -> None:
     ctx = check(in_run(result("elsewhere", "r")))
     assert [d.code for d in ctx.diagnostics] == [c.VERIFY_TOOL_RESULT_UNSEEN.id]
