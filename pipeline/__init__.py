@@ -21,6 +21,7 @@ from .catalog import Code, Severity
 from .conversation import Conversation
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
+from .events import EventType
 from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
@@ -66,6 +67,7 @@ __all__ = [
     "Diagnostic",
     "Event",
     "EventStream",
+    "EventType",
     "HandlerFailed",
     "Handlers",
     "HttpAgent",

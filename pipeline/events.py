@@ -662,6 +662,8 @@ class SubagentStartedEvent(BaseEvent):
     type: Literal["SUBAGENT_STARTED"]
     subagentRunId: str
     name: str
+    description: NotRequired[str]
+    """What this subagent is for, for a consumer to display."""
     parentSubagentRunId: NotRequired[str]
     parentToolCallId: NotRequired[str]
     parentMessageId: NotRequired[str]

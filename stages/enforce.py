@@ -125,6 +125,16 @@ class _Node:
         """Strip unrecognised material from ``value`` in place; raise what is malformed."""
         raise NotImplementedError
 
+    def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
+        """Python source true when ``var`` is not clean here (``None``: anything is).
+
+        Inlined into an object's generated fast check; names it needs go into
+        ``namespace``.
+        """
+        name = f"_check{len(namespace)}"
+        namespace[name] = self.clean
+        return f"not {name}({var})"
+
 
 class _Primitive(_Node):
     """A string or a boolean: the exact Python type orjson decodes it to."""
@@ -139,6 +149,9 @@ class _Primitive(_Node):
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if type(value) is not self.kind:
             raise _Malformed(at, self.expected, _received(value))
+
+    def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
+        return f"type({var}) is not {self.kind.__name__}"
 
 
 class _OpenObject(_Primitive):
@@ -162,6 +175,9 @@ class _AnyJSON(_Node):
         if value is None and not self.nullable:
             raise _Malformed(at, self.expected, "null")
 
+    def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
+        return None if self.nullable else f"{var} is None"
+
 
 class _Integer(_Node):
     """An integer within bounds. JSON Schema counts ``5.0`` as an integer; so does this."""
@@ -179,6 +195,9 @@ class _Integer(_Node):
         if not integral or not self.minimum <= value <= self.maximum:
             raise _Malformed(at, self.expected, _received(value))
 
+    def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
+        return f"type({var}) is not int or not {self.minimum} <= {var} <= {self.maximum}"
+
 
 class _Const(_Node):
     """A value the schema pins (``const``): any other is malformed."""
@@ -193,6 +212,9 @@ class _Const(_Node):
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if not self.clean(value):
             raise _Malformed(at, self.expected, _received(value))
+
+    def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
+        return f"{var} != {self.value!r}"  # only a string equals a string
 
 
 class _ClosedSet(_Node):
@@ -211,6 +233,11 @@ class _ClosedSet(_Node):
             raise _Malformed(at, "a string, " + self.expected, _received(value))
         if value not in self.values:
             raise _Unrecognised(at, f"unrecognised value {_quote(value)} (known: {self.names})")
+
+    def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
+        name = f"_values{len(namespace)}"
+        namespace[name] = self.values
+        return f"type({var}) is not str or {var} not in {name}"
 
 
 # RFC 6901: "" or "/"-prefixed reference tokens, "~" only as "~0" or "~1".
@@ -243,8 +270,7 @@ class _List(_Node):
     def clean(self, value: Any) -> bool:
         if type(value) is not list or len(value) < self.min_items:
             return False
-        item_clean = self.item.clean
-        return all(item_clean(element) for element in value)
+        return all(map(self.item.clean, value))
 
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if type(value) is not list or len(value) < self.min_items:
@@ -280,41 +306,60 @@ class _Object(_Node):
         self.fields: dict[str, _Node] = {}
         self.required: frozenset[str] = frozenset()
         self.required_order: tuple[str, ...] = ()
-        self.simple: dict[str, type] = {}
-        """Members whose whole check is ``type(value) is T``."""
-        self.checks: dict[str, Callable[[Any], bool]] = {}
-        """Every other member's fast check."""
 
     def compile(self, fields: dict[str, _Node], required: frozenset[str], skip: str | None) -> None:
-        """Fill in the tables; ``skip`` is a discriminator the union already matched."""
+        """Fill in the members; ``skip`` is a discriminator its union has already matched."""
         self.fields = fields
         self.required = required
         self.required_order = tuple(key for key in fields if key in required)
-        for key, node in fields.items():
-            if key == skip:
-                self.simple[key] = str
-            elif type(node) in (_Primitive, _OpenObject):
-                self.simple[key] = typing.cast(_Primitive, node).kind
-            else:
-                self.checks[key] = node.clean
+        self.clean = self._generate_clean(skip)  # type: ignore[method-assign, assignment]
 
-    def clean(self, value: Any) -> bool:
-        if type(value) is not dict or not self.required <= value.keys():
-            return False
-        simple = self.simple
-        for key, member in value.items():
-            kind = simple.get(key)
-            if kind is None:
-                check = self.checks.get(key)
-                if check is None:
-                    if self.is_open:
-                        continue
-                    return False
-                if not check(member):
-                    return False
-            elif type(member) is not kind:
+    def _generate_clean(self, skip: str | None) -> Callable[[Any], bool]:
+        """The fast check as straight-line Python, generated once.
+
+        The required members first, each with its test inlined (``skip``, the
+        discriminator, is known to match already); then ``n``, the members left
+        over, and one ``get`` per optional member only while some are left. A
+        closed object is clean only if every leftover member was an optional
+        one it describes. For ``TEXT_MESSAGE_CONTENT``::
+
+            def clean(v):
+                if type(v) is not dict: return False
+                g = v.get
+                x = g('messageId', _M)
+                if x is _M or type(x) is not str: return False
+                x = g('delta', _M)
+                if x is _M or type(x) is not str: return False
+                n = len(v) - 3
+                if not n: return True
+                x = g('timestamp', _M)
+                if x is not _M:
+                    if type(x) is not int or not -9007199254740991 <= x <= ...: return False
+                    n -= 1
+                    if not n: return True
+                ...
                 return False
-        return True
+        """
+        namespace: dict[str, Any] = {"_M": _MISSING}
+        lines = ["def clean(v):", "    if type(v) is not dict: return False", "    g = v.get"]
+        for key in self.required_order:
+            if key == skip:
+                continue
+            rejects = self.fields[key].rejects("x", namespace)
+            lines.append(f"    x = g({key!r}, _M)")
+            lines.append(f"    if x is _M{f' or {rejects}' if rejects else ''}: return False")
+        lines += [f"    n = len(v) - {len(self.required)}", "    if not n: return True"]
+        for key, node in self.fields.items():
+            if key in self.required:
+                continue
+            rejects = node.rejects("x", namespace)
+            lines += [f"    x = g({key!r}, _M)", "    if x is not _M:"]
+            if rejects:
+                lines.append(f"        if {rejects}: return False")
+            lines += ["        n -= 1", "        if not n: return True"]
+        lines.append(f"    return {self.is_open}")
+        exec("\n".join(lines), namespace)
+        return typing.cast(Callable[[Any], bool], namespace["clean"])
 
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if type(value) is not dict:
