@@ -6,10 +6,12 @@ import io
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from pipeline.cli import main
@@ -136,3 +138,24 @@ def test_check_url_reconciles_with_a_declaration(server: ReplayServer, tmp_path:
     status, report = check(server.url, "--capabilities", str(declaration))
     assert status == 0  # reconcile never rejects
     assert "reconcile.transport" in report  # the stream arrived over http+sse all the same
+
+
+def test_serve_stops_promptly_with_a_stream_in_flight(tmp_path: Path) -> None:
+    recording = tmp_path / "run.sse"
+    recording.write_bytes(encode_sse(RUN))
+    command = [sys.executable, "-m", "pipeline.cli", "serve", str(recording), "--port", "0"]
+    with subprocess.Popen(
+        [*command, "--pause", "30"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stderr is not None
+            url = process.stderr.readline().rsplit(" at ", 1)[1].strip()
+            body = {"threadId": "t", "runId": "r", "messages": []}
+            with httpx.Client() as client, client.stream("POST", url, json=body) as response:
+                assert next(response.iter_bytes()).startswith(b"data: ")  # then a 30 s pause
+                started = time.monotonic()
+                process.terminate()
+                process.wait(timeout=10)
+            assert time.monotonic() - started < 5
+        finally:
+            process.kill()
