@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.sarif import frame_lines
+from tests.conftest import ROOT
 from tests.streams import encode
 from tests.test_agent_resource import LLM_AGENT
 
@@ -135,3 +136,17 @@ def test_an_unusable_declaration_is_reported_not_fatal(files: dict[str, Path]) -
     assert status == 0
     assert "reconcile.declaration-unusable" in text
     assert "reconcile.false-contradicted" not in text
+
+
+def test_the_readme_examples() -> None:
+    examples = ROOT / "examples"
+    status, text = check(str(examples / "weather.sse"), "--capabilities",
+                         str(examples / "weather.capabilities.json"), "--format", "json")
+    assert status == 0
+    warnings = [d for d in json.loads(text)["diagnostics"] if d["severity"] == "warning"]
+    assert [(d["code"], d["declared"]) for d in warnings] == [
+        ("reconcile.false-contradicted", "/state/deltas")]
+    status, text = check(str(examples / "weather.sse"), "--agent-resource",
+                         str(examples / "weather.agent.json"), "--format", "sarif")
+    assert status == 0
+    assert json.loads(text)["version"] == "2.1.0"
