@@ -8,6 +8,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline import HandlerFailed, Outcome, Pipeline
 from pipeline.errors import StreamRejected
@@ -20,6 +22,7 @@ from pipeline.subscribers import (
     encode_sse,
 )
 from tests.conftest import run
+from tests.streams import encode, split, valid_stream
 
 RUN: list[Event] = [
     {"type": "RUN_STARTED", "threadId": "t-d", "runId": "r-1"},
@@ -220,3 +223,40 @@ async def test_a_handler_sees_the_conversation_up_to_its_own_event() -> None:
 def test_the_conversation_can_be_turned_off() -> None:
     assert run(STREAM, Pipeline(conversation=False)).conversation is None
     assert run(STREAM).conversation.messages[-1]["content"] == "Hello, world."
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stream=valid_stream(),
+    cuts=st.lists(st.integers(0, 10_000), max_size=6),
+    fail_at=st.one_of(st.none(), st.integers(0, 200)),
+)
+def test_handlers_and_sinks_see_exactly_what_is_delivered(
+    stream: list[Event], cuts: list[int], fail_at: int | None
+) -> None:
+    """However the bytes are cut into reads and wherever a handler fails: handlers and
+    sinks see exactly the delivered events, in order, and the Conversation built while
+    handlers run is the one built without them."""
+    data = encode(stream, "sse")
+    baseline = run(data)
+    assert baseline.verdict.outcome is Outcome.COMPLETED
+    handled: list[Event] = []
+    written: list[bytes] = []
+    failing = None if fail_at is None or fail_at >= len(baseline.events) else fail_at
+
+    def record(event: Event) -> None:
+        if len(handled) == failing:
+            raise RuntimeError("handler failure")
+        handled.append(event)
+
+    pipeline = Pipeline(handlers={"*": record}, sinks=[JsonLinesSink(written.append)])
+    result = run(split(data, cuts), pipeline)
+    expected = baseline.events if failing is None else baseline.events[:failing]
+    assert result.events == handled == expected
+    assert b"".join(written) == encode_json_lines(expected)
+    if failing is None:
+        assert result.verdict.outcome is Outcome.COMPLETED
+        assert result.conversation.to_dict() == baseline.conversation.to_dict()
+    else:
+        assert result.verdict.outcome is Outcome.HANDLER_FAILED
+        assert result.verdict.event_index == failing
