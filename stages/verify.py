@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from pipeline.catalog import (
+    LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
     VERIFY_ATTRIBUTION,
     VERIFY_CANCELLED_RESULT,
@@ -128,6 +129,8 @@ class Verify(Stage):
         """subagentRunId → the interrupt ids its suspended outcome named."""
         self._run_calls: dict[str, bool] = {}
         """Calls started in this run, in order → whether this run answered them."""
+        self._running = 0
+        """Subagent invocations announced and not yet closed."""
         self._continuations: dict[str, tuple[dict[str, Owner], str]] = {
             "TEXT_MESSAGE_CONTENT": (self._open_text, "messageId"),
             "REASONING_MESSAGE_CONTENT": (self._open_reasoning, "messageId"),
@@ -172,6 +175,24 @@ class Verify(Stage):
             self._steps, self._subagents, self._suspended, self._run_calls,
         ):
             tracked.clear()
+        self._running = 0
+
+    def _make_room(self, index: int) -> None:
+        """One more open item must fit under ``max_open_items``: a producer that opens and
+        never closes cannot grow this stage's state without bound."""
+        limit = self.ctx.limits.max_open_items
+        open_now = (
+            len(self._open_text) + len(self._open_calls) + len(self._open_reasoning)
+            + len(self._open_spans) + len(self._steps) + self._running
+        )
+        if open_now >= limit:
+            raise self.ctx.reject(
+                LIMIT_OPEN_ITEMS,
+                f"expected at most {limit} items open at once (limit max_open_items), found "
+                f"{open_now} open and this event opening another",
+                event_index=index,
+                pointer="",
+            )
 
     # -- the stage ----------------------------------------------------------------
 
@@ -493,7 +514,9 @@ class Verify(Stage):
                 event_index=index,
                 pointer="/parentSubagentRunId",
             )
+        self._make_room(index)
         self._subagents[sub] = _RUNNING
+        self._running += 1
 
     def _subagent_ended(self, event: Event, index: int, tag: Owner) -> None:
         sub, kind = event["subagentRunId"], event["type"]
@@ -512,6 +535,7 @@ class Verify(Stage):
                 pointer="/subagentRunId",
             )
         self._subagents[sub] = _ENDED
+        self._running -= 1
         outcome = event.get("outcome")
         if outcome is not None and outcome["type"] == "suspended":
             self._suspended[sub] = outcome.get("interruptIds") or []
@@ -539,6 +563,7 @@ class Verify(Stage):
                 event_index=index,
                 pointer="/stepName",
             )
+        self._make_room(index)
         self._steps.add(key)
 
     def _step_finished(self, event: Event, index: int, tag: Owner) -> None:
@@ -591,6 +616,7 @@ class Verify(Stage):
         message_id = event["messageId"]
         if message_id in self._open_text:
             raise self._already_open(VERIFY_TEXT_MESSAGE, event, "text message", index)
+        self._make_room(index)
         self._open_text[message_id] = self._open_message(event, index, tag, "text")
 
     def _text_continue(self, event: Event, index: int, tag: Owner) -> None:
@@ -608,6 +634,7 @@ class Verify(Stage):
         message_id = event["messageId"]
         if message_id in self._open_reasoning:
             raise self._already_open(VERIFY_REASONING, event, "reasoning message", index)
+        self._make_room(index)
         self._open_reasoning[message_id] = self._open_message(event, index, tag, "reasoning")
 
     def _reasoning_continue(self, event: Event, index: int, tag: Owner) -> None:
@@ -630,6 +657,7 @@ class Verify(Stage):
         # A span namespaces nothing: it is checked against open spans only (reasoning).
         if event["messageId"] in self._open_spans:
             raise self._already_open(VERIFY_REASONING, event, "reasoning span", index)
+        self._make_room(index)
         self._open_spans[event["messageId"]] = tag
 
     def _span_end(self, event: Event, index: int, tag: Owner) -> None:
@@ -691,6 +719,7 @@ class Verify(Stage):
             inherits = tag is None and not reopened
             owner = self._attach_to_parent(event, parent, owner, inherits, index)
         self._calls[call_id] = (owner, run_no)
+        self._make_room(index)
         self._open_calls[call_id] = owner
         self._run_calls.setdefault(call_id, False)
         if self._frontend_tools and event["toolCallName"] in self._frontend_tools:

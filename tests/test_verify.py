@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from pipeline import (
     Batch,
+    Limits,
     Options,
     Outcome,
     RunStatus,
@@ -634,6 +635,29 @@ def test_a_stream_ending_after_a_terminal_event_completes() -> None:
 
 
 # -- robustness and the report ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(OPENERS))
+def test_open_items_are_bounded_by_max_open_items(kind: str) -> None:
+    def opener(n: int) -> Event:
+        event = dict(OPENERS[kind][0][0])
+        for field in ("messageId", "toolCallId", "stepName", "subagentRunId"):
+            if field in event:
+                event[field] = f"{event[field]}-{n}"
+        return event
+
+    ctx = StreamContext(Options(limits=Limits(max_open_items=3)))
+    stage = Verify(ctx)
+    events = [started(), *[opener(n) for n in range(4)]]
+    with pytest.raises(StreamRejected) as info:
+        anyio.run(stage.process, Batch(events, list(range(len(events)))))
+    assert (info.value.code, info.value.event_index) == (c.LIMIT_OPEN_ITEMS.id, 4)
+    assert "max_open_items" in str(info.value)
+    # Closing makes room again: the limit is on what is open at once.
+    stage = Verify(StreamContext(Options(limits=Limits(max_open_items=1))))
+    events = in_run(*text("a"), *call("b"), STEP, STEP_END, sub_started("s1"),
+                    sub_finished("s1"), sub_started("s2"), sub_finished("s2"))
+    anyio.run(stage.process, Batch(events, list(range(len(events)))))
 
 
 def test_an_event_it_cannot_read_is_rejected_not_a_crash() -> None:
