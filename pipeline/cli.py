@@ -2,7 +2,9 @@
 
 ``check SOURCE`` runs the default pipeline over a stream and reports the
 verdict and every diagnostic. Exit status: 0 the stream completed, 1 the
-consumer rejected it (or it was truncated), 2 a usage or I/O error.
+consumer rejected it (or it was truncated), 2 a usage or I/O error. SOURCE
+may be an agent's URL (:mod:`pipeline.cli_http`), and ``serve FILE`` is the
+other side: a recorded stream replayed as an HTTP + SSE endpoint.
 """
 
 from __future__ import annotations
