@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, overload, runtime_checkable
+from typing import Any, Protocol, TypeVar, overload
 
 import orjson
 
@@ -79,14 +79,10 @@ class Handlers:
 
         return register
 
-    def __bool__(self) -> bool:
-        return bool(self.by_type)
-
 
 # -- sinks ---------------------------------------------------------------------
 
 
-@runtime_checkable
 class Sink(Protocol):
     """Receives each delivered batch, in stream order."""
 
