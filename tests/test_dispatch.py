@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import HandlerFailed, Outcome, Pipeline
@@ -225,7 +225,7 @@ def test_the_conversation_can_be_turned_off() -> None:
     assert run(STREAM).conversation.messages[-1]["content"] == "Hello, world."
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # the machine sets the pace
 @given(
     stream=valid_stream(),
     cuts=st.lists(st.integers(0, 10_000), max_size=6),
