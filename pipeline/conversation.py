@@ -322,7 +322,8 @@ class Conversation:
             self._append(message)
         else:  # the same message minted again: the later result stands, in place
             self._text.pop(message_id, None)
-            self._messages[self._messages.index(held)] = message
+            position = next(i for i, m in enumerate(self._messages) if m is held)
+            self._messages[position] = message
             self._by_id[message_id] = message
         if message_id in self._message_metadata:
             self._attach(message, message_id)

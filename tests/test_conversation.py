@@ -566,3 +566,13 @@ def test_schema_valid_events_in_any_order_never_break_the_conversation(
     assert len({m["id"] for m in messages}) == len(messages)
     assert all(d.severity == "warning" for d in ctx.diagnostics)
     assert events == sent
+
+
+def test_a_result_minted_again_replaces_its_tool_message_in_place() -> None:
+    result: Event = {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c",
+                     "content": "first"}
+    events = [*call("c", "f", "{}"), result, *text("after", "x"), {**result, "content": "second"}]
+    conversation, _ = materialise(events)
+    assert [(m["id"], m.get("content")) for m in conversation.messages] == [
+        ("c", None), ("t", "second"), ("after", "x")
+    ]
