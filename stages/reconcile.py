@@ -328,13 +328,13 @@ class Reconcile(Stage):
         self._done("TOOL_CALL_RESULT")
         self._used[field] = index
         if self._declared.get(field) is False:
-            others = ", ".join(repr(other) for other in list(calls)[:3])
+            others = ", ".join(_short(other) for other in list(calls)[:3])
             self._complain(
                 RECONCILE_PARALLEL_CALLS,
                 field,
                 index,
                 "/toolCallId",
-                f"tool call {call_id!r} started while {others} had not been answered "
+                f"tool call {_short(call_id)} started while {others} had not been answered "
                 "(no TOOL_CALL_RESULT yet)",
             )
 
@@ -352,7 +352,7 @@ class Reconcile(Stage):
                         field,
                         index,
                         "/toolCallName",
-                        f"the agent called {name!r}, one of the application's tools from the "
+                        f"the agent called {_short(name)}, one of the application's tools from the "
                         "run input",
                     )
         else:
@@ -367,7 +367,7 @@ class Reconcile(Stage):
                 self._named.add(name)
                 self.ctx.report(
                     RECONCILE_UNLISTED_TOOL,
-                    f"the agent called {name!r}, which is in neither the declaration's "
+                    f"the agent called {_short(name)}, which is in neither the declaration's "
                     f"/tools/items ({_names(items)}) nor "
                     + (
                         f"the run input's tools ({_names(app)})"
@@ -399,7 +399,7 @@ class Reconcile(Stage):
                 "/reasoning/streaming",
                 index,
                 "/delta",
-                f"reasoning message {message_id!r} was streamed in more than one delta",
+                f"reasoning message {_short(message_id)} was streamed in more than one delta",
             )
         else:
             seen.add(message_id)
@@ -434,7 +434,7 @@ class Reconcile(Stage):
             self._named.add(name)
             self.ctx.report(
                 RECONCILE_UNLISTED_SUBAGENT,
-                f"the agent started subagent {name!r}, which the declaration's "
+                f"the agent started subagent {_short(name)}, which the declaration's "
                 f"/multiAgent/subagents ({_names(names)}) does not list",
                 event_index=index,
                 pointer="/name",
@@ -483,7 +483,9 @@ class Reconcile(Stage):
         exercised = [f for f in exercised if declared[f] is not False]
         idle = [f for f in declared if f not in used and declared[f] is not False]
         undeclared = [f for f in OBSERVABLE if f in used and f not in declared]
-        run = f"run {self._run_id!r}" if self._run_id is not None else "a run with no RUN_STARTED"
+        run = "a run with no RUN_STARTED"
+        if self._run_id is not None:
+            run = f"run {_short(self._run_id)}"
         parts = [
             f"exercised {_list(exercised)}",
             f"declared but not exercised (fine) {_list(idle)}",
@@ -521,10 +523,16 @@ def _tool_names(run_input: dict[str, Any]) -> set[Any]:
 
 
 def _names(names: set[Any]) -> str:
-    shown = sorted(repr(name) for name in names)
+    shown = sorted(_short(name) for name in names)
     if not shown:
         return "none"
     return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
+
+
+def _short(value: Any) -> str:
+    """A producer-supplied value for a message, cut short: a message never grows with it."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _list(fields: list[str]) -> str:

@@ -386,3 +386,11 @@ def test_a_run_starting_mid_batch_is_judged_whole() -> None:
     reads = [encode(first[:-1], "jsonl"), encode([first[-1], *second], "jsonl")]
     result = run(reads, Pipeline(capabilities={"reasoning": {"supported": False}}))
     assert [f[2] for f in findings(result)] == [1, len(first) + 1]
+
+
+def test_messages_do_not_grow_with_producer_values() -> None:
+    name = "x" * 100_000
+    result = reconcile(stream(call("c1", name)),
+                       {"tools": {"items": [], "clientProvided": False}})
+    (finding,) = [d for d in result.diagnostics if d.code == "reconcile.unlisted-tool"]
+    assert len(finding.message) < 400
