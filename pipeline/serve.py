@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import orjson
@@ -31,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import StreamRejected
 from .stage import Event, Options, StreamContext
@@ -202,7 +202,7 @@ class _QuietDrops(logging.Filter):
         return "without completing response" not in record.getMessage()
 
 
-def _server(app: ReplayApp, log_level: str) -> uvicorn.Server:
+def _server(app: ASGIApp, log_level: str) -> uvicorn.Server:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False)
     return uvicorn.Server(config)
@@ -222,22 +222,17 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-class ReplayServer:
-    """A :class:`Replay` served from a background thread, for tests and scripts::
+class BackgroundServer:
+    """An ASGI application served by uvicorn from a background thread, on a free port."""
 
-        with ReplayServer(Replay(events, split=1)) as server:
-            result = await HttpAgent(server.url).run(run_input)
-    """
-
-    def __init__(self, replay: Replay, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.replay = replay
-        self._app = ReplayApp(replay)
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._app = app
         self._host, self._port = host, port
         self._uvicorn: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
 
-    def __enter__(self) -> ReplayServer:
+    def __enter__(self) -> Self:
         sock = bind(self._host, self._port)
         self.url = url_of(sock)
         self._uvicorn = _server(self._app, "warning")
@@ -248,7 +243,7 @@ class ReplayServer:
         deadline = time.monotonic() + 10
         while not self._uvicorn.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the replay server on {self.url} did not start")
+                raise RuntimeError(f"the server on {self.url} did not start")
             time.sleep(0.005)
         return self
 
@@ -256,6 +251,18 @@ class ReplayServer:
         assert self._uvicorn is not None and self._thread is not None
         self._uvicorn.should_exit = self._uvicorn.force_exit = True
         self._thread.join(timeout=10)
+
+
+class ReplayServer(BackgroundServer):
+    """A :class:`Replay` served from a background thread, for tests and scripts::
+
+        with ReplayServer(Replay(events, split=1)) as server:
+            result = await HttpAgent(server.url).run(run_input)
+    """
+
+    def __init__(self, replay: Replay, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(ReplayApp(replay), host, port)
+        self.replay = replay
 
 
 def serve(

@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
+import orjson
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from pipeline import Outcome, Pipeline
 from pipeline.client import HttpAgent, HttpStatusError, RequestFailed
@@ -26,8 +28,8 @@ from pipeline.conformance import Fixture, check_fixture, load_fixture, replay_fi
 from pipeline.conformance import Replay as ConformanceReplay
 from pipeline.errors import InputRejected
 from pipeline.resume import pending_interrupts, resume_input
-from pipeline.serve import Replay, ReplayServer
-from pipeline.subscribers import encode_sse
+from pipeline.serve import BackgroundServer, Replay, ReplayServer
+from pipeline.subscribers import SseSink, encode_sse
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.anyio
@@ -316,3 +318,64 @@ async def test_resuming_an_interrupt_over_http(server: ReplayServer) -> None:
     assert body["resume"] == [{"interruptId": "i-1", "status": "resolved", "payload": {"ok": True}}]
     assert body["threadId"] == "t-http" and body["runId"] != "r-1"
     assert body["messages"][-1]["content"] == "Grüße, world ✓"
+
+
+# -- a gateway: agent → pipeline → browser, over real HTTP on both sides --------------
+
+
+def gateway(agent_url: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """An ASGI app that relays an agent's run to the caller through the default pipeline:
+    what the browser gets is what the pipeline delivered, re-encoded by an SseSink that
+    writes straight into the response (so the browser's pace is the agent read's pace)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+
+        async def to_browser(data: bytes) -> None:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
+        pipeline = Pipeline(sinks=[SseSink(to_browser)])
+        async with (
+            plain_http() as client,
+            HttpAgent(agent_url, pipeline=pipeline, client=client) as agent,
+        ):
+            await agent.run(orjson.loads(body))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
+async def test_a_gateway_relays_only_what_the_pipeline_delivered(server: ReplayServer) -> None:
+    noisy = [
+        {**RUN[0], "futureProp": 1},
+        {"type": "FUTURE_EVENT", "x": 1},
+        *RUN[1:],
+    ]
+    server.replay.events = noisy
+    with BackgroundServer(gateway(server.url)) as relay:
+        async with plain_http() as client, HttpAgent(relay.url, client=client) as browser:
+            result = await browser.run(INPUT)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert result.events == RUN  # stripped and dropped at the gateway
+    assert result.warnings == []  # the browser sees a clean stream
+
+
+async def test_a_gateway_passes_a_truncation_on(server: ReplayServer) -> None:
+    server.replay.drop_after = 3
+    with BackgroundServer(gateway(server.url)) as relay:
+        async with plain_http() as client, HttpAgent(relay.url, client=client) as browser:
+            result = await browser.run(INPUT)
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert result.events == RUN[:3]
