@@ -176,7 +176,7 @@ class Reconcile(Stage):
         self._stream_used: dict[str, int | None] = {}
         """Evidence that holds for every run on the stream: transport, run input."""
         self._transport_checked = False
-        self._run_open = False
+        self._run_open = self._seen_run = False
         self._reset(None)
         self._retable = False
         """Set when a new run restored the handler table in the middle of a batch."""
@@ -245,7 +245,7 @@ class Reconcile(Stage):
     def _run_started(self, event: Event, index: int) -> None:
         self._reset(event.get("runId"))
         self._retable = True
-        self._run_open = True
+        self._run_open = self._seen_run = True
         echo = event.get("input")
         run_input = self.ctx.run_input
         if type(echo) is dict:
@@ -271,7 +271,9 @@ class Reconcile(Stage):
         self._summarise(index, None)
 
     def _run_error(self, event: Event, index: int) -> None:
-        self._summarise(index, "failed")
+        # A late RUN_ERROR, after the run closed, was already summarised with that run.
+        if self._run_open or not self._seen_run:
+            self._summarise(index, "failed")
 
     # -- evidence -----------------------------------------------------------------
 

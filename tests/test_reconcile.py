@@ -394,3 +394,14 @@ def test_messages_do_not_grow_with_producer_values() -> None:
                        {"tools": {"items": [], "clientProvided": False}})
     (finding,) = [d for d in result.diagnostics if d.code == "reconcile.unlisted-tool"]
     assert len(finding.message) < 400
+
+
+def test_one_summary_per_run_even_with_a_late_run_error() -> None:
+    late = {"type": "RUN_ERROR", "message": "surfaced after the close"}
+    result = reconcile([*stream(), late], {"state": {"deltas": True}})
+    assert result.verdict.completed, result.verdict
+    summaries = [d for d in result.diagnostics if d.code == "reconcile.run-summary"]
+    assert [d.event_index for d in summaries] == [1]
+    failed_first = reconcile([late], {"state": {"deltas": True}})
+    summaries = [d for d in failed_first.diagnostics if d.code == "reconcile.run-summary"]
+    assert len(summaries) == 1 and "(failed)" in summaries[0].message
