@@ -41,6 +41,7 @@ from .catalog import (
     RECONCILE_DECLARATION_UNRECOGNISED,
     RECONCILE_DECLARATION_UNUSABLE,
     RECONCILE_INPUT_MODALITY,
+    RECONCILE_INPUT_REFUSED,
     Code,
 )
 from .errors import Diagnostic
@@ -347,32 +348,57 @@ def input_modalities(run_input: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 def check_run_input(
     declaration: Declaration | AgentCapabilities | None, run_input: Mapping[str, Any]
 ) -> list[Diagnostic]:
-    """Warnings for the application *before it sends* ``run_input``: parts the agent declared
-    it cannot take (``multimodal.input.<modality>: false``).
+    """Warnings for the application *before it sends* ``run_input``: what it offers that the
+    agent declared it does not take.
 
-    An agent that cannot use a part skips it rather than failing the run
-    (``/spec/1.1/basic/run-input``), so the content would be silently ignored;
-    an undeclared modality is not warned about. Nothing is changed or blocked.
+    - a media part under ``multimodal.input.<modality>: false``
+      (``reconcile.input-modality``): an agent that cannot use a part skips it
+      rather than failing the run (``/spec/1.1/basic/run-input``), so it would
+      be silently ignored;
+    - tools under ``tools.clientProvided: false``, resume entries under
+      ``humanInTheLoop.interrupts: false``, an ``editedArgs`` answer under
+      ``humanInTheLoop.approveWithEdits: false`` (``reconcile.input-refused``).
+
+    Only an explicit ``false`` is warned about, never an omitted field; nothing
+    is changed or blocked.
     """
     capabilities = declaration.capabilities if isinstance(declaration, Declaration) else declaration
-    if capabilities is None or capabilities.multimodal is None:
+    if capabilities is None:
         return []
-    found = []
-    for field, pointer in input_modalities(run_input):
-        if declared_value(capabilities, field) is False:
-            modality = field.rsplit("/", 1)[1]
-            found.append(
-                Diagnostic(
-                    RECONCILE_INPUT_MODALITY.id,
-                    RECONCILE_INPUT_MODALITY.severity,
-                    f"run input {pointer} is a {modality} part, but the declaration sets "
-                    f"{field} to false: the agent will likely skip it",
-                    None,
-                    pointer,
-                    RECONCILE_INPUT_MODALITY.spec,
-                    field,
-                )
-            )
+    found: list[Diagnostic] = []
+
+    def warn(code: Code, field: str, pointer: str, message: str) -> None:
+        found.append(
+            Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field)
+        )
+
+    if capabilities.multimodal is not None:
+        for field, pointer in input_modalities(run_input):
+            if declared_value(capabilities, field) is False:
+                modality = field.rsplit("/", 1)[1]
+                warn(RECONCILE_INPUT_MODALITY, field, pointer,
+                     f"run input {pointer} is a {modality} part, but the declaration sets "
+                     f"{field} to false: the agent will likely skip it")
+    tools, resume = run_input.get("tools"), run_input.get("resume")
+    if tools and declared_value(capabilities, "/tools/clientProvided") is False:
+        warn(RECONCILE_INPUT_REFUSED, "/tools/clientProvided", "/tools",
+             "run input /tools offers the application's tools, but the declaration sets "
+             "/tools/clientProvided to false: the agent does not take them")
+    if resume and declared_value(capabilities, "/humanInTheLoop/interrupts") is False:
+        warn(RECONCILE_INPUT_REFUSED, "/humanInTheLoop/interrupts", "/resume",
+             "run input /resume answers interrupts, but the declaration sets "
+             "/humanInTheLoop/interrupts to false: the agent does not take part in "
+             "interrupt and resume")
+    if type(resume) is list and declared_value(
+        capabilities, "/humanInTheLoop/approveWithEdits"
+    ) is False:
+        for position, entry in enumerate(resume):
+            payload = entry.get("payload") if type(entry) is dict else None
+            if type(payload) is dict and "editedArgs" in payload:
+                pointer = f"/resume/{position}/payload/editedArgs"
+                warn(RECONCILE_INPUT_REFUSED, "/humanInTheLoop/approveWithEdits", pointer,
+                     f"run input {pointer} edits a tool call's arguments, but the declaration "
+                     "sets /humanInTheLoop/approveWithEdits to false")
     return found
 
 

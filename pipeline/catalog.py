@@ -349,6 +349,10 @@ RECONCILE_INPUT_MODALITY = _code(
     "reconcile.input-modality", _W, CAPABILITIES,
     "the run input carries a modality multimodal.input explicitly sets to false",
 )
+RECONCILE_INPUT_REFUSED = _code(
+    "reconcile.input-refused", _W, CAPABILITIES,
+    "the run input offers tools, resume entries or edited arguments the declaration refuses",
+)
 RECONCILE_RUN_SUMMARY = _code(
     "reconcile.run-summary", _I, CAPABILITIES,
     "per run: declared capabilities exercised and not, and undeclared ones used",

@@ -29,8 +29,10 @@ and the declaration field:
   ``parallelCalls: false``, per owner (a subagent's calls are its own);
 - ``SUBAGENT_STARTED`` under a name ``multiAgent.subagents`` does not list;
 - the transport the stream arrived on against ``transport``;
-- the run input's media parts against ``multimodal.input`` (also available to
-  the sending side as :func:`pipeline.capabilities.check_run_input`).
+- the run input against the declaration, as the sending side can check it
+  before sending with :func:`pipeline.capabilities.check_run_input`: media
+  parts against ``multimodal.input``; tools, resume entries and edited
+  arguments against ``clientProvided``, ``interrupts``, ``approveWithEdits``.
 
 At the end of each run an informational summary lists the declared fields the
 run exercised, those it did not (which is fine), and the undeclared ones it
@@ -59,9 +61,9 @@ from pipeline.capabilities import (
     input_modalities,
 )
 from pipeline.catalog import (
+    ALL,
     RECONCILE_CLIENT_TOOL,
     RECONCILE_FALSE_CONTRADICTED,
-    RECONCILE_INPUT_MODALITY,
     RECONCILE_PARALLEL_CALLS,
     RECONCILE_RUN_SUMMARY,
     RECONCILE_TRANSPORT,
@@ -472,7 +474,7 @@ class Reconcile(Stage):
         self._used.update(self._stream_used)
         for diagnostic in check_run_input(capabilities, run_input):
             self.ctx.report(
-                RECONCILE_INPUT_MODALITY,
+                ALL[diagnostic.code],
                 diagnostic.message,
                 pointer=diagnostic.pointer,
                 declared=diagnostic.declared,

@@ -287,3 +287,31 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
     if declaration.capabilities is not None:
         # What was sent comes back (unrecognised members included), nothing invented.
         assert declaration.capabilities.to_json() == json.loads(json.dumps(document))
+
+
+def test_check_run_input_refused_tools_resume_and_edits() -> None:
+    run_input = {
+        "threadId": "t", "runId": "r", "messages": [],
+        "tools": [{"name": "confirm", "description": "ask"}],
+        "resume": [{"interruptId": "i1", "status": "resolved",
+                    "payload": {"approved": True, "editedArgs": {"amount": 5}}}],
+    }
+    refusing = {"tools": {"clientProvided": False},
+                "humanInTheLoop": {"interrupts": False, "approveWithEdits": False}}
+    found = check_run_input(Declaration.read(refusing), run_input)
+    assert [(d.code, d.pointer, d.declared) for d in found] == [
+        ("reconcile.input-refused", "/tools", "/tools/clientProvided"),
+        ("reconcile.input-refused", "/resume", "/humanInTheLoop/interrupts"),
+        ("reconcile.input-refused", "/resume/0/payload/editedArgs",
+         "/humanInTheLoop/approveWithEdits"),
+    ]
+    for field in ("clientProvided", "interrupts", "approveWithEdits"):
+        group = "tools" if field == "clientProvided" else "humanInTheLoop"
+        omitted = copy.deepcopy(refusing)
+        del omitted[group][field]
+        remaining = {d.declared for d in check_run_input(Declaration.read(omitted), run_input)}
+        assert f"/{group}/{field}" not in remaining
+        assert len(remaining) == 2
+    # Nothing offered, nothing to say; an absent list is the same as an empty one.
+    assert check_run_input(Declaration.read(refusing), {"threadId": "t", "runId": "r",
+                                                        "messages": [], "tools": []}) == []
