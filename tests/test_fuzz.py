@@ -1,0 +1,192 @@
+"""Hostile and broken input: the default pipeline never crashes, never hangs,
+and never loses what was valid before a fault.
+
+The only outcomes allowed are a verdict — completed, rejected or truncated —
+with the project's own codes. Any other exception escaping ``run`` is a bug.
+Run a bigger profile by hand with ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import anyio
+import orjson
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pipeline import Outcome, Pipeline, RunResult
+from pipeline.catalog import ALL
+from tests.streams import Event, encode, split, valid_stream
+
+PIPELINE = Pipeline(idle_timeout=5)
+FRAMINGS = st.sampled_from(["sse", "jsonl", "json"])
+SETTINGS = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+
+
+def run(chunks: list[bytes]) -> tuple[RunResult, list[int]]:
+    """Run the default pipeline; also return the source frame index of each delivered event."""
+
+    async def go() -> tuple[RunResult, list[int]]:
+        indices: list[int] = []
+        events: list[Event] = []
+        with anyio.fail_after(30):  # a hang is a failure, not a stuck test run
+            async with PIPELINE.open(chunks) as stream:
+                async for batch in stream.batches():
+                    events += batch.events
+                    indices += batch.indices
+        ctx = stream.context
+        assert stream.verdict is not None
+        result = RunResult(events, stream.verdict, ctx.diagnostics, ctx.counters)
+        return result, indices
+
+    return anyio.run(go)
+
+
+def assert_a_verdict(result: RunResult) -> None:
+    assert result.verdict.outcome in (Outcome.COMPLETED, Outcome.REJECTED, Outcome.TRUNCATED)
+    if result.verdict.code is not None:
+        assert result.verdict.code in ALL, result.verdict.code
+    for diagnostic in result.diagnostics:
+        assert diagnostic.code in ALL, diagnostic.code
+    # Accounting: every event read or made is delivered, dropped, expanded or discarded.
+    c = result.counters
+    assert c.read + c.synthesized == c.delivered + c.dropped + c.expanded + c.discarded, c
+    assert c.delivered == len(result.events)
+
+
+@SETTINGS
+@given(data=st.binary(max_size=600), cuts=st.lists(st.integers(0, 700), max_size=6))
+def test_random_bytes(data: bytes, cuts: list[int]) -> None:
+    result, _ = run(split(data, cuts))
+    assert_a_verdict(result)
+
+
+@SETTINGS
+@given(
+    prefix=st.sampled_from([b"data: ", b"", b"[", b"data: {", b'{"type":']),
+    body=st.binary(max_size=300),
+)
+def test_random_bytes_after_a_plausible_start(prefix: bytes, body: bytes) -> None:
+    result, _ = run([prefix + body + b"\n\n"])
+    assert_a_verdict(result)
+
+
+@SETTINGS
+@given(events=valid_stream(), framing=FRAMINGS, cuts=st.lists(st.integers(0, 10**6), max_size=8))
+def test_a_valid_stream_completes_whatever_the_chunk_boundaries(
+    events: list[Event], framing: str, cuts: list[int]
+) -> None:
+    whole, _ = run([encode(events, framing)])
+    pieces, _ = run(split(encode(events, framing), cuts))
+    assert whole.verdict.outcome is Outcome.COMPLETED, whole.verdict.message
+    assert [d for d in whole.diagnostics if d.severity != "info"] == []
+    assert pieces.events == whole.events
+    assert pieces.verdict.outcome is Outcome.COMPLETED
+
+
+@SETTINGS
+@given(events=valid_stream(), framing=FRAMINGS, cut=st.integers(0, 10**6))
+def test_a_truncated_stream_delivers_a_prefix_and_never_completes_early(
+    events: list[Event], framing: str, cut: int
+) -> None:
+    data = encode(events, framing)
+    cut %= len(data)
+    clean, _ = run([data])
+    broken, _ = run([data[:cut]])
+    assert_a_verdict(broken)
+    assert broken.events == clean.events[: len(broken.events)]
+    if broken.verdict.outcome is Outcome.COMPLETED:
+        # Only a cut just after a run's terminal event may complete: a cut
+        # anywhere else leaves a run open (truncated) or a frame broken.
+        assert broken.events, "a stream with no events has no run to complete"
+        assert broken.events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
+
+
+@SETTINGS
+@given(a=valid_stream(), b=valid_stream(), framing=FRAMINGS, i=st.integers(0, 10**6),
+       j=st.integers(0, 10**6))
+def test_splices_of_two_streams(a: list[Event], b: list[Event], framing: str, i: int,
+                                j: int) -> None:
+    left, right = encode(a, framing), encode(b, framing)
+    result, _ = run([left[: i % len(left)] + right[j % len(right) :]])
+    assert_a_verdict(result)
+
+
+def _mutations() -> st.SearchStrategy[Any]:
+    junk = st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False),
+        st.text(max_size=5),
+        st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
+                                                             st.integers(), max_size=2),
+    )
+    return st.one_of(
+        st.tuples(st.just("set"), st.text(max_size=12), junk),
+        st.tuples(st.just("delete"), st.just(None), st.just(None)),
+        st.tuples(st.just("type"), st.sampled_from(
+            ["RUN_STARTED", "RUN_FINISHED", "TEXT_MESSAGE_END", "TOOL_CALL_END", "STEP_FINISHED",
+             "TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "SUBAGENT_FINISHED", "FUTURE_EVENT", ""]),
+            st.just(None)),
+        st.tuples(st.just("duplicate"), st.just(None), st.just(None)),
+        st.tuples(st.just("drop"), st.just(None), st.just(None)),
+    )
+
+
+@SETTINGS
+@given(events=valid_stream(), framing=FRAMINGS, position=st.integers(0, 10**6),
+       mutation=_mutations(), data=st.data())
+def test_one_mutated_event(events: list[Event], framing: str, position: int,
+                           mutation: tuple[str, Any, Any], data: st.DataObject) -> None:
+    position %= len(events)
+    mutated = copy.deepcopy(events)
+    kind, key, value = mutation
+    target = mutated[position]
+    if kind == "set":
+        key = key or data.draw(st.sampled_from(sorted(target)))
+        target[key] = value
+    elif kind == "delete":
+        target.pop(data.draw(st.sampled_from(sorted(target))))
+    elif kind == "type":
+        target["type"] = key
+    elif kind == "duplicate":
+        mutated.insert(position, copy.deepcopy(target))
+    else:
+        del mutated[position]
+    assume(mutated != events)
+
+    clean, clean_indices = run([encode(events, framing)])
+    broken, broken_indices = run([encode(mutated, framing)])
+    assert_a_verdict(broken)
+    # The frames before the fault are the same bytes in both streams: what came
+    # from them is delivered, and delivered exactly as without the fault.
+    def before_fault(events: list[Event], indices: list[int]) -> list[Event]:
+        return [event for event, index in zip(events, indices, strict=True) if index < position]
+
+    assert before_fault(broken.events, broken_indices) == before_fault(clean.events, clean_indices)
+
+
+def test_deep_nesting_is_an_answer_not_a_crash() -> None:
+    for depth in (100, 1_000, 10_000, 100_000):
+        value = "[" * depth + "]" * depth
+        frame = (
+            b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            b'data: {"type":"STATE_SNAPSHOT","snapshot":' + value.encode() + b"}\n\n"
+        )
+        result, _ = run([frame])
+        assert_a_verdict(result)
+
+
+def test_huge_numbers_and_odd_unicode() -> None:
+    frames = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    data = b"data: " + orjson.dumps(frames[0]) + b"\n\n"
+    data += b'data: {"type":"STATE_SNAPSHOT","snapshot":{"n":1' + b"0" * 400 + b"}}\n\n"
+    data += b'data: {"type":"STATE_SNAPSHOT","snapshot":{"s":"\\ud800"}}\n\n'
+    data += b"data: " + orjson.dumps(frames[1]) + b"\n\n"
+    result, _ = run([data])
+    assert_a_verdict(result)
