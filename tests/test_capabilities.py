@@ -281,9 +281,22 @@ unrecognised members mixed in, and now and then not an object at all."""
 def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
     document: Any,
 ) -> None:
+    if document is None:  # in Python, None is "no declaration", not the JSON null
+        assert Declaration.read(None) is Declaration.NONE
+        assert not Declaration.read(b"null").usable
+        return
     expected = VALIDATOR.is_valid(strip_unrecognised(document, DEFS["AgentCapabilities"]))
     declaration = Declaration.read(document)
     assert declaration.usable == expected, (document, declaration.notes)
+    if not expected:
+        # The diagnostic names a field the schema itself faults (or, for a missing
+        # required member, the member inside the object the schema faults).
+        stripped = strip_unrecognised(document, DEFS["AgentCapabilities"])
+        faulted = {"".join(f"/{part}" for part in error.absolute_path)
+                   for error in VALIDATOR.iter_errors(stripped)}
+        (note,) = declaration.notes
+        assert note.pointer in faulted or note.pointer.rsplit("/", 1)[0] in faulted, (
+            note.pointer, faulted)
     if declaration.capabilities is not None:
         # What was sent comes back (unrecognised members included), nothing invented.
         assert declaration.capabilities.to_json() == json.loads(json.dumps(document))
