@@ -212,17 +212,19 @@ class AgentCapabilities(_Declared):
             return cls.model_validate(document)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
-            pointer = _pointer(error["loc"])
-            raise DeclarationUnusable(
-                pointer, f"{error['msg']}, found {_kind(error['input'])}"
-            ) from None
+            reason = (
+                "a required member is missing"
+                if error["type"] == "missing"
+                else f"{error['msg']}, found {_kind(error['input'])}"
+            )
+            raise DeclarationUnusable(_pointer(error["loc"]), reason) from None
 
     def to_json(self) -> dict[str, Any]:
         """The declaration as a JSON object: what was declared, unrecognised members included."""
         return self.model_dump(mode="json", exclude_unset=True)
 
     def unrecognised(self) -> list[str]:
-        """JSON Pointers of the members this version does not define, in document order."""
+        """JSON Pointers of the members this version does not define (nested ones first)."""
         return list(_unrecognised(self, ""))
 
 
