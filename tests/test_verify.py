@@ -8,7 +8,9 @@ property tests.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import tracemalloc
 from typing import Any
 
 import anyio
@@ -705,3 +707,64 @@ def test_a_valid_stream_cut_inside_a_run_is_truncated(events: list[Event], data:
     else:
         with pytest.raises(StreamTruncated):
             check(prefix)
+
+
+_STRUCTURAL = {
+    "RUN_STARTED", "RUN_FINISHED", "STEP_STARTED", "STEP_FINISHED", "REASONING_START",
+    "REASONING_END", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "TOOL_CALL_START",
+    "TOOL_CALL_END", "REASONING_MESSAGE_START", "REASONING_MESSAGE_END",
+}
+
+
+@given(valid_stream(), st.data())
+def test_losing_any_opener_or_closer_is_caught(events: list[Event], data: Any) -> None:
+    """Drop one event that opens or closes something: the stream no longer passes —
+    except where what is left may be legal: a closer inside a run that ends with RUN_ERROR
+    (which abandons what is open), or the RUN_STARTED of a run that is only a RUN_ERROR,
+    first or after a finished run (left as a failure before any run, or a late failure)."""
+    positions = [i for i, event in enumerate(events) if event["type"] in _STRUCTURAL]
+    position = data.draw(st.sampled_from(positions))
+    kind = events[position]["type"]
+    terminal = next(e["type"] for e in events[position:] if e["type"] in ("RUN_FINISHED",
+                                                                          "RUN_ERROR"))
+    closer = kind.endswith(("_END", "_FINISHED")) and kind != "RUN_FINISHED"
+    before = [e["type"] for e in events[:position] if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
+    bare_error = (
+        kind == "RUN_STARTED"
+        and events[position + 1]["type"] == "RUN_ERROR"
+        and (not before or before[-1] == "RUN_FINISHED")
+    )
+    damaged = events[:position] + events[position + 1 :]
+    if bare_error:
+        check(damaged)
+    elif closer and terminal == "RUN_ERROR":
+        with contextlib.suppress(StreamRejected):  # caught only if something later needs it
+            check(damaged)
+    else:
+        with pytest.raises(StreamRejected):  # a StreamTruncated is one too
+            check(damaged)
+
+
+@pytest.mark.parametrize("shape", ["deltas", "messages"])
+def test_what_verify_keeps_does_not_grow_per_event(shape: str) -> None:
+    """One message with many deltas keeps nothing per delta; many messages keep one id each."""
+
+    def kept(n: int) -> int:
+        if shape == "deltas":
+            body = [text("m")[0], *[text("m")[1]] * n, text("m")[2]]
+        else:
+            body = [event for k in range(n // 3) for event in text(f"m{k}")]
+        events = in_run(*body)
+        stage = Verify(StreamContext(Options()))
+        tracemalloc.start()
+        anyio.run(stage.process, Batch(events, list(range(len(events)))))
+        size, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return size
+
+    small, large = kept(3_000), kept(30_000)
+    if shape == "deltas":
+        assert large < small + 2_000  # flat: nothing per event
+    else:
+        assert large < small * 10 + 50_000  # linear in message ids, about 100 bytes each
+        assert large / 10_000 < 300
