@@ -59,6 +59,9 @@ from pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
 Owner = str | None
 """A lane: the ``subagentRunId`` that owns it, ``None`` for the parent agent."""
 
+_ABSENT: Any = object()
+"""``dict.get`` default telling an absent member from one sent as ``null``."""
+
 
 class _Kind:
     """One chunk family: its event types, identifier and opener fields."""
@@ -283,6 +286,54 @@ class Expand(Stage):
     def _chunk(
         self, kind: _Kind, event: Event, index: int, out: list[Event], out_indices: list[int]
     ) -> None:
+        # Each member is type-checked where it is read: on the canonical order
+        # enforce has done so already, and this is one comparison per member.
+        tag = event.get("subagentRunId", _ABSENT)
+        if type(tag) is not str:
+            if tag is not _ABSENT:
+                raise self._malformed(kind, index, "subagentRunId", tag)
+            tag = None
+        item_id = event.get(kind.id_key, _ABSENT)
+        if type(item_id) is str:
+            stream = self._by_id.get((kind, item_id))
+            if stream is None:
+                self._open(kind, item_id, tag, event, index, out, out_indices)
+                return
+            if tag is not None and tag != stream.owner:
+                raise self._owner_conflict(stream, tag, index)
+        elif item_id is not _ABSENT:
+            raise self._malformed(kind, index, kind.id_key, item_id)
+        else:
+            stream = self._by_kind[kind].get(None) if tag is None else None
+            if stream is None:
+                stream = self._resolve(kind, tag, index)
+        # A continuation: opener fields may only be repeated, and it makes the
+        # content event if it carries anything to deliver.
+        for key, absent in kind.opener:
+            if key in event:
+                value, established = event[key], stream.fields[key]
+                if type(value) is not str:
+                    raise self._malformed(kind, index, key, value)
+                if value != (absent if established is None else established):
+                    raise self._conflict(stream, key, value, index)
+        delta = event.get("delta", _ABSENT)
+        if type(delta) is not str:
+            if delta is not _ABSENT:
+                raise self._malformed(kind, index, "delta", delta)
+            delta = "" if "metadata" in event or "rawEvent" in event else None
+        counters = self.ctx.counters
+        if delta is not None:
+            content: Event = {"type": kind.content, kind.id_key: stream.id, "delta": delta}
+            self._carry(kind, event, content, index)
+            out.append(content)
+            out_indices.append(index)
+            counters.synthesized += 1
+        counters.expanded += 1
+
+    def _open(
+        self, kind: _Kind, item_id: str, owner: Owner, event: Event, index: int,
+        out: list[Event], out_indices: list[int],
+    ) -> None:
         shape = kind.shape
         for key, value in event.items():
             expected = shape.get(key)
@@ -291,37 +342,6 @@ class Expand(Stage):
                 expected is not object or value is None
             ):
                 raise self._malformed(kind, index, key, value)
-        tag: Owner = event.get("subagentRunId")
-        item_id: str | None = event.get(kind.id_key)
-        if item_id is not None:
-            stream = self._by_id.get((kind, item_id))
-            if stream is None:
-                self._open(kind, item_id, tag, event, index, out, out_indices)
-                return
-            if tag is not None and tag != stream.owner:
-                raise self._owner_conflict(stream, tag, index)
-        else:
-            stream = self._by_kind[kind].get(None) if tag is None else None
-            if stream is None:
-                stream = self._resolve(kind, tag, index)
-        # A continuation: opener fields may only be repeated, and it makes the
-        # content event, if it carries anything to deliver.
-        for key, absent in kind.opener:
-            if key in event:
-                established = stream.fields[key]
-                if event[key] != (absent if established is None else established):
-                    raise self._conflict(stream, key, event[key], index)
-        counters = self.ctx.counters
-        counters.expanded += 1
-        if "delta" in event or "metadata" in event or "rawEvent" in event:
-            out.append(_content(stream, event, event.get("delta", "")))
-            out_indices.append(index)
-            counters.synthesized += 1
-
-    def _open(
-        self, kind: _Kind, item_id: str, owner: Owner, event: Event, index: int,
-        out: list[Event], out_indices: list[int],
-    ) -> None:
         fields = {key: event.get(key) for key, _ in kind.opener}
         if kind is TOOL and fields["toolCallName"] is None:
             raise self.ctx.reject(
@@ -342,12 +362,14 @@ class Expand(Stage):
         for key, _ in kind.opener:
             if key in event:
                 start[key] = event[key]
-        _carry(event, start)
+        self._carry(kind, event, start, index)
         out.append(start)
         out_indices.append(index)
         made = 1
         if "delta" in event:
-            out.append(_content(stream, event, event["delta"]))
+            content: Event = {"type": kind.content, kind.id_key: item_id, "delta": event["delta"]}
+            self._carry(kind, event, content, index)
+            out.append(content)
             out_indices.append(index)
             made = 2
         counters = self.ctx.counters
@@ -379,6 +401,21 @@ class Expand(Stage):
             event_index=index,
             pointer="",
         )
+
+    def _carry(self, kind: _Kind, chunk: Event, made: Event, index: int) -> None:
+        """Attribution, metadata and ``rawEvent`` reach each event made from a chunk."""
+        if "subagentRunId" in chunk:
+            made["subagentRunId"] = chunk["subagentRunId"]
+        if "metadata" in chunk:
+            metadata = chunk["metadata"]
+            if type(metadata) is not dict:
+                raise self._malformed(kind, index, "metadata", metadata)
+            made["metadata"] = metadata
+        if "rawEvent" in chunk:
+            raw = chunk["rawEvent"]
+            if raw is None:
+                raise self._malformed(kind, index, "rawEvent", raw)
+            made["rawEvent"] = raw
 
     # -- judgement --------------------------------------------------------------------
 
@@ -436,20 +473,3 @@ class Expand(Stage):
 
 
 _EXPECTED = {str: "a string", dict: "an object", object: "any JSON value but null"}
-
-
-def _content(stream: _Open, chunk: Event, delta: str) -> Event:
-    kind = stream.kind
-    content: Event = {"type": kind.content, kind.id_key: stream.id, "delta": delta}
-    _carry(chunk, content)
-    return content
-
-
-def _carry(chunk: Event, made: Event) -> None:
-    """Attribution, metadata and ``rawEvent`` reach each event made from a chunk."""
-    if "subagentRunId" in chunk:
-        made["subagentRunId"] = chunk["subagentRunId"]
-    if "metadata" in chunk:
-        made["metadata"] = chunk["metadata"]
-    if "rawEvent" in chunk:
-        made["rawEvent"] = chunk["rawEvent"]

@@ -549,6 +549,33 @@ def test_a_malformed_chunk_is_rejected_not_repaired(field: str, value: Any) -> N
     assert error.pointer == f"/{field}"
 
 
+@pytest.mark.parametrize("field", ["rawEvent", "metadata", "role"])
+def test_a_malformed_opener_closes_and_makes_nothing(field: str) -> None:
+    stage = Expand(StreamContext(Options()))
+    events = [RS, text("a", messageId="m1"), text("b", messageId="m2", **{field: None})]
+    with pytest.raises(StreamRejected) as info:
+        _sync(stage.process(Batch(events, [0, 1, 2])))
+    assert info.value.code == EXPAND_MALFORMED_CHUNK.id
+    accepted = info.value.accepted
+    assert accepted is not None
+    assert [e["type"] for e in accepted.events] == [
+        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("messageId", None), ("messageId", ["m1"]), ("role", None), ("name", None),
+     ("delta", 1), ("subagentRunId", None), ("metadata", "x"), ("rawEvent", None)],
+)
+def test_a_malformed_continuation_is_rejected_not_repaired(field: str, value: Any) -> None:
+    chunk = text("b")
+    chunk[field] = value
+    error = rejected(RS, text("a", messageId="m1", name="ann"), chunk)
+    assert error.code == EXPAND_MALFORMED_CHUNK.id
+    assert error.pointer == f"/{field}"
+    assert error.event_index == 2
+
+
 def test_hostile_shapes_never_crash_the_stage() -> None:
     out = expand({"type": ["x"]}, {"no": "type"}, {"type": "TEXT_MESSAGE_START", "messageId": []},
                  {"type": "STEP_STARTED", "subagentRunId": {}}, text("a", messageId="m1"),
