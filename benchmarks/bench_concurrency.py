@@ -1,6 +1,6 @@
 """Concurrency: many simultaneous runs from a real local agent into one process.
 
-``agent-pipeline serve`` replays a realistic run (the benchmark workload) from
+``agui-pipeline serve`` replays a realistic run (the benchmark workload) from
 its own process on 127.0.0.1, one ``data:`` write per event as an agent
 streams them. This process opens ``--runs`` HTTP+SSE runs at once through one
 ``HttpAgent`` (one connection each) and reads them all through the default
