@@ -103,8 +103,17 @@ def _quote(text: str, limit: int = 60) -> str:
     return orjson.dumps(shown).decode()
 
 
+_LONGEST_TOKEN = 200
+
+
 def _token(key: str) -> str:
-    """A member name as a JSON Pointer reference token (RFC 6901)."""
+    """A member name as a JSON Pointer reference token (RFC 6901).
+
+    A name longer than 200 characters is abbreviated with "…", so a hostile
+    producer's megabyte key does not become a megabyte diagnostic.
+    """
+    if len(key) > _LONGEST_TOKEN:
+        key = key[:_LONGEST_TOKEN] + "…"
     return key.replace("~", "~0").replace("/", "~1")
 
 

@@ -161,6 +161,15 @@ def test_pointer_tokens_are_escaped() -> None:
     assert outcome.ctx.diagnostics[0].pointer == "/a~1b~0c"
 
 
+def test_a_huge_undescribed_key_is_named_abbreviated() -> None:
+    key = "k" * 1_000_000
+    outcome = enforce({**RUN, key: 1})
+    assert outcome.events == [RUN]
+    diagnostic = outcome.ctx.diagnostics[0]
+    assert diagnostic.pointer == "/" + "k" * 200 + "…"
+    assert len(diagnostic.message) < 1_000
+
+
 def test_undescribed_property_in_a_nested_document_is_stripped() -> None:
     started = {
         **RUN,
@@ -596,3 +605,4 @@ def test_corpus_admitted_gap_role_follows_the_spec_instead() -> None:
     assert len(outcome.events) == len(fixture["stream"])
     assert "role" not in outcome.events[1]
     assert any("/role" in warning for warning in outcome.warnings)
+

@@ -5,8 +5,9 @@ Events are generated from ``schema.json`` itself — not from the
 mutation: an undescribed key, an unknown union member, an unknown value of a
 closed string set, an unknown event type (unrecognised material); or a value
 of the wrong type, a removed required field, a ``null`` optional field, an
-out-of-range integer, a broken JSON Pointer (malformed, unless the schema
-happens to accept the result). ``jsonschema`` (Draft 2020-12) is the oracle:
+out-of-range integer, a broken JSON Pointer, another string where the schema
+pins one (malformed, unless the schema happens to accept the result).
+``jsonschema`` (Draft 2020-12) is the oracle:
 
 - the event validates → enforce delivers it unchanged, with no warning;
 - it fails only because of unrecognised material → enforce delivers it with
@@ -255,6 +256,8 @@ def cases(draw: st.DrawFn) -> Case:
         "unknown-member": [p for p in spots if discriminator(p.schema) is not None],
         "unknown-value": [p for p in spots if "enum" in p.schema],
         "wrong-value": spots[1:],
+        # Integers, pointers and pinned values are few among the spots: seek them out.
+        "near-miss": [p for p in spots if near_misses(p)],
         "drop-required": [p for p in objects if present_required(p, event)],
         "null-optional": [p for p in spots if not p.required],
     }
@@ -283,10 +286,10 @@ def cases(draw: st.DrawFn) -> Case:
         return Case(original, event, "unrecognised", spot.path, spot.anchor)
     if mutation == "wrong-value":
         choices = [w for w in WRONG if not (spot.pinned and type(w) is str)]
-        near = near_misses(spot)
-        if near and draw(st.booleans()):
-            choices = near
         put(event, spot.path, copy.deepcopy(draw(st.sampled_from(choices))))
+        return Case(original, event, "malformed", spot.path)
+    if mutation == "near-miss":
+        put(event, spot.path, draw(st.sampled_from(near_misses(spot))))
         return Case(original, event, "malformed", spot.path)
     if mutation == "drop-required":
         key = draw(st.sampled_from(present_required(spot, event)))
