@@ -62,6 +62,7 @@ def test_llm_agent_mapping() -> None:
         assert ces[kept] == LLM_AGENT[kept]
     # Nothing invented: no group the resource does not speak to, no instruction, no etag.
     assert set(document) == {"identity", "tools", "multiAgent"}
+    assert set(document["identity"]) == {"name", "description", "metadata"}
     assert "instruction" not in json.dumps(document)
 
 
