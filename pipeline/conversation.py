@@ -69,14 +69,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from .catalog import (
     CONVERSATION_ACTIVITY_PATCH,
     CONVERSATION_ACTIVITY_TARGET,
     CONVERSATION_ENCRYPTED_TARGET,
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
+    LIMIT_STATE_BYTES,
 )
-from .patch import PatchFailed, apply_patch, copy_json
+from .patch import PatchBudget, PatchFailed, PatchTooLarge, apply_patch, copy_json
 from .stage import Batch, Event, StreamContext
 
 Message = dict[str, Any]
@@ -102,7 +105,11 @@ class Conversation:
         self._arguments: dict[str, list[str]] = {}
         """Argument pieces not yet joined, by tool call id."""
         run_input = ctx.run_input or {}
-        self._state: Any = copy_json(run_input["state"]) if "state" in run_input else {}
+        self._state_budget = PatchBudget(ctx.limits.max_state_bytes)
+        """What STATE_DELTA patches may still insert before the state is recounted."""
+        self._state: Any = {}
+        if "state" in run_input:
+            self._state = self._take_state(run_input["state"], None)
         self.interrupts: list[dict[str, Any]] = []
         """The interrupts the latest run ended with, while no new run has started."""
         messages = run_input.get("messages")
@@ -331,11 +338,56 @@ class Conversation:
     # state
 
     def _state_snapshot(self, event: Event, index: int) -> None:
-        self._state = copy_json(event["snapshot"])
+        self._state = self._take_state(event["snapshot"], index)
+
+    def _take_state(self, value: Any, index: int | None) -> Any:
+        """A copy of a whole new state, within ``Limits.max_state_bytes``."""
+        try:
+            data = orjson.dumps(value)
+        except (orjson.JSONEncodeError, TypeError):
+            return copy_json(value)  # deeper than orjson writes: parse's max_depth bounds it
+        limit = self._ctx.limits.max_state_bytes
+        if len(data) > limit:
+            raise self._ctx.reject(
+                LIMIT_STATE_BYTES,
+                f"a state of {len(data)} bytes exceeds the limit max_state_bytes={limit}",
+                event_index=index,
+                pointer="/snapshot",
+            )
+        self._state_budget.remaining = limit - len(data)
+        return orjson.loads(data)
+
+    def _patch_state(self, patch: Any, index: int) -> Any:
+        """Apply a delta within ``Limits.max_state_bytes``.
+
+        Each inserted value is charged to a budget (so a small ``copy`` of a large
+        subtree costs what it copies); when the budget runs out the state is
+        measured once and the budget reset, at least a sixteenth of the limit,
+        so a state churning near the limit is not remeasured on every event —
+        the limit then holds to within that sixteenth.
+        """
+        try:
+            return apply_patch(self._state, patch, budget=self._state_budget)
+        except PatchTooLarge:
+            limit = self._ctx.limits.max_state_bytes
+            size = len(orjson.dumps(self._state))
+            if size <= limit:
+                self._state_budget.remaining = max(limit - size, limit // 16)
+                try:
+                    return apply_patch(self._state, patch, budget=self._state_budget)
+                except PatchTooLarge:
+                    pass
+            raise self._ctx.reject(
+                LIMIT_STATE_BYTES,
+                f"this patch would grow the state (now {size} bytes) past the limit "
+                f"max_state_bytes={limit}",
+                event_index=index,
+                pointer="/delta",
+            ) from None
 
     def _state_delta(self, event: Event, index: int) -> None:
         try:
-            self._state = apply_patch(self._state, event["delta"])
+            self._state = self._patch_state(event["delta"], index)
         except PatchFailed as failure:
             self._ctx.report(
                 CONVERSATION_STATE_PATCH,

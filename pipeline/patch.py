@@ -24,7 +24,53 @@ import orjson
 
 _MISSING: Any = object()
 
-Undo = list[tuple[Any, ...]]
+
+class PatchBudget:
+    """Bytes of JSON that patches may still insert into one document.
+
+    :func:`apply_patch` charges every value it copies in (``add``, ``replace``,
+    ``copy``) — so a tiny ``copy`` operation that duplicates a large subtree is
+    charged what it really costs — and refunds nothing: removals only make the
+    budget an upper bound, which the owner recounts when it runs out.
+    """
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, remaining: int) -> None:
+        self.remaining = remaining
+
+
+class PatchTooLarge(Exception):
+    """A patch would insert more than its budget allows; the document was left as it was."""
+
+
+class _Journal:
+    """One patch in progress: the inverse of every step taken, and the budget it draws on."""
+
+    __slots__ = ("budget", "steps")
+
+    def __init__(self, budget: PatchBudget | None) -> None:
+        self.steps: list[tuple[Any, ...]] = []
+        self.budget = budget
+
+    def append(self, step: tuple[Any, ...]) -> None:
+        self.steps.append(step)
+
+    def copy_in(self, value: Any) -> Any:
+        """A copy of ``value`` to insert (the state never aliases an event), charged."""
+        if self.budget is None:
+            return copy_json(value)
+        try:
+            data = orjson.dumps(value)
+        except (orjson.JSONEncodeError, TypeError):
+            return _copy_deep(value)  # deeper than orjson writes: parse's max_depth bounds it
+        self.budget.remaining -= len(data)
+        if self.budget.remaining < 0:
+            raise PatchTooLarge
+        return orjson.loads(data) if type(value) is dict or type(value) is list else value
+
+
+Undo = _Journal
 
 
 class PatchFailed(Exception):
@@ -39,24 +85,31 @@ class PatchFailed(Exception):
         super().__init__(f"operation {position}: {reason}")
 
 
-def apply_patch(document: Any, patch: Any) -> Any:
+def apply_patch(document: Any, patch: Any, *, budget: PatchBudget | None = None) -> Any:
     """Apply ``patch`` to ``document`` in place and return the result.
 
     The result is a new object only when an operation replaces the root.
     Raises :class:`PatchFailed` with the document exactly as it was, except
     that a member a failed patch had removed from an object and the rollback
     put back now comes last among its object's members (JSON objects are
-    unordered; every value is as it was).
+    unordered; every value is as it was). With a ``budget``, raises
+    :class:`PatchTooLarge`, likewise with the document (and the budget) as they
+    were, when the values it inserts would overdraw it.
     """
     if type(patch) is not list:
         raise PatchFailed(0, f"a patch is an array of operations, found {_kind(patch)}")
-    undo: Undo = []
+    undo = _Journal(budget)
+    before = None if budget is None else budget.remaining
     root = [document]  # the root's container, so every operation has a parent
     for position, operation in enumerate(patch):
         try:
             _apply(root, operation, undo)
-        except _Fail as fail:
+        except (_Fail, PatchTooLarge) as fail:
             _rollback(root, undo)
+            if budget is not None and before is not None:
+                budget.remaining = before
+            if isinstance(fail, PatchTooLarge):
+                raise
             raise PatchFailed(position, f"{_describe(operation)}: {fail}") from None
     return root[0]
 
@@ -114,7 +167,7 @@ def _apply(root: list[Any], operation: Any, undo: Undo) -> None:
 
 
 def _add(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
-    _insert(root, _tokens(_member(operation, "path")), copy_json(_value(operation)), undo)
+    _insert(root, _tokens(_member(operation, "path")), undo.copy_in(_value(operation)), undo)
 
 
 def _remove(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
@@ -126,7 +179,7 @@ def _remove(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
 
 def _replace(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
     tokens = _tokens(_member(operation, "path"))
-    value = copy_json(_value(operation))
+    value = undo.copy_in(_value(operation))
     parent, key = _locate(root, tokens)
     if type(parent) is list:
         index = _index(key, len(parent), end_allowed=False)
@@ -154,7 +207,7 @@ def _move(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
 
 def _copy(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
     value = _get(root, _tokens(_member(operation, "from")))
-    _insert(root, _tokens(_member(operation, "path")), copy_json(value), undo)
+    _insert(root, _tokens(_member(operation, "path")), undo.copy_in(value), undo)
 
 
 def _test(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
@@ -276,7 +329,7 @@ def _value(operation: dict[str, Any]) -> Any:
 
 
 def _rollback(root: list[Any], undo: Undo) -> None:
-    for step in reversed(undo):
+    for step in reversed(undo.steps):
         action, container, key = step[0], step[1], step[2]
         if action == "set":
             container[key] = step[3]

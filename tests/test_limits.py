@@ -1,0 +1,205 @@
+"""Every limit and timeout, each against a real stream through the default pipeline.
+
+A limit breached is a rejection whose code names the limit and whose message
+names the limit's setting and the value seen; the events before it stay
+delivered.
+"""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+from pipeline import Limits, Outcome, Pipeline
+from tests.conftest import ROOT, run
+
+START = {"type": "RUN_STARTED", "threadId": "t-limits", "runId": "r-1"}
+FINISH = {"type": "RUN_FINISHED", "threadId": "t-limits", "runId": "r-1"}
+
+
+def sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+
+
+def limited(**limits: int) -> Pipeline:
+    return Pipeline(limits=Limits(**limits))
+
+
+def test_frame_bytes() -> None:
+    big = {"type": "CUSTOM", "name": "blob", "value": "x" * 5_000}
+    result = run(sse(START, big, FINISH), limited(max_frame_bytes=4_096))
+    assert result.verdict.outcome is Outcome.REJECTED
+    assert result.verdict.code == "limit.frame-bytes"
+    assert result.verdict.event_index == 1
+    assert "max_frame_bytes=4096" in str(result.verdict.message)
+    assert result.events == [START]
+    assert run(sse(START, big, FINISH), limited(max_frame_bytes=8_192)).verdict.completed
+
+
+def test_depth() -> None:
+    value: Any = 0
+    for _ in range(40):
+        value = {"k": [value]}
+    deep = {"type": "CUSTOM", "name": "deep", "value": value}
+    result = run(sse(START, deep, FINISH), limited(max_depth=64))
+    assert result.verdict.code == "limit.depth"
+    assert "max_depth=64" in str(result.verdict.message)
+    assert result.events == [START]
+    assert run(sse(START, deep, FINISH), limited(max_depth=100)).verdict.completed
+
+
+def test_open_items() -> None:
+    opened = [{"type": "TEXT_MESSAGE_START", "messageId": f"m{i}", "role": "assistant"}
+              for i in range(5)]
+    result = run(sse(START, *opened), limited(max_open_items=3))
+    assert result.verdict.code == "limit.open-items"
+    assert result.verdict.event_index == 4
+    assert "max_open_items" in str(result.verdict.message)
+    assert result.events == [START, *opened[:3]]
+
+
+def test_state_snapshot_bytes() -> None:
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"blob": "x" * 2_000}}
+    result = run(sse(START, snapshot, FINISH), limited(max_state_bytes=1_000))
+    assert result.verdict.code == "limit.state-bytes"
+    assert result.verdict.pointer == "/snapshot"
+    assert "max_state_bytes=1000" in str(result.verdict.message)
+    assert result.events == [START]
+
+
+def test_state_grown_by_deltas() -> None:
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"items": []}}
+    deltas = [
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/items/-", "value": "y" * 100}]}
+        for _ in range(100)
+    ]
+    result = run(sse(START, snapshot, *deltas, FINISH), limited(max_state_bytes=5_000))
+    assert result.verdict.code == "limit.state-bytes"
+    assert result.verdict.pointer == "/delta"
+    # About 5,000 bytes of state: some 48 deltas fit, and everything before the breach is kept.
+    assert 40 < result.verdict.event_index < 60  # type: ignore[operator]
+    assert len(result.events) == result.verdict.event_index
+
+
+def test_state_copy_amplification_is_charged_what_it_copies() -> None:
+    """A 40-byte ``copy`` of the root doubles the state: fifteen of them would be 2^15 times."""
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"a": "z" * 1_000}}
+    doubling = [
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "", "path": f"/c{i}"}]}
+        for i in range(15)
+    ]
+    result = run(sse(START, snapshot, *doubling, FINISH), limited(max_state_bytes=100_000))
+    assert result.verdict.code == "limit.state-bytes"
+    assert result.conversation is not None
+    assert len(orjson.dumps(result.conversation.state)) <= 100_000 * 17 // 16
+
+
+def test_state_churning_under_the_limit_is_fine() -> None:
+    """Replacing a value again and again never grows the state: no rejection."""
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"v": ""}}
+    churn = [
+        {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/v", "value": "w" * 500}]}
+        for _ in range(200)
+    ]
+    result = run(sse(START, snapshot, *churn, FINISH), limited(max_state_bytes=2_000))
+    assert result.verdict.completed, result.verdict.message
+
+
+def test_diagnostics_are_capped_and_counted() -> None:
+    noisy = [{"type": "CUSTOM", "name": "n", "value": 1, "futureProp": i} for i in range(50)]
+    result = run(sse(START, *noisy, FINISH), limited(max_diagnostics=10))
+    assert result.verdict.completed
+    assert len(result.diagnostics) == 11
+    assert result.diagnostics[-1].code == "limit.diagnostics"
+    assert sum(result.suppressed.values()) == 40
+    assert len(result.events) == 52  # nothing is lost because the diagnostics were capped
+
+
+def test_idle_timeout_makes_a_stalled_run_truncated() -> None:
+    async def stalled() -> AsyncIterator[bytes]:
+        yield sse(START, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+        await anyio.sleep_forever()
+        yield b""  # pragma: no cover
+
+    async def go() -> Any:
+        with anyio.fail_after(10):
+            return await Pipeline(idle_timeout=0.2).run(stalled())
+
+    result = anyio.run(go)
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert [d.code for d in result.diagnostics] == ["source.idle-timeout"]
+    assert len(result.events) == 2
+
+
+def _hostile(count: int) -> Iterator[bytes]:
+    """A run that opens ``count`` messages and never closes one, in 64 KiB reads."""
+    yield sse(START)
+    frame = b'data: {"type":"TEXT_MESSAGE_START","messageId":"m%d","role":"assistant"}\n\n'
+    pending: list[bytes] = []
+    size = 0
+    for number in range(count):
+        pending.append(frame % number)
+        size += len(pending[-1])
+        if size > 65_536:
+            yield b"".join(pending)
+            pending, size = [], 0
+    yield b"".join(pending)
+
+
+def test_a_million_hostile_events_are_rejected_at_the_limit_in_bounded_memory() -> None:
+    """Items opened and never closed: rejected at max_open_items, memory bounded by it.
+
+    Run in a child process so its peak RSS is its own: the bound is the
+    interpreter, the libraries, and the limit's worth of open items.
+    """
+    script = textwrap.dedent(
+        """
+        import resource, sys
+        import anyio
+        from pipeline import Pipeline
+        from tests.test_limits import _hostile
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        pipeline = Pipeline(conversation=False)
+        result = anyio.run(pipeline.run, _hostile(1_000_000))
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(result.verdict.code, result.verdict.event_index, result.counters.read,
+              before // 1024, after // 1024)
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    code, index, read, before_mb, after_mb = completed.stdout.split()
+    limit = Limits().max_open_items
+    assert code == "limit.open-items"
+    assert int(index) == limit + 1  # RUN_STARTED, then the limit's worth of messages
+    assert int(read) < limit + 2_000  # stopped within a read of the limit, not at a million
+    assert int(after_mb) - int(before_mb) < 50, (before_mb, after_mb)
+
+
+def test_the_child_process_measure_is_real() -> None:
+    """The RSS figure above can move: holding 200 MB shows up in it."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    script = "import resource; b = bytearray(200 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096]);"
+    script += "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                               timeout=60)
+    assert int(completed.stdout) >= 200
+    assert before > 0
+
+
+@pytest.mark.parametrize("limit", ["max_frame_bytes", "max_depth", "max_open_items",
+                                   "max_text_bytes", "max_state_bytes", "max_diagnostics"])
+def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
+    default = getattr(Limits(), limit)
+    assert isinstance(default, int) and default > 0
+    assert getattr(Limits(**{limit: 7}), limit) == 7
