@@ -756,8 +756,11 @@ def test_what_verify_keeps_does_not_grow_per_event(shape: str) -> None:
             body = [event for k in range(n // 3) for event in text(f"m{k}")]
         events = in_run(*body)
         stage = Verify(StreamContext(Options()))
+        batch = Batch(events, list(range(len(events))))
         tracemalloc.start()
-        anyio.run(stage.process, Batch(events, list(range(len(events)))))
+        # Driven by hand (verify never suspends): no event loop in the figure.
+        with pytest.raises(StopIteration):
+            stage.process(batch).send(None)
         size, _ = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         return size
@@ -766,5 +769,4 @@ def test_what_verify_keeps_does_not_grow_per_event(shape: str) -> None:
     if shape == "deltas":
         assert large < small + 2_000  # flat: nothing per event
     else:
-        assert large < small * 10 + 50_000  # linear in message ids, about 100 bytes each
-        assert large / 10_000 < 300
+        assert large / 10_000 < 300  # one small entry per message id (dicts grow in steps)
