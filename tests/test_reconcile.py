@@ -410,3 +410,15 @@ def test_one_summary_per_run_even_with_a_late_run_error() -> None:
     failed_first = reconcile([late], {"state": {"deltas": True}})
     summaries = [d for d in failed_first.diagnostics if d.code == "reconcile.run-summary"]
     assert len(summaries) == 1 and "(failed)" in summaries[0].message
+
+
+@pytest.mark.parametrize(
+    ("transport", "field"),
+    [("http+sse", "/transport/streaming"), ("sse", "/transport/streaming"),
+     ("http+protobuf", "/transport/httpBinary"), ("websocket", "/transport/websocket"),
+     ("jsonl", None), ("json", None), (None, None)],
+)
+def test_transport_names(transport: str | None, field: str | None) -> None:
+    from stages.reconcile import transport_field
+
+    assert transport_field(transport) == field
