@@ -21,7 +21,7 @@ from inspect import isawaitable
 from typing import Any, ClassVar
 
 from pipeline.conversation import Conversation
-from pipeline.errors import HandlerFailed
+from pipeline.errors import HandlerFailed, StreamRejected
 from pipeline.stage import Batch, Event, Stage, StreamContext
 from pipeline.subscribers import EVERY, Handler, Handlers
 
@@ -49,10 +49,19 @@ class Dispatch(Stage):
         self._handled = bool(table or self._every)
 
     async def process(self, batch: Batch) -> Batch:
-        if self._handled:
-            await self._handle(batch)
-        elif self._conversation is not None:
-            self._conversation.apply(batch)
+        try:
+            if self._handled:
+                await self._handle(batch)
+            elif self._conversation is not None:
+                self._conversation.apply(batch)
+        except StreamRejected as rejection:
+            # A limit the Conversation keeps (max_state_bytes): the events before
+            # the breach are delivered, so the sinks pass them on too.
+            delivered = batch.before(rejection.event_index)
+            if self._writers and delivered.events:
+                await self._write(delivered)
+            rejection.accepted = delivered
+            raise
         if self._writers:
             await self._write(batch)
         return batch

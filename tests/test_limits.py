@@ -203,3 +203,18 @@ def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
     default = getattr(Limits(), limit)
     assert isinstance(default, int) and default > 0
     assert getattr(Limits(**{limit: 7}), limit) == 7
+
+
+def test_a_sink_passes_on_what_came_before_a_conversation_limit() -> None:
+    from pipeline.subscribers import JsonLinesSink
+
+    written: list[bytes] = []
+
+    async def send(data: bytes) -> None:
+        written.append(data)
+
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"blob": "x" * 2_000}}
+    pipeline = Pipeline(limits=Limits(max_state_bytes=1_000), sinks=[JsonLinesSink(send)])
+    result = run(sse(START, snapshot, FINISH), pipeline)
+    assert result.verdict.code == "limit.state-bytes"
+    assert [orjson.loads(line) for line in b"".join(written).splitlines()] == [START]
