@@ -237,21 +237,23 @@ class Parse(Decoder):
 
     def _check_sizes(self, payloads: list[bytes], events: list[Any]) -> None:
         """The per-frame limits, for the few frames long enough to matter."""
+        if len(payloads) != len(events):  # blank frames were skipped while decoding
+            payloads = [payload for payload in payloads if not payload.isspace()]
         limits = self.ctx.limits
-        for position, payload in enumerate(payloads[: len(events)]):
+        threshold = self._depth_bytes
+        long_ones = [i for i, size in enumerate(map(len, payloads)) if size > threshold]
+        for position in long_ones:
+            payload = payloads[position]
             problem = None
             if len(payload) > limits.max_frame_bytes:
                 problem = self._frame_too_large(len(payload))
-            elif len(payload) > self._depth_bytes and (
-                payload.count(b"[") + payload.count(b"{") > limits.max_depth
-            ):
+            elif payload.count(b"[") + payload.count(b"{") > limits.max_depth:
                 depth = _depth(events[position])
                 if depth > limits.max_depth:
                     problem = StreamRejected(
                         LIMIT_DEPTH,
                         f"an event nested {depth} levels deep exceeds the limit "
                         f"max_depth={limits.max_depth}",
-                        event_index=self._next_index + position,
                     )
             if problem is not None:
                 problem.event_index = self._next_index + position
