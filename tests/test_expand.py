@@ -840,3 +840,6 @@ def test_through_the_pipeline_both_spellings_deliver_the_same(
     assert chunked.events == plain.events
     assert [d.code for d in chunked.diagnostics] == [d.code for d in plain.diagnostics]
     assert chunked.conversation.to_dict() == plain.conversation.to_dict()
+    k = chunked.counters
+    assert k.expanded == sum(e["type"].endswith("_CHUNK") for e in chunks)
+    assert k.read + k.synthesized == k.delivered + k.dropped + k.expanded + k.discarded
