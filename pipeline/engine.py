@@ -250,30 +250,41 @@ def _verdict_of(error: StreamRejected | HandlerFailed) -> Verdict:
 
 
 async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
-    """Run ``batch`` through ``stages[start:]``."""
-    for position in range(start, len(stages)):
-        if not batch.events:
-            return batch
-        batch = await _step(stages, position, batch)
+    """Run ``batch`` through ``stages[start:]``.
+
+    When a stage ends the stream, what it had already accepted from the batch
+    still goes through the stages after it — a stage further on may find an
+    earlier fault, and then that one is the verdict.
+    """
+    position = start
+    try:
+        # One loop, one await per stage: this runs once per read, often for one event.
+        for position in range(start, len(stages)):
+            if not batch.events:
+                return batch
+            batch = await stages[position].process(batch)
+    except (StreamRejected, HandlerFailed) as error:
+        # ``batch`` is still what the failing stage was given.
+        raise await _stage_ended(stages, position, batch, error) from None
     return batch
 
 
 async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
-    """One stage on one batch.
-
-    When the stage ends the stream, what it had already accepted from the
-    batch still goes through the stages after it — a stage further on may find
-    an earlier fault, and then that one is the verdict.
-    """
-    stage = stages[position]
+    """One stage on one batch (at end of stream, between flushes)."""
     try:
-        return await stage.process(batch)
+        return await stages[position].process(batch)
     except (StreamRejected, HandlerFailed) as error:
-        kept = batch.before(error.event_index)
-        # The batch's events from the fault on were taken in and go no further.
-        stage.ctx.counters.discarded += len(batch) - len(kept)
-        accepted = kept if error.accepted is None else error.accepted
-        raise await _ended(stages, position, accepted, error) from None
+        raise await _stage_ended(stages, position, batch, error) from None
+
+
+async def _stage_ended(
+    stages: list[Stage], position: int, batch: Batch, error: StreamRejected | HandlerFailed
+) -> _Ended:
+    kept = batch.before(error.event_index)
+    # The batch's events from the fault on were taken in and go no further.
+    stages[position].ctx.counters.discarded += len(batch) - len(kept)
+    accepted = kept if error.accepted is None else error.accepted
+    return await _ended(stages, position, accepted, error)
 
 
 async def _decode(stages: list[Stage], decode: Callable[..., Batch], *chunk: bytes) -> Batch:
