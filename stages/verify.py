@@ -118,7 +118,8 @@ class Verify(Stage):
         self._frontend_calls: set[str] = set()
         """Whether the conversation before the stream is known (run input, or an input echo)."""
         self._end_index = 0
-        # Run-scoped tracking: emptied, never replaced, when a run closes.
+        # Run-scoped tracking: emptied, never replaced, when a run closes (the inline
+        # continuation check below holds their bound ``get``).
         self._open_text: dict[str, Owner] = {}
         self._open_calls: dict[str, Owner] = {}
         self._open_reasoning: dict[str, Owner] = {}
@@ -131,10 +132,10 @@ class Verify(Stage):
         """Calls started in this run, in order → whether this run answered them."""
         self._running = 0
         """Subagent invocations announced and not yet closed."""
-        self._continuations: dict[str, tuple[dict[str, Owner], str]] = {
-            "TEXT_MESSAGE_CONTENT": (self._open_text, "messageId"),
-            "REASONING_MESSAGE_CONTENT": (self._open_reasoning, "messageId"),
-            "TOOL_CALL_ARGS": (self._open_calls, "toolCallId"),
+        self._continuations: dict[str, tuple[Callable[[str, Any], Any], str]] = {
+            "TEXT_MESSAGE_CONTENT": (self._open_text.get, "messageId"),
+            "REASONING_MESSAGE_CONTENT": (self._open_reasoning.get, "messageId"),
+            "TOOL_CALL_ARGS": (self._open_calls.get, "toolCallId"),
         }
         """The most common events by far, checked inline: is the item open, same owner."""
         self._handlers: dict[str, Handler] = {
@@ -199,25 +200,28 @@ class Verify(Stage):
     async def process(self, batch: Batch) -> Batch:
         handlers, continuations, missing = self._handlers, self._continuations, _MISSING
         index = self._end_index
+        active = self._phase == _ACTIVE  # re-read after anything that can change it
         try:
             for event, index in zip(batch.events, batch.indices, strict=True):
                 kind = event["type"]
-                if self._phase != _ACTIVE:
+                if not active:
                     self._between_runs(event, kind, index)
+                    active = self._phase == _ACTIVE
                     continue
                 tag = event.get("subagentRunId")
                 if tag is not None and kind not in _SUBAGENT_EVENTS:
                     self._attributed(tag, index)
                 continued = continuations.get(kind)
                 if continued is not None:
-                    items, field = continued
-                    owner = items.get(event[field], missing)
+                    open_owner, field = continued
+                    owner = open_owner(event[field], missing)
                     if owner is missing or (tag is not None and tag != owner):
                         handlers[kind](event, index, tag)  # raises, saying what is wrong
                     continue
                 handler = handlers.get(kind)
                 if handler is not None:
                     handler(event, index, tag)
+                    active = self._phase == _ACTIVE
         except StreamRejected:
             raise
         except (KeyError, TypeError, AttributeError) as exc:
