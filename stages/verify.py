@@ -113,10 +113,11 @@ class Verify(Stage):
         self._calls: dict[str, tuple[Owner, int]] = {}
         """toolCallId → (owner, run) for every call opened on the stream or found in history."""
         self._history_known = False
+        """Whether the conversation before the stream is known (run input, or an input echo)."""
         self._frontend_tools: set[str] = set()
         """The application's tools, from the run input: their calls are not answered in-stream."""
         self._frontend_calls: set[str] = set()
-        """Whether the conversation before the stream is known (run input, or an input echo)."""
+        """Calls to those tools seen on the stream."""
         self._end_index = 0
         # Run-scoped tracking: emptied, never replaced, when a run closes (the inline
         # continuation check below holds their bound ``get``).
@@ -224,7 +225,7 @@ class Verify(Stage):
                     active = self._phase == _ACTIVE
         except StreamRejected:
             raise
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise self.ctx.reject(
                 VERIFY_UNREADABLE,
                 f"expected a schema-valid event, found one verification cannot read "
