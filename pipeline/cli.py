@@ -55,6 +55,11 @@ def _add_check(commands: Any) -> None:
         choices=["sse", "jsonl", "json"],
         help="the stream's framing (default: detected from the first bytes)",
     )
+    check.add_argument(
+        "--peer-version", metavar="VERSION",
+        help="the newest protocol version the producer speaks, when it is older (e.g. 0.0.45): "
+        "selects the version-gated compatibility shims",
+    )
     declared = check.add_mutually_exclusive_group()
     declared.add_argument(
         "--capabilities", metavar="FILE",
@@ -86,7 +91,11 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     source: Source = "-" if args.source == "-" else Path(args.source)
     if isinstance(source, Path) and not source.is_file():
         raise UsageError(f"no such file: {args.source}")
-    pipeline = Pipeline(framing=args.framing, capabilities=declaration)
+    pipeline = Pipeline(
+        framing=args.framing,
+        peer_max_protocol_version=args.peer_version,
+        capabilities=declaration,
+    )
     try:
         result = anyio.run(pipeline.run, source)
     except OSError as exc:

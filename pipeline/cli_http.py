@@ -105,6 +105,7 @@ def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
     sinks: list[Sink] = [progress] if progress else []
     pipeline = Pipeline(
         framing=args.framing,
+        peer_max_protocol_version=args.peer_version,
         capabilities=capabilities,
         sinks=sinks,
         on_diagnostic=progress.diagnostic if progress else None,

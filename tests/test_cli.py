@@ -64,3 +64,19 @@ def test_stdin_and_the_console_script() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert b"-: completed" in completed.stdout
+
+
+def test_peer_version_selects_the_version_gated_shims(tmp_path: Path) -> None:
+    stream = tmp_path / "subagent.sse"
+    stream.write_text(
+        'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+        'data: {"type":"SUBAGENT_STARTED","subagentRunId":"s","name":"helper"}\n\n'
+        'data: {"type":"SUBAGENT_FINISHED","subagentRunId":"s"}\n\n'
+        'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+    )
+    status, text = check(str(stream), "--format", "json")
+    assert status == 0
+    assert json.loads(text)["counters"]["dropped"] == 0
+    status, text = check(str(stream), "--format", "json", "--peer-version", "0.0.57")
+    assert status == 0
+    assert json.loads(text)["counters"]["dropped"] == 2  # the 0.0.57 shim drops SUBAGENT_*
