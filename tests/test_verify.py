@@ -636,6 +636,25 @@ def test_a_stream_ending_after_a_terminal_event_completes() -> None:
         assert run(data).verdict.outcome is Outcome.COMPLETED
 
 
+def test_chunked_subagent_lanes_verify_cleanly_through_the_pipeline() -> None:
+    """Expand closes a subagent's chunk streams no later than its terminal event, so the
+    ends it synthesizes agree with their owners and nothing outlives its invocation."""
+    events = [
+        started(), sub_started("s1"), sub_started("s2"),
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "subagentRunId": "s1", "delta": "a"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "subagentRunId": "s2", "delta": "b"},
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "toolCallName": "f",
+         "parentMessageId": "m1", "subagentRunId": "s1", "delta": "{}"},
+        {"type": "SUBAGENT_ERROR", "subagentRunId": "s1", "message": "failed"},
+        {"type": "TEXT_MESSAGE_CHUNK", "subagentRunId": "s2", "delta": "c"},
+        sub_finished("s2"), finished(),
+    ]
+    result = run(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
+    ends = [e for e in result.events if e["type"] in ("TEXT_MESSAGE_END", "TOOL_CALL_END")]
+    assert len(ends) == 3
+
+
 # -- robustness and the report ---------------------------------------------------------
 
 
