@@ -25,15 +25,17 @@ identity only, and every violation is fatal with the page of the rule:
   interrupt ids unique in the run and consistent with suspended subagents,
   ``pendingToolCallIds`` exactly the calls the run left unanswered;
 - tool results (``/spec/1.1/events/tool-calls``): a result mints a new
-  message and answers a closed call the consumer knows of.
+  message and answers a closed call the consumer knows of, never a call to
+  one of the run input's (frontend) tools.
 
 A stream that ends while a run is active — or before any event — is a
 truncated run (``/spec/1.1/basic/transports``, Truncation): :meth:`finish`
 raises :class:`~pipeline.errors.StreamTruncated`; nothing is synthesized.
 
 State is kept in dicts keyed by id: what is open in the current run (dropped
-when the run closes), plus the ids the thread must not reuse — one entry per
-message, tool call and run, never per event.
+when the run closes, and at most ``Limits.max_open_items`` at once), plus the
+ids the thread must not reuse — one entry per message, tool call and run,
+never per event.
 """
 
 from __future__ import annotations
