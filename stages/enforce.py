@@ -327,45 +327,54 @@ class _Object(_Node):
     def _generate_clean(self, skip: str | None) -> Callable[[Any], bool]:
         """The fast check as straight-line Python, generated once.
 
-        The required members first, each with its test inlined (``skip``, the
-        discriminator, is known to match already); then ``n``, the members left
-        over, and one ``get`` per optional member only while some are left. A
-        closed object is clean only if every leftover member was an optional
-        one it describes. For ``TEXT_MESSAGE_CONTENT``::
+        The required members first, each read by subscript with its test
+        inlined (``skip``, the discriminator, is known to match already; an
+        absent one is a ``KeyError``, caught once); then ``n``, the members
+        left over, and an ``in`` test per optional member only while some are
+        left. Subscript and ``in`` are specialised bytecode, about twice as
+        fast as a ``get`` call. A closed object is clean only if every leftover
+        member was an optional one it describes. For ``TEXT_MESSAGE_CONTENT``::
 
             def clean(v):
                 if type(v) is not dict: return False
-                g = v.get
-                x = g('messageId', _M)
-                if x is _M or type(x) is not str: return False
-                x = g('delta', _M)
-                if x is _M or type(x) is not str: return False
+                try:
+                    x = v['messageId']
+                    if type(x) is not str: return False
+                    x = v['delta']
+                    if type(x) is not str: return False
+                except KeyError: return False
                 n = len(v) - 3
                 if not n: return True
-                x = g('timestamp', _M)
-                if x is not _M:
+                if 'timestamp' in v:
+                    x = v['timestamp']
                     if type(x) is not int or not -9007199254740991 <= x <= ...: return False
                     n -= 1
                     if not n: return True
                 ...
                 return False
         """
-        namespace: dict[str, Any] = {"_M": _MISSING}
-        lines = ["def clean(v):", "    if type(v) is not dict: return False", "    g = v.get"]
+        namespace: dict[str, Any] = {}
+        lines = ["def clean(v):", "    if type(v) is not dict: return False", "    try:"]
         for key in self.required_order:
             if key == skip:
                 continue
             rejects = self.fields[key].rejects("x", namespace)
-            lines.append(f"    x = g({key!r}, _M)")
-            lines.append(f"    if x is _M{f' or {rejects}' if rejects else ''}: return False")
-        lines += [f"    n = len(v) - {len(self.required)}", "    if not n: return True"]
+            lines.append(f"        x = v[{key!r}]")
+            if rejects:
+                lines.append(f"        if {rejects}: return False")
+        lines += [
+            "        pass",
+            "    except KeyError: return False",
+            f"    n = len(v) - {len(self.required)}",
+            "    if not n: return True",
+        ]
         for key, node in self.fields.items():
             if key in self.required:
                 continue
             rejects = node.rejects("x", namespace)
-            lines += [f"    x = g({key!r}, _M)", "    if x is not _M:"]
+            lines.append(f"    if {key!r} in v:")
             if rejects:
-                lines.append(f"        if {rejects}: return False")
+                lines += [f"        x = v[{key!r}]", f"        if {rejects}: return False"]
             lines += ["        n -= 1", "        if not n: return True"]
         lines.append(f"    return {self.is_open}")
         exec("\n".join(lines), namespace)
