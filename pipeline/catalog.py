@@ -88,8 +88,8 @@ LIMIT_OPEN_ITEMS = _code(
     "limit.open-items", _E, TRANSPORTS,
     "more messages, tool calls, spans, steps or subagents open at once than the limit",
 )
-LIMIT_TEXT_BYTES = _code(
-    "limit.text-bytes", _E, TRANSPORTS,
+LIMIT_TEXT_CHARS = _code(
+    "limit.text-chars", _E, TRANSPORTS,
     "a message's text or a tool call's arguments grew past the configured limit",
 )
 LIMIT_STATE_BYTES = _code(

@@ -78,7 +78,9 @@ from .catalog import (
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
     LIMIT_STATE_BYTES,
+    LIMIT_TEXT_CHARS,
 )
+from .errors import StreamRejected
 from .patch import PatchBudget, PatchFailed, PatchTooLarge, apply_patch, copy_json
 from .stage import Batch, Event, StreamContext
 
@@ -100,10 +102,11 @@ class Conversation:
         self._by_id: dict[str, Message] = {}
         self._calls: dict[str, dict[str, Any]] = {}
         """Every tool call held, by id (on a message, or kept off the list)."""
-        self._text: dict[str, list[str]] = {}
+        self._text: dict[str, _Pieces] = {}
         """Content pieces not yet joined, by message id; the first piece is what was there."""
-        self._arguments: dict[str, list[str]] = {}
+        self._arguments: dict[str, _Pieces] = {}
         """Argument pieces not yet joined, by tool call id."""
+        self._max_text = ctx.limits.max_text_chars
         run_input = ctx.run_input or {}
         self._state_budget = PatchBudget(ctx.limits.max_state_bytes)
         """What STATE_DELTA patches may still insert before the state is recounted."""
@@ -168,7 +171,7 @@ class Conversation:
 
     def apply(self, batch: Batch) -> None:
         """Apply delivered events in order (synchronous; called by dispatch per batch)."""
-        table, text, arguments = self._apply, self._text, self._arguments
+        table, text, arguments, max_text = self._apply, self._text, self._arguments, self._max_text
         for event, index in zip(batch.events, batch.indices, strict=True):
             kind = event.get("type")
             # Fast path for the commonest events: a delta to an item already growing.
@@ -177,12 +180,20 @@ class Conversation:
             ) and "metadata" not in event:
                 pieces = text.get(event["messageId"])
                 if pieces is not None:
-                    pieces.append(event["delta"])
+                    delta = event["delta"]
+                    pieces.append(delta)
+                    pieces.length += len(delta)
+                    if pieces.length > max_text:
+                        raise self._too_long(pieces, index)
                     continue
             elif kind == "TOOL_CALL_ARGS" and "metadata" not in event:
                 pieces = arguments.get(event["toolCallId"])
                 if pieces is not None:
-                    pieces.append(event["delta"])
+                    delta = event["delta"]
+                    pieces.append(delta)
+                    pieces.length += len(delta)
+                    if pieces.length > max_text:
+                        raise self._too_long(pieces, index)
                     continue
             apply = table.get(kind)  # type: ignore[arg-type]
             if apply is not None:
@@ -221,10 +232,25 @@ class Conversation:
             message = self._by_id.get(message_id)
             if message is None or type(message.get("content", "")) is not str:
                 return  # a snapshot dropped it (or restated it without text content)
-            pieces = self._text[message_id] = [message.get("content", "")]
-        pieces.append(event["delta"])
+            pieces = self._text[message_id] = _Pieces(message.get("content", ""))
+        self._grow(pieces, event["delta"], index)
         if "metadata" in event:
             self._message_metadata_of(event, index)
+
+    def _grow(self, pieces: _Pieces, delta: str, index: int) -> None:
+        pieces.append(delta)
+        pieces.length += len(delta)
+        if pieces.length > self._max_text:
+            raise self._too_long(pieces, index)
+
+    def _too_long(self, pieces: _Pieces, index: int) -> StreamRejected:
+        return self._ctx.reject(
+            LIMIT_TEXT_CHARS,
+            f"a message's text or a tool call's arguments grew to {pieces.length} characters, "
+            f"past the limit max_text_chars={self._max_text}",
+            event_index=index,
+            pointer="/delta",
+        )
 
     def _message_end(self, event: Event, index: int) -> None:
         self.message(event["messageId"])  # join now: only open messages hold pieces
@@ -300,8 +326,8 @@ class Conversation:
             call = self._calls.get(call_id)
             if call is None:
                 return  # a snapshot dropped the message holding it
-            pieces = self._arguments[call_id] = [call["function"]["arguments"]]
-        pieces.append(event["delta"])
+            pieces = self._arguments[call_id] = _Pieces(call["function"]["arguments"])
+        self._grow(pieces, event["delta"], index)
         if "metadata" in event:
             self._call_metadata_of(event, index)
 
@@ -549,6 +575,16 @@ class Conversation:
         call = self._calls.get(call_id)
         if pieces is not None and call is not None:
             call["function"]["arguments"] = "".join(pieces)
+
+
+class _Pieces(list[str]):
+    """Text not yet joined, and its length so far (held to ``Limits.max_text_chars``)."""
+
+    __slots__ = ("length",)
+
+    def __init__(self, first: str) -> None:
+        super().__init__((first,))
+        self.length = len(first)
 
 
 def _attribute(message: Message, event: Event) -> None:

@@ -88,10 +88,12 @@ class Limits:
     and cannot re-encode past 255, so a sink could not pass a deeper event on)."""
     max_open_items: int = 10_000
     """Messages, tool calls, reasoning spans, steps and subagents open at once."""
-    max_text_bytes: int = 64 * 1024 * 1024
-    """Largest accumulated text of one message or one tool call's arguments."""
+    max_text_chars: int = 64 * 1024 * 1024
+    """Longest text the Conversation accumulates for one message or one tool call's
+    arguments, in characters."""
     max_state_bytes: int = 64 * 1024 * 1024
-    """Largest state document (and activity content), as JSON."""
+    """Largest state document the Conversation holds, as JSON bytes (to within a
+    sixteenth: the state is measured when what patches inserted reaches the limit)."""
 
 
 @dataclass(slots=True)

@@ -66,6 +66,39 @@ def test_open_items() -> None:
     assert result.events == [START, *opened[:3]]
 
 
+@pytest.mark.parametrize(
+    ("opener", "delta", "close"),
+    [
+        ({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m"},
+         {"type": "TEXT_MESSAGE_END", "messageId": "m"}),
+        ({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+         {"type": "TOOL_CALL_ARGS", "toolCallId": "c"},
+         {"type": "TOOL_CALL_END", "toolCallId": "c"}),
+        ({"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"},
+         {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r"},
+         {"type": "REASONING_MESSAGE_END", "messageId": "r"}),
+    ],
+)
+@pytest.mark.parametrize("with_metadata", [False, True])
+def test_text_chars(
+    opener: dict[str, Any], delta: dict[str, Any], close: dict[str, Any], with_metadata: bool
+) -> None:
+    extra = {"metadata": {"k": 1}} if with_metadata else {}  # the slow path, then the fast one
+    deltas = [{**delta, "delta": "abcdefghij", **extra} for _ in range(20)]
+    events: list[dict[str, Any]] = [START, opener, *deltas, close, FINISH]
+    if opener["type"].startswith("REASONING"):
+        events[1:1] = [{"type": "REASONING_START", "messageId": "span"}]
+        events[-1:-1] = [{"type": "REASONING_END", "messageId": "span"}]
+    first_delta = events.index(deltas[0])
+    result = run(sse(*events), limited(max_text_chars=95))
+    assert result.verdict.code == "limit.text-chars"
+    assert result.verdict.event_index == first_delta + 9  # the tenth delta makes 100 > 95
+    assert "max_text_chars=95" in str(result.verdict.message)
+    assert result.events == events[: first_delta + 9]
+    assert run(sse(*events), limited(max_text_chars=200)).verdict.completed
+
+
 def test_state_snapshot_bytes() -> None:
     snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"blob": "x" * 2_000}}
     result = run(sse(START, snapshot, FINISH), limited(max_state_bytes=1_000))
@@ -198,7 +231,7 @@ def test_the_child_process_measure_is_real() -> None:
 
 
 @pytest.mark.parametrize("limit", ["max_frame_bytes", "max_depth", "max_open_items",
-                                   "max_text_bytes", "max_state_bytes", "max_diagnostics"])
+                                   "max_text_chars", "max_state_bytes", "max_diagnostics"])
 def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
     default = getattr(Limits(), limit)
     assert isinstance(default, int) and default > 0
