@@ -26,7 +26,7 @@ import anyio
 
 from .catalog import SOURCE_IDLE_TIMEOUT
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
-from .sources import Source, iter_chunks
+from .sources import Source, iter_chunks, may_stall
 from .stage import (
     Batch,
     Counters,
@@ -194,13 +194,15 @@ class EventStream:
         stages = [factory(ctx) for factory in self._pipeline.stage_factories]
         idle = ctx.options.idle_timeout
         idle = math.inf if idle is None else idle
-        unbounded = idle == math.inf
+        # Bytes in memory and files cannot stall, and a cancel scope per read costs
+        # more than the read (~10 µs): the idle window only guards what can.
+        unbounded = idle == math.inf or not may_stall(self._source)
         counters = ctx.counters
         try:
             async with aclosing(iter_chunks(self._source)) as chunks:
                 while True:
                     try:
-                        if unbounded:  # a cancel scope per read costs more than the read
+                        if unbounded:
                             chunk = await chunks.__anext__()
                         else:
                             with anyio.fail_after(idle):

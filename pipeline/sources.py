@@ -83,6 +83,11 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
         raise TypeError(f"cannot read events from a {type(source).__name__}")
 
 
+def may_stall(source: Source) -> bool:
+    """Whether reading ``source`` can wait on a producer (a pipe, a socket, a generator)."""
+    return source == "-" or isinstance(source, AsyncIterable)
+
+
 async def _read_stdin() -> AsyncIterator[bytes]:
     # read1 returns what is available rather than waiting to fill the buffer,
     # so a live pipe (`producer | agui-pipeline check -`) is processed as it flows.

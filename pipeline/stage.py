@@ -168,8 +168,10 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     framing: str | None = None
     """Force ``"sse"``, ``"jsonl"`` or ``"json"``; ``None`` detects from the first bytes."""
-    idle_timeout: float | None = None
-    """Seconds without a byte after which the stream is ended (and judged by verify)."""
+    idle_timeout: float | None = 300.0
+    """Seconds without a byte from a live source (a socket, a pipe, an async iterable)
+    after which the stream is ended and judged as it stands — a run still open is
+    truncated, never a hang. ``None`` waits forever."""
     peer_max_protocol_version: str | None = None
     """The newest protocol version the peer speaks, when the consumer knows it is older."""
     on_diagnostic: Callable[[Diagnostic], None] | None = None

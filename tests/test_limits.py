@@ -251,3 +251,26 @@ def test_a_sink_passes_on_what_came_before_a_conversation_limit() -> None:
     result = run(sse(START, snapshot, FINISH), pipeline)
     assert result.verdict.code == "limit.state-bytes"
     assert [orjson.loads(line) for line in b"".join(written).splitlines()] == [START]
+
+
+def test_idle_timeout_has_a_safe_default_and_spares_sources_that_cannot_stall(
+    tmp_path: Any,
+) -> None:
+    from pipeline import Options
+
+    assert Options().idle_timeout == 300.0
+    stream = sse(START, FINISH)
+    path = tmp_path / "run.sse"
+    path.write_bytes(stream)
+    # A zero window would end any live stream at its first read; bytes and files are
+    # read at once, so it does not apply to them.
+    for source in (stream, path):
+        assert run(source, Pipeline(idle_timeout=0)).verdict.completed
+
+    async def live() -> AsyncIterator[bytes]:
+        await anyio.sleep(0.05)
+        yield stream
+
+    result = run(live(), Pipeline(idle_timeout=0))
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert result.diagnostics[0].code == "source.idle-timeout"
