@@ -136,8 +136,10 @@ def _text_report(name: str, result: RunResult, out: TextIO) -> None:
     out.write(f"{name}: {verdict.outcome}\n")
     out.write(
         f"  events: {counters.read} read, {counters.delivered} delivered, "
-        f"{counters.dropped} dropped, {counters.synthesized} synthesized"
-        f" ({result.transport or 'no framing'})\n"
+        f"{counters.dropped} dropped, {counters.stripped} members stripped, "
+        f"{counters.expanded} chunks expanded into {counters.synthesized}"
+        + (f", {counters.discarded} discarded at the rejection" if counters.discarded else "")
+        + f" ({result.transport or 'no framing'})\n"
     )
     for run in result.runs:
         out.write(f"  {_run_line(run)}\n")
@@ -176,6 +178,7 @@ def _json_report(name: str, result: RunResult, out: TextIO) -> None:
             "stripped": counters.stripped,
             "expanded": counters.expanded,
             "synthesized": counters.synthesized,
+            "discarded": counters.discarded,
         },
         "diagnostics": [d.to_dict() for d in result.diagnostics],
         "suppressed": result.suppressed,

@@ -80,3 +80,17 @@ def test_peer_version_selects_the_version_gated_shims(tmp_path: Path) -> None:
     status, text = check(str(stream), "--format", "json", "--peer-version", "0.0.57")
     assert status == 0
     assert json.loads(text)["counters"]["dropped"] == 2  # the 0.0.57 shim drops SUBAGENT_*
+
+
+def test_json_report_accounting_adds_up_at_a_rejection(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n'
+        '{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}\n'
+        '{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42}\n'
+        '{"type": "TEXT_MESSAGE_END", "messageId": "m"}\n'
+    )
+    status, text = check(str(bad), "--format", "json")
+    assert status == 1
+    counters = json.loads(text)["counters"]
+    assert (counters["read"], counters["delivered"], counters["discarded"]) == (4, 2, 2)
