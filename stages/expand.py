@@ -43,7 +43,8 @@ never repaired.
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import compress, islice
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from pipeline.catalog import (
@@ -147,6 +148,9 @@ _IDLE = {
 events that change the record of who owns an explicitly opened item."""
 
 
+_type_of = itemgetter("type")
+
+
 class Expand(Stage):
     """Chunks in, start/content/end out; every other event passes unchanged."""
 
@@ -192,14 +196,18 @@ class Expand(Stage):
 
     def _until_chunk(self, events: list[Event]) -> int:
         """The position of the first chunk, keeping the owner record up to date before it."""
-        idle = _IDLE
-        for position, event in enumerate(events):
-            event_type = event.get("type")
-            action = idle.get(event_type) if type(event_type) is str else None
-            if action is not None:
-                if action[0] == _CHUNK:
-                    return position
-                self._record_owner(action, event)
+        idle = _IDLE.get
+        try:
+            # Event type → action for the whole batch in C; the deltas (most events) have none.
+            found: list[Any] = list(map(idle, map(_type_of, events)))
+        except (KeyError, TypeError):  # an event with no type, or an unhashable one
+            found = [idle(kind) if type(kind := event.get("type")) is str else None
+                     for event in events]
+        for position in compress(range(len(found)), found):
+            action = found[position]
+            if action[0] == _CHUNK:
+                return position
+            self._record_owner(action, events[position])
         return len(events)
 
     async def finish(self) -> Batch:

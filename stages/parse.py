@@ -21,6 +21,7 @@ character: bytes are only decoded once a whole frame is in hand.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress, count
 from typing import Any, ClassVar
 
 import orjson
@@ -241,7 +242,8 @@ class Parse(Decoder):
             payloads = [payload for payload in payloads if not payload.isspace()]
         limits = self.ctx.limits
         threshold = self._depth_bytes
-        long_ones = [i for i, size in enumerate(map(len, payloads)) if size > threshold]
+        # The positions of the long frames, found in C (compress keeps those whose test is true).
+        long_ones = list(compress(count(), map(threshold.__lt__, map(len, payloads))))
         for position in long_ones:
             payload = payloads[position]
             problem = None
@@ -311,8 +313,10 @@ def _sse_payloads(region: bytes) -> list[bytes]:
     """The ``data`` of each SSE event in ``region`` (whole events, the last blank line cut)."""
     # Fast path, all in C: when every newline belongs to a "\n\ndata: " separator and
     # the region opens with "data: ", every event is one "data: " line and nothing else.
-    if region[:6] == b"data: " and region.count(b"\n") == 2 * region.count(b"\n\ndata: "):
-        return region[6:].split(b"\n\ndata: ")
+    if region[:6] == b"data: ":
+        payloads = region[6:].split(b"\n\ndata: ")
+        if region.count(b"\n") == 2 * (len(payloads) - 1):  # separators = pieces - 1
+            return payloads
     return _sse_block_payloads(region.split(b"\n\n"))
 
 
