@@ -316,15 +316,17 @@ class _Object(_Node):
         self.fields: dict[str, _Node] = {}
         self.required: frozenset[str] = frozenset()
         self.required_order: tuple[str, ...] = ()
+        self.skip: str | None = None
 
     def compile(self, fields: dict[str, _Node], required: frozenset[str], skip: str | None) -> None:
         """Fill in the members; ``skip`` is a discriminator its union has already matched."""
         self.fields = fields
         self.required = required
         self.required_order = tuple(key for key in fields if key in required)
-        self.clean = self._generate_clean(skip)  # type: ignore[method-assign, assignment]
+        self.skip = skip
+        self.clean = self._generate_clean()  # type: ignore[method-assign, assignment]
 
-    def _generate_clean(self, skip: str | None) -> Callable[[Any], bool]:
+    def _generate_clean(self) -> Callable[[Any], bool]:
         """The fast check as straight-line Python, generated once.
 
         The required members first, each read by subscript with its test
@@ -354,31 +356,37 @@ class _Object(_Node):
                 return False
         """
         namespace: dict[str, Any] = {}
-        lines = ["def clean(v):", "    if type(v) is not dict: return False", "    try:"]
+        body = self.clean_lines(namespace, ok="return True", bad="return False")
+        exec("\n".join(["def clean(v):", *(f"    {line}" for line in body)]), namespace)
+        return typing.cast(Callable[[Any], bool], namespace["clean"])
+
+    def clean_lines(self, namespace: dict[str, Any], *, ok: str, bad: str) -> list[str]:
+        """The source of the fast check of ``v``: ``ok`` and ``bad`` are the statements that
+        end it (``return True``/``return False`` in :meth:`clean`; see :func:`_generate_scan`)."""
+        lines = [f"if type(v) is not dict: {bad}", "try:"]
         for key in self.required_order:
-            if key == skip:
+            if key == self.skip:
                 continue
             rejects = self.fields[key].rejects("x", namespace)
-            lines.append(f"        x = v[{key!r}]")
+            lines.append(f"    x = v[{key!r}]")
             if rejects:
-                lines.append(f"        if {rejects}: return False")
+                lines.append(f"    if {rejects}: {bad}")
         lines += [
-            "        pass",
-            "    except KeyError: return False",
-            f"    n = len(v) - {len(self.required)}",
-            "    if not n: return True",
+            "    pass",
+            f"except KeyError: {bad}",
+            f"n = len(v) - {len(self.required)}",
+            f"if not n: {ok}",
         ]
         for key, node in self.fields.items():
             if key in self.required:
                 continue
             rejects = node.rejects("x", namespace)
-            lines.append(f"    if {key!r} in v:")
+            lines.append(f"if {key!r} in v:")
             if rejects:
-                lines += [f"        x = v[{key!r}]", f"        if {rejects}: return False"]
-            lines += ["        n -= 1", "        if not n: return True"]
-        lines.append(f"    return {self.is_open}")
-        exec("\n".join(lines), namespace)
-        return typing.cast(Callable[[Any], bool], namespace["clean"])
+                lines += [f"    x = v[{key!r}]", f"    if {rejects}: {bad}"]
+            lines += ["    n -= 1", f"    if not n: {ok}"]
+        lines.append(ok if self.is_open else bad)
+        return lines
 
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if type(value) is not dict:
@@ -574,6 +582,42 @@ _CLEAN: dict[str, Callable[[Any], bool]] = {
     name: node.clean for name, node in _EVENTS.members.items()
 }
 
+_INLINED = ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS")
+"""The delta events, most of any stream: the batch scan checks them without a call."""
+
+
+def _generate_scan() -> Callable[[list[Event]], int]:
+    """The position of the first event of a batch that is not clean (its length if none).
+
+    One generated loop: the delta types' checks written inline (``continue``
+    when clean), every other type's check looked up and called.
+    """
+    namespace: dict[str, Any] = {"_clean": _CLEAN}
+    lines = [
+        "def scan(events):",
+        "    for p, v in enumerate(events):",
+        "        try:",
+        "            t = v['type']",
+        "        except (KeyError, TypeError): return p",
+    ]
+    for position, kind in enumerate(_INLINED):
+        lines.append(f"        {'elif' if position else 'if'} t == {kind!r}:")
+        body = _EVENTS.members[kind].clean_lines(namespace, ok="continue", bad="return p")
+        lines += [f"            {line}" for line in body]
+    lines += [
+        "        else:",
+        "            try:",
+        "                if _clean[t](v): continue",
+        "            except (KeyError, TypeError): pass",  # an unknown or unhashable type
+        "            return p",
+        "    return len(events)",
+    ]
+    exec("\n".join(lines), namespace)
+    return typing.cast(Callable[[list[Event]], int], namespace["scan"])
+
+
+_scan = _generate_scan()
+
 
 # --- the stage --------------------------------------------------------------------------
 
@@ -584,15 +628,10 @@ class Enforce(Stage):
     name: ClassVar[str] = "enforce"
 
     async def process(self, batch: Batch) -> Batch:
-        clean = _CLEAN
-        for position, event in enumerate(batch.events):
-            try:
-                if clean[event["type"]](event):
-                    continue
-            except (KeyError, TypeError):  # an unknown, absent or unhashable type
-                pass
-            return self._judge_from(batch, position)
-        return batch  # every event clean: the batch goes on untouched
+        start = _scan(batch.events)
+        if start == len(batch.events):
+            return batch  # every event clean: the batch goes on untouched
+        return self._judge_from(batch, start)
 
     def _judge_from(self, batch: Batch, start: int) -> Batch:
         """The slow path, from the first event that was not clean."""
