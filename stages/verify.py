@@ -211,9 +211,11 @@ class Verify(Stage):
                     self._between_runs(event, kind, index)
                     active = self._phase == _ACTIVE
                     continue
-                tag = event.get("subagentRunId")
-                if tag is not None and kind not in _SUBAGENT_EVENTS:
-                    self._attributed(tag, index)
+                tag = None
+                if "subagentRunId" in event:  # rare: an `in` test is cheaper than a get call
+                    tag = event["subagentRunId"]
+                    if tag is not None and kind not in _SUBAGENT_EVENTS:
+                        self._attributed(tag, index)
                 continued = continuations.get(kind)
                 if continued is not None:
                     open_owner, field = continued
