@@ -38,10 +38,7 @@ def run(chunks: list[bytes]) -> tuple[RunResult, list[int]]:
                 async for batch in stream.batches():
                     events += batch.events
                     indices += batch.indices
-        ctx = stream.context
-        assert stream.verdict is not None
-        result = RunResult(events, stream.verdict, ctx.diagnostics, ctx.counters)
-        return result, indices
+        return stream.result(events), indices
 
     return anyio.run(go)
 
