@@ -112,8 +112,11 @@ def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
     )
 
     async def main() -> Any:
-        async with HttpAgent(args.source, pipeline=pipeline, headers=headers) as agent:
-            return await agent.run(run_input)
+        async with (
+            HttpAgent(args.source, pipeline=pipeline, headers=headers) as agent,
+            agent.open(run_input) as stream,
+        ):
+            return await stream.drain()  # the report needs no events: keep none
 
     try:
         return anyio.run(main)

@@ -165,6 +165,19 @@ class EventStream:
         if self._batches is not None:
             await self._batches.aclose()
 
+    async def drain(self) -> RunResult:
+        """Read the stream to its end keeping none of its events, and close it.
+
+        For judging a stream rather than using it: the result has the verdict,
+        the diagnostics, the accounting and the Conversation, and ``events`` is
+        empty — so a stream of any length takes only the memory its open items
+        (and the Conversation, unless it is turned off) need.
+        """
+        async with self:
+            async for _batch in self.batches():
+                pass
+        return self.result([])
+
     def result(self, events: list[Event]) -> RunResult:
         """The :class:`RunResult` of this stream once read to its end, with ``events`` delivered."""
         ctx = self.context

@@ -238,3 +238,13 @@ def test_diagnostics_beyond_the_limit_are_counted_not_stored() -> None:
     assert len(ctx.diagnostics) == 4  # three, then one saying the rest are counted
     assert ctx.diagnostics[-1].code == "limit.diagnostics"
     assert ctx.suppressed == {"parse.incomplete-frame": 7}
+
+
+async def test_drain_judges_a_stream_keeping_no_events() -> None:
+    result = await bare().open(b"".join(frames(EVENTS))).drain()
+    assert result.events == []
+    assert result.counters.delivered == len(EVENTS)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    rejected = await bare(rejecting_at(2, "late")).open(b"".join(frames(EVENTS))).drain()
+    assert rejected.verdict.event_index == 2
+    assert rejected.counters.delivered == 2
