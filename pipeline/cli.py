@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -233,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agui-pipeline",
         description="Consume AG-UI event streams: verify them, and tell producers what "
         "their streams do wrong.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('agui-pipeline')}"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:

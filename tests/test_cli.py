@@ -94,3 +94,10 @@ def test_json_report_accounting_adds_up_at_a_rejection(tmp_path: Path) -> None:
     assert status == 1
     counters = json.loads(text)["counters"]
     assert (counters["read"], counters["delivered"], counters["discarded"]) == (4, 2, 2)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("agui-pipeline 0.")
