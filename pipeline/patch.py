@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from .errors import json_kind
+
 _MISSING: Any = object()
 
 
@@ -97,7 +99,7 @@ def apply_patch(document: Any, patch: Any, *, budget: PatchBudget | None = None)
     were, when the values it inserts would overdraw it.
     """
     if type(patch) is not list:
-        raise PatchFailed(0, f"a patch is an array of operations, found {_kind(patch)}")
+        raise PatchFailed(0, f"a patch is an array of operations, found {json_kind(patch)}")
     undo = _Journal(budget)
     before = None if budget is None else budget.remaining
     root = [document]  # the root's container, so every operation has a parent
@@ -159,7 +161,7 @@ class _Fail(Exception):
 
 def _apply(root: list[Any], operation: Any, undo: Undo) -> None:
     if type(operation) is not dict:
-        raise _Fail(f"an operation is an object, found {_kind(operation)}")
+        raise _Fail(f"an operation is an object, found {json_kind(operation)}")
     apply = _OPERATIONS.get(operation.get("op"))
     if apply is None:
         raise _Fail(f"unknown op {operation.get('op')!r}")
@@ -262,7 +264,8 @@ def _locate(root: list[Any], tokens: list[str]) -> tuple[Any, Any]:
         return root, 0
     parent = _get(root, tokens[:-1])
     if type(parent) is not dict and type(parent) is not list:
-        raise _Fail(f"{_pointer(tokens[:-1]) or 'the root'} is {_kind(parent)}, not a container")
+        where = _pointer(tokens[:-1]) or "the root"
+        raise _Fail(f"{where} is {json_kind(parent)}, not a container")
     return parent, tokens[-1]
 
 
@@ -277,7 +280,7 @@ def _get(root: list[Any], tokens: list[str]) -> Any:
             node = node[_index(token, len(node), end_allowed=False, tokens=tokens[: depth + 1])]
         else:
             where = _pointer(tokens[:depth]) or "the root"
-            raise _Fail(f"{where} is {_kind(node)}, not a container")
+            raise _Fail(f"{where} is {json_kind(node)}, not a container")
     return node
 
 
@@ -300,7 +303,7 @@ def _index(
 def _tokens(pointer: Any) -> list[str]:
     """RFC 6901: ``""`` is the whole document; ``/a~1b/0`` is ``["a/b", "0"]``."""
     if type(pointer) is not str:
-        raise _Fail(f"a JSON Pointer is a string, found {_kind(pointer)}")
+        raise _Fail(f"a JSON Pointer is a string, found {json_kind(pointer)}")
     if pointer == "":
         return []
     if pointer[0] != "/":
@@ -345,15 +348,6 @@ def _describe(operation: Any) -> str:
     op, path = operation.get("op"), operation.get("path")
     source = f" from {operation['from']}" if "from" in operation else ""
     return f"{op} {path!r}{source}" if type(path) is str else str(op)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "a boolean", int: "a number", float: "a number", str: "a string",
-        list: "an array", dict: "an object",
-    }.get(type(value), type(value).__name__)
 
 
 def _copy_deep(value: Any) -> Any:

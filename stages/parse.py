@@ -35,7 +35,7 @@ from pipeline.catalog import (
     PARSE_NOT_OBJECT,
     PARSE_UNKNOWN_FRAMING,
 )
-from pipeline.errors import StreamRejected
+from pipeline.errors import StreamRejected, json_kind
 from pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch
 
 FRAMINGS = ("sse", "jsonl", "json")
@@ -203,7 +203,7 @@ class Parse(Decoder):
         if type(document) is not list:
             raise StreamRejected(
                 PARSE_NOT_ARRAY,
-                f"expected a JSON array of event objects, found {_json_kind(document)}",
+                f"expected a JSON array of event objects, found {json_kind(document)}",
                 event_index=0,
             )
         if _depth(document) - 1 > self.ctx.limits.max_depth:
@@ -292,7 +292,7 @@ class Parse(Decoder):
                     rejection = StreamRejected(
                         PARSE_NOT_OBJECT,
                         f"expected a JSON object (one event) in the frame, found "
-                        f"{_json_kind(value)}",
+                        f"{json_kind(value)}",
                         event_index=start + position,
                     )
                     rejection.accepted = self._accept(values[:position])
@@ -365,17 +365,3 @@ def _depth(value: Any) -> int:
         deepest = max(deepest, level)
         pending.extend((child, level + 1) for child in item)
     return deepest
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__

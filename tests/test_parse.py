@@ -257,3 +257,9 @@ def test_a_whole_frame_larger_than_the_limit_in_one_read_is_rejected() -> None:
         parser.feed(sse([EVENTS[0], big, EVENTS[1]]))
     assert raised.value.code == "limit.frame-bytes"
     assert raised.value.event_index == 1
+
+
+def test_an_object_document_is_named_as_json_names_it() -> None:
+    with pytest.raises(StreamRejected) as raised:
+        decode([b'{"type": "X"}'], framing="json")
+    assert "found an object" in str(raised.value)
