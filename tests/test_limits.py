@@ -20,13 +20,14 @@ import pytest
 
 from pipeline import Limits, Outcome, Pipeline
 from tests.conftest import ROOT, run
+from tests.streams import encode
 
 START = {"type": "RUN_STARTED", "threadId": "t-limits", "runId": "r-1"}
 FINISH = {"type": "RUN_FINISHED", "threadId": "t-limits", "runId": "r-1"}
 
 
 def sse(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+    return encode(list(events), "sse")
 
 
 def limited(**limits: int) -> Pipeline:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pipeline import Options, StreamContext, StreamRejected
 from pipeline.stage import Batch, Limits
 from stages.parse import Parse
+from tests import streams
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t-1", "runId": "r-1"},
@@ -25,14 +26,15 @@ EVENTS: list[dict[str, Any]] = [
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+    return streams.encode(events, "sse")
 
 
 def jsonl(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(orjson.dumps(e) + b"\n" for e in events)
+    return streams.encode(events, "jsonl")
 
 
 def array(events: list[dict[str, Any]]) -> bytes:
+    """Pretty-printed, unlike ``encode``: the document spans many lines and reads."""
     return json.dumps(events, indent=2, ensure_ascii=False).encode()
 
 
@@ -49,15 +51,6 @@ def decode(chunks: list[bytes], **options: Any) -> tuple[list[dict[str, Any]], P
     indices += batch.indices
     assert indices == list(range(len(events)))
     return events, parser
-
-
-def split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    pieces, start = [], 0
-    for point in [*points, len(data)]:
-        pieces.append(data[start:point])
-        start = point
-    return pieces
 
 
 @pytest.mark.parametrize(
@@ -77,7 +70,7 @@ def test_each_framing_is_detected_and_decoded(encode: Any, framing: str) -> None
 )
 def test_any_chunk_boundaries_give_the_same_events(encode: Any, cuts: list[int]) -> None:
     data = encode(EVENTS)
-    events, _ = decode(split(data, cuts))
+    events, _ = decode(streams.split(data, cuts))
     assert events == EVENTS
 
 
@@ -99,7 +92,7 @@ def test_cr_and_crlf_line_endings_are_tolerated(newline: bytes, cuts: list[int])
     data = b"".join(
         b"data: " + orjson.dumps(e).replace(b'",', b'",\ndata: ') + b"\n\n" for e in EVENTS
     ).replace(b"\n", newline)
-    events, _ = decode(split(data, cuts))
+    events, _ = decode(streams.split(data, cuts))
     assert events == EVENTS
 
 
