@@ -174,27 +174,21 @@ class Conversation:
         table, text, arguments, max_text = self._apply, self._text, self._arguments, self._max_text
         for event, index in zip(batch.events, batch.indices, strict=True):
             kind = event.get("type")
-            # Fast path for the commonest events: a delta to an item already growing.
-            if (
-                kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT"
-            ) and "metadata" not in event:
+            # Fast path for the commonest events: a delta to an item already growing
+            # (``_grow`` inlined, once for both kinds of pieces).
+            if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
                 pieces = text.get(event["messageId"])
-                if pieces is not None:
-                    delta = event["delta"]
-                    pieces.append(delta)
-                    pieces.length += len(delta)
-                    if pieces.length > max_text:
-                        raise self._too_long(pieces, index)
-                    continue
-            elif kind == "TOOL_CALL_ARGS" and "metadata" not in event:
+            elif kind == "TOOL_CALL_ARGS":
                 pieces = arguments.get(event["toolCallId"])
-                if pieces is not None:
-                    delta = event["delta"]
-                    pieces.append(delta)
-                    pieces.length += len(delta)
-                    if pieces.length > max_text:
-                        raise self._too_long(pieces, index)
-                    continue
+            else:
+                pieces = None
+            if pieces is not None and "metadata" not in event:
+                delta = event["delta"]
+                pieces.append(delta)
+                pieces.length += len(delta)
+                if pieces.length > max_text:
+                    raise self._too_long(pieces, index)
+                continue
             apply = table.get(kind)  # type: ignore[arg-type]
             if apply is not None:
                 apply(event, index)
