@@ -93,7 +93,11 @@ class StreamRejected(Exception):
         self.event_index = event_index
         self.pointer = pointer
         self.accepted: Batch | None = None
-        super().__init__(_render(self.code, message, event_index, pointer, self.spec))
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        # Rendered when read: a decoder may place the rejection at its frame after building it.
+        return _render(self.code, self.detail, self.event_index, self.pointer, self.spec)
 
     def to_diagnostic(self) -> Diagnostic:
         return Diagnostic(

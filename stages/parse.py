@@ -212,16 +212,9 @@ class Parse(Decoder):
 
     def _reject_deep_elements(self, document: list[Any]) -> None:
         for position, event in enumerate(document):
-            depth = _depth(event)
-            if depth > self.ctx.limits.max_depth:
-                rejection = StreamRejected(
-                    LIMIT_DEPTH,
-                    f"an event nested {depth} levels deep exceeds the limit "
-                    f"max_depth={self.ctx.limits.max_depth}",
-                    event_index=position,
-                )
-                rejection.accepted = self._accept(document[:position])
-                raise rejection
+            problem = self._too_deep(event)
+            if problem is not None:
+                raise self._rejected_at(problem, document, position)
 
     # -- decoding ---------------------------------------------------------------
 
@@ -250,17 +243,25 @@ class Parse(Decoder):
             if len(payload) > limits.max_frame_bytes:
                 problem = self._frame_too_large(len(payload))
             elif payload.count(b"[") + payload.count(b"{") > limits.max_depth:
-                depth = _depth(events[position])
-                if depth > limits.max_depth:
-                    problem = StreamRejected(
-                        LIMIT_DEPTH,
-                        f"an event nested {depth} levels deep exceeds the limit "
-                        f"max_depth={limits.max_depth}",
-                    )
+                problem = self._too_deep(events[position])
             if problem is not None:
-                problem.event_index = self._next_index + position
-                problem.accepted = self._accept(events[:position])
-                raise problem
+                raise self._rejected_at(problem, events, position)
+
+    def _too_deep(self, event: Any) -> StreamRejected | None:
+        depth, limit = _depth(event), self.ctx.limits.max_depth
+        if depth <= limit:
+            return None
+        return StreamRejected(
+            LIMIT_DEPTH, f"an event nested {depth} levels deep exceeds the limit max_depth={limit}"
+        )
+
+    def _rejected_at(
+        self, problem: StreamRejected, events: list[Any], position: int
+    ) -> StreamRejected:
+        """``problem`` placed at frame ``position`` of ``events``, the frames before it kept."""
+        problem.event_index = self._next_index + position
+        problem.accepted = self._accept(events[:position])
+        return problem
 
     def _decode_until_failure(self, payloads: list[bytes]) -> list[Any]:
         """Slow path: find the frame that failed, keeping the frames before it."""
@@ -271,16 +272,13 @@ class Parse(Decoder):
             try:
                 events.append(_loads(payload))
             except _DecodeError as exc:
-                index = self._next_index + len(events)
                 excerpt = payload[:60].decode("utf-8", "replace")
                 rejection = StreamRejected(
                     PARSE_NOT_JSON,
                     f"expected a JSON object in the frame; its bytes do not decode ({exc}): "
                     f"{excerpt!r}",
-                    event_index=index,
                 )
-                rejection.accepted = self._accept(events)
-                raise rejection from None
+                raise self._rejected_at(rejection, events, len(events)) from None
         return events
 
     def _accept(self, values: list[Any]) -> Batch:
@@ -293,10 +291,8 @@ class Parse(Decoder):
                         PARSE_NOT_OBJECT,
                         f"expected a JSON object (one event) in the frame, found "
                         f"{json_kind(value)}",
-                        event_index=start + position,
                     )
-                    rejection.accepted = self._accept(values[:position])
-                    raise rejection
+                    raise self._rejected_at(rejection, values, position)
         events: list[Event] = values
         self._next_index = start + len(events)
         self.ctx.counters.read += len(events)

@@ -238,6 +238,7 @@ def test_nesting_deeper_than_the_limit_is_rejected_at_its_frame(encode: Any) -> 
     assert raised.value.code == "limit.depth"
     assert raised.value.event_index == 2
     assert "21 levels" in str(raised.value) and "max_depth=20" in str(raised.value)
+    assert "(event 2)" in str(raised.value)
     assert raised.value.accepted is not None
     assert raised.value.accepted.events == EVENTS[:2]
     assert decode([encode(events)], limits=Limits(max_depth=21))[0] == events
@@ -250,6 +251,7 @@ def test_a_whole_frame_larger_than_the_limit_in_one_read_is_rejected() -> None:
         parser.feed(sse([EVENTS[0], big, EVENTS[1]]))
     assert raised.value.code == "limit.frame-bytes"
     assert raised.value.event_index == 1
+    assert "(event 1)" in str(raised.value)
 
 
 def test_an_object_document_is_named_as_json_names_it() -> None:
