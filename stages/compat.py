@@ -40,6 +40,8 @@ string is left for enforcement to reject.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress, count, repeat
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from pipeline.catalog import (
@@ -63,6 +65,7 @@ from pipeline.versions import (
 )
 
 _MISSING = object()
+_type_of = itemgetter("type")
 
 _EVENT_NULLS: dict[str, tuple[str, ...]] = {
     "TOOL_CALL_START": ("parentMessageId",),
@@ -92,9 +95,28 @@ class Compat(Stage):
         self._strip_reported = False
 
     async def process(self, batch: Batch) -> Batch:
+        events, indices = batch.events, batch.indices
+        try:
+            # Most events need nothing from the boundary. Two C-level passes say which
+            # do: their handlers (by type), and whether any carries a rawEvent (it may be
+            # the retired 'rawEvent: null', looked for on the exact path).
+            found: list[Any] = list(map(_HANDLERS.get, map(_type_of, events)))
+            exact = any(map(dict.__contains__, events, repeat("rawEvent")))
+        except (KeyError, TypeError):  # an event with no type, an unhashable one, not a dict
+            exact = True
+        if exact:
+            self._each(events, indices)
+        else:
+            for position in compress(count(), found):
+                found[position](self, events[position], indices[position])
+        if self._no_subagents:
+            return self._without_subagents(batch)
+        return batch
+
+    def _each(self, events: list[Event], indices: list[int]) -> None:
+        """Event by event: the path for a batch holding anything unusual."""
         handler_for = _HANDLERS.get
-        indices = batch.indices
-        for position, event in enumerate(batch.events):
+        for position, event in enumerate(events):
             kind = event.get("type")
             if type(kind) is str:  # anything else is enforce's to reject
                 handler = handler_for(kind)
@@ -104,9 +126,6 @@ class Compat(Stage):
                 self._drop_null(
                     event, "rawEvent", f"an event of type {_shown(kind)}", indices[position]
                 )
-        if self._no_subagents:
-            return self._without_subagents(batch)
-        return batch
 
     # -- THINKING_* → REASONING_* ----------------------------------------------
 
