@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 import anyio
@@ -272,12 +273,16 @@ async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
     earlier fault, and then that one is the verdict.
     """
     position = start
+    built_in = _built_in_stages()
     try:
         # One loop, one await per stage: this runs once per read, often for one event.
         for position in range(start, len(stages)):
             if not batch.events:
                 return batch
-            batch = await stages[position].process(batch)
+            stage = stages[position]
+            batch = await stage.process(batch)
+            if type(stage) not in built_in:
+                batch.retyped()  # your stage may have changed an event's type in place
     except (StreamRejected, HandlerFailed) as error:
         # ``batch`` is still what the failing stage was given.
         raise await _stage_ended(stages, position, batch, error) from None
@@ -286,10 +291,14 @@ async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
 
 async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
     """One stage on one batch (at end of stream, between flushes)."""
+    stage = stages[position]
     try:
-        return await stages[position].process(batch)
+        batch = await stage.process(batch)
     except (StreamRejected, HandlerFailed) as error:
         raise await _stage_ended(stages, position, batch, error) from None
+    if type(stage) not in _built_in_stages():
+        batch.retyped()
+    return batch
 
 
 async def _stage_ended(
@@ -351,6 +360,12 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
         Compat, Enforce, Expand, Verify, Reconcile, Metadata, Dispatch,
     ]
     return [(factory.name, factory) for factory in factories]
+
+
+@cache
+def _built_in_stages() -> frozenset[type[Stage]]:
+    """The stages known never to change an event's ``type`` without saying so."""
+    return frozenset(factory for _, factory in _default_stages() if isinstance(factory, type))
 
 
 def _default_decoder() -> DecoderFactory:

@@ -17,6 +17,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .capabilities import CapabilitiesSource, Declaration
@@ -42,11 +43,31 @@ class Batch:
     was made from, so every diagnostic can point back at the bytes.
     """
 
-    __slots__ = ("events", "indices")
+    __slots__ = ("_types", "events", "indices")
 
     def __init__(self, events: list[Event], indices: list[int]) -> None:
         self.events = events
         self.indices = indices
+        self._types: list[Any] | None = None
+
+    @property
+    def types(self) -> list[Any]:
+        """Each event's ``type`` member (``None`` where it has none, or is not an object).
+
+        Read once per batch and shared: several stages choose what to do by
+        type, and a pass over the events costs as much as the choice. A stage
+        that changes an event's ``type`` in place and returns the same batch
+        calls :meth:`retyped` (the engine does so after every stage that is not
+        one of the built-in ones).
+        """
+        types = self._types
+        if types is None:
+            types = self._types = _types_of(self.events)
+        return types
+
+    def retyped(self) -> None:
+        """Forget :attr:`types`: an event's ``type`` was changed in place."""
+        self._types = None
 
     def __len__(self) -> int:
         return len(self.events)
@@ -63,6 +84,16 @@ class Batch:
 
     def __repr__(self) -> str:
         return f"Batch({len(self.events)} events, indices {self.indices[:1]}..)"
+
+
+_type_of = itemgetter("type")
+
+
+def _types_of(events: list[Event]) -> list[Any]:
+    try:
+        return list(map(_type_of, events))  # one pass in C
+    except (KeyError, TypeError):  # an event without a type, or not an object
+        return [event.get("type") if type(event) is dict else None for event in events]
 
 
 def empty_batch() -> Batch:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import compress, count, repeat
-from operator import itemgetter
 from typing import Any, ClassVar
 
 from pipeline.catalog import (
@@ -65,7 +64,6 @@ from pipeline.versions import (
 )
 
 _MISSING = object()
-_type_of = itemgetter("type")
 
 _EVENT_NULLS: dict[str, tuple[str, ...]] = {
     "TOOL_CALL_START": ("parentMessageId",),
@@ -93,6 +91,7 @@ class Compat(Stage):
         self._open_message: str | None = None
         """The id of the THINKING text message open now, for its CONTENT and END."""
         self._strip_reported = False
+        self._retyped = False
 
     async def process(self, batch: Batch) -> Batch:
         events, indices = batch.events, batch.indices
@@ -100,15 +99,18 @@ class Compat(Stage):
             # Most events need nothing from the boundary. Two C-level passes say which
             # do: their handlers (by type), and whether any carries a rawEvent (it may be
             # the retired 'rawEvent: null', looked for on the exact path).
-            found: list[Any] = list(map(_HANDLERS.get, map(_type_of, events)))
+            found: list[Any] = list(map(_HANDLERS.get, batch.types))
             exact = any(map(dict.__contains__, events, repeat("rawEvent")))
-        except (KeyError, TypeError):  # an event with no type, an unhashable one, not a dict
+        except TypeError:  # an unhashable type, an event that is not an object
             exact = True
         if exact:
             self._each(events, indices)
         else:
             for position in compress(count(), found):
                 found[position](self, events[position], indices[position])
+        if self._retyped:  # a THINKING_* event became a REASONING_* one
+            self._retyped = False
+            batch.retyped()
         if self._no_subagents:
             return self._without_subagents(batch)
         return batch
@@ -178,6 +180,7 @@ class Compat(Stage):
         self, event: Event, retired: str, replacement: str, index: int, extra: str = ""
     ) -> None:
         event["type"] = replacement
+        self._retyped = True
         self.ctx.report(
             COMPAT_RETIRED_EVENT,
             f"retired event {retired} translated into {replacement} "

@@ -44,7 +44,6 @@ never repaired.
 from __future__ import annotations
 
 from itertools import compress, islice
-from operator import itemgetter
 from typing import Any, ClassVar
 
 from pipeline.catalog import (
@@ -148,7 +147,6 @@ _IDLE = {
 events that change the record of who owns an explicitly opened item."""
 
 
-_type_of = itemgetter("type")
 
 
 class Expand(Stage):
@@ -169,7 +167,7 @@ class Expand(Stage):
 
     async def process(self, batch: Batch) -> Batch:
         events = batch.events
-        start = 0 if self._lanes else self._until_chunk(events)
+        start = 0 if self._lanes else self._until_chunk(events, batch.types)
         if start == len(events):
             return batch  # no chunk, nothing open: the batch passes as it is
         indices = batch.indices
@@ -194,15 +192,14 @@ class Expand(Stage):
             raise
         return Batch(out, out_indices)
 
-    def _until_chunk(self, events: list[Event]) -> int:
+    def _until_chunk(self, events: list[Event], types: list[Any]) -> int:
         """The position of the first chunk, keeping the owner record up to date before it."""
         idle = _IDLE.get
         try:
             # Event type → action for the whole batch in C; the deltas (most events) have none.
-            found: list[Any] = list(map(idle, map(_type_of, events)))
-        except (KeyError, TypeError):  # an event with no type, or an unhashable one
-            found = [idle(kind) if type(kind := event.get("type")) is str else None
-                     for event in events]
+            found: list[Any] = list(map(idle, types))
+        except TypeError:  # an unhashable type
+            found = [idle(kind) if type(kind) is str else None for kind in types]
         for position in compress(range(len(found)), found):
             action = found[position]
             if action[0] == _CHUNK:

@@ -39,6 +39,8 @@ survive a snapshot that carries none of their role).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress, count, repeat
+from operator import or_
 from typing import Any, ClassVar
 
 from pipeline.stage import Batch, Event, Stage, StreamContext
@@ -109,10 +111,20 @@ class Metadata(Stage):
             self._restate(messages, complete=False)
 
     async def process(self, batch: Batch) -> Batch:
-        special = _SPECIAL
-        for event in batch.events:
-            # The common event carries no metadata and restates nothing: two lookups.
-            if event.get("type") in special:
+        events, types = batch.events, batch.types
+        try:
+            # The common event carries no metadata and restates nothing: the positions
+            # of the others, found by C-level passes over the batch.
+            acted_on: list[Any] = list(map(
+                or_,
+                map(_SPECIAL.__contains__, types),
+                map(dict.__contains__, events, repeat("metadata")),
+            ))
+        except TypeError:  # an unhashable type, an event that is not an object
+            acted_on = [True] * len(events)
+        for position in compress(count(), acted_on):
+            event = events[position]
+            if type(kind := types[position]) is str and kind in _SPECIAL:
                 self._note(event)
             elif "metadata" in event:
                 self._merge(event)

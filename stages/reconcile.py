@@ -50,7 +50,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import compress
-from operator import itemgetter
 from typing import Any, ClassVar
 
 from pipeline.capabilities import (
@@ -192,22 +191,22 @@ class Reconcile(Stage):
             return batch
         if not self._transport_checked:
             self._check_transport(batch.indices[0] if batch.indices else None)
-        events, indices = batch.events, batch.indices
         start: int | None = 0
         while start is not None:
-            start = self._dispatch(events, indices, start)
+            start = self._dispatch(batch, start)
         return batch
 
-    def _dispatch(self, events: list[Event], indices: list[int], start: int) -> int | None:
-        """Hand ``events[start:]`` to their handlers; where a new run restores the handler
-        table, the position to look the rest of the batch up again from."""
+    def _dispatch(self, batch: Batch, start: int) -> int | None:
+        """Hand ``batch.events[start:]`` to their handlers; where a new run restores the
+        handler table, the position to look the rest of the batch up again from."""
+        events, indices, types = batch.events, batch.indices, batch.types
         get = self._handlers.get
-        rest = events if start == 0 else events[start:]
+        rest = types if start == 0 else types[start:]
         try:
             # Event type → handler for the whole batch in C; most types have none.
-            found: list[Any] = list(map(get, map(_type_of, rest)))
-        except (KeyError, TypeError, AttributeError):
-            found = [_handler_of(get, event) for event in rest]
+            found: list[Any] = list(map(get, rest))
+        except TypeError:  # an unhashable type (a pipeline without enforcement)
+            found = [_handler_of(get, kind) for kind in rest]
         for offset in compress(range(len(found)), found):
             position = start + offset
             try:
@@ -506,15 +505,14 @@ class Reconcile(Stage):
         self._reset(None)
 
 
-_type_of = itemgetter("type")
 Handler = Callable[[Event, int], None]
 
 
-def _handler_of(get: Callable[[Any], Handler | None], event: Any) -> Handler | None:
+def _handler_of(get: Callable[[Any], Handler | None], kind: Any) -> Handler | None:
     """The tolerant lookup for a batch holding something that is not a typed event."""
     try:
-        return get(event.get("type"))
-    except (AttributeError, TypeError):
+        return get(kind)
+    except TypeError:
         return None
 
 
