@@ -38,6 +38,8 @@ import re
 import types
 import typing
 from collections.abc import Callable
+from itertools import repeat
+from operator import is_
 from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Union
 
 from pipeline import events as schema
@@ -586,34 +588,39 @@ _INLINED = ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS
 """The delta events, most of any stream: the batch scan checks them without a call."""
 
 
-def _generate_scan() -> Callable[[list[Event]], int]:
+def _generate_scan() -> Callable[[list[Event], list[Any]], int]:
     """The position of the first event of a batch that is not clean (its length if none).
 
-    One generated loop: the delta types' checks written inline (``continue``
-    when clean), every other type's check looked up and called.
+    One generated loop over the events and their types (``Batch.types``): the
+    delta types' checks written inline (``continue`` when clean, ``break``
+    when not), every other type's check looked up and called.
     """
-    namespace: dict[str, Any] = {"_clean": _CLEAN}
+    namespace: dict[str, Any] = {"_clean": _CLEAN, "_position": _position}
     lines = [
-        "def scan(events):",
-        "    for p, v in enumerate(events):",
-        "        try:",
-        "            t = v['type']",
-        "        except (KeyError, TypeError): return p",
+        "def scan(events, types):",
+        "    for v, t in zip(events, types):",
     ]
     for position, kind in enumerate(_INLINED):
         lines.append(f"        {'elif' if position else 'if'} t == {kind!r}:")
-        body = _EVENTS.members[kind].clean_lines(namespace, ok="continue", bad="return p")
+        body = _EVENTS.members[kind].clean_lines(namespace, ok="continue", bad="break")
         lines += [f"            {line}" for line in body]
     lines += [
         "        else:",
         "            try:",
         "                if _clean[t](v): continue",
         "            except (KeyError, TypeError): pass",  # an unknown or unhashable type
-        "            return p",
-        "    return len(events)",
+        "            break",
+        "    else:",
+        "        return len(events)",
+        "    return _position(events, v)",
     ]
     exec("\n".join(lines), namespace)
-    return typing.cast(Callable[[list[Event]], int], namespace["scan"])
+    return typing.cast(Callable[[list[Event], list[Any]], int], namespace["scan"])
+
+
+def _position(events: list[Event], event: Event) -> int:
+    """Where ``event`` is in ``events``, by identity (a dict comparison could be costly)."""
+    return list(map(is_, events, repeat(event))).index(True)
 
 
 _scan = _generate_scan()
@@ -628,7 +635,7 @@ class Enforce(Stage):
     name: ClassVar[str] = "enforce"
 
     async def process(self, batch: Batch) -> Batch:
-        start = _scan(batch.events)
+        start = _scan(batch.events, batch.types)
         if start == len(batch.events):
             return batch  # every event clean: the batch goes on untouched
         return self._judge_from(batch, start)
