@@ -41,14 +41,17 @@ class Batch:
     ``indices[i]`` is the position (from 0) of the frame ``events[i]`` was
     read from; an event a stage synthesizes carries the index of the event it
     was made from, so every diagnostic can point back at the bytes.
+    ``types``, when given, is each event's ``type`` (see :attr:`types`).
     """
 
     __slots__ = ("_types", "events", "indices")
 
-    def __init__(self, events: list[Event], indices: list[int]) -> None:
+    def __init__(
+        self, events: list[Event], indices: list[int], types: list[Any] | None = None
+    ) -> None:
         self.events = events
         self.indices = indices
-        self._types: list[Any] | None = None
+        self._types = types
 
     @property
     def types(self) -> list[Any]:
