@@ -43,7 +43,7 @@ from . import peers
 from .bench_parse import decode_with_parse, frame_payloads
 from .bench_parse import measure as measure_parse
 from .timing import SelfTimed, Work, median, ratio, rounds
-from .workload import DECLARATION, chunks, encode_sse, events
+from .workload import DECLARATION, chunks, encode_jsonl, encode_sse, events
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -155,11 +155,14 @@ def stages_part(report: Report, reads: list[bytes]) -> None:
         )
 
 
-def peers_part(report: Report, body: bytes, reads: list[bytes]) -> None:
+def peers_part(
+    report: Report, body: bytes, reads: list[bytes], jsonl_reads: list[bytes]
+) -> None:
     n, repeat = report.events, report.repeat
     payloads = frame_payloads(body, "sse")
     works: dict[str, Work] = {
         "pipeline": pipeline_work(default_pipeline(), reads),
+        "pipeline-jsonl": pipeline_work(default_pipeline(), jsonl_reads),
         "orjson": peers.prepare_orjson(payloads),
     }
     sdk = peers.prepare_sdk(payloads)
@@ -168,6 +171,7 @@ def peers_part(report: Report, body: bytes, reads: list[bytes]) -> None:
     times = rounds(works, repeat)
     labels = {
         "pipeline": "agui-pipeline: the whole default pipeline (SSE, 64 KiB reads)",
+        "pipeline-jsonl": "agui-pipeline: the same, the stream as JSON lines (64 KiB reads)",
         "orjson": "bare orjson.loads per frame (decode only)",
         "sdk": f"ag-ui-protocol {peers.sdk_version()}: TypeAdapter(Event).validate_json per frame",
     }
@@ -399,8 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         args.ts_events = min(args.ts_events, 3_000)
     report = Report(args.events, args.repeat)
     load_before = os.getloadavg()[0]
-    body = encode_sse(events(args.events))
+    stream = events(args.events)
+    body = encode_sse(stream)
     reads = chunks(body)
+    jsonl_reads = chunks(encode_jsonl(stream))
+    del stream
 
     print("parse vs bare orjson ...", file=sys.stderr)
     for figure in measure_parse(args.events, args.repeat):
@@ -411,11 +418,11 @@ def main(argv: list[str] | None = None) -> int:
     print("stages ...", file=sys.stderr)
     stages_part(report, reads)
     print("peers ...", file=sys.stderr)
-    peers_part(report, body, reads)
+    peers_part(report, body, reads, jsonl_reads)
     if args.ts_events:
         print("TypeScript peer ...", file=sys.stderr)
         ts_part(report, args.ts_events)
-    del body, reads
+    del body, reads, jsonl_reads
     print("scaling ...", file=sys.stderr)
     scaling_part(report, args.max, args.ts_events)
     print("memory ...", file=sys.stderr)

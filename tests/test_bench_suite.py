@@ -18,7 +18,7 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "results.json").read_text())
     assert [row["stage"] for row in report["stages"]] == suite.default_pipeline().stage_names
-    assert {row["key"] for row in report["peers"]} >= {"pipeline", "orjson"}
+    assert {row["key"] for row in report["peers"]} >= {"pipeline", "pipeline-jsonl", "orjson"}
     assert report["memory"]["events"] == 1000 and report["memory"]["peak_rss_mb"] > 0
     assert "agui-pipeline (whole pipeline)" in report["scaling"]
     assert "| parse |" in printed and "Memory, 1,000 events" in printed
