@@ -39,8 +39,6 @@ survive a snapshot that carries none of their role).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import compress, count, repeat
-from operator import or_
 from typing import Any, ClassVar
 
 from pipeline.stage import Batch, Event, Stage, StreamContext
@@ -111,20 +109,10 @@ class Metadata(Stage):
             self._restate(messages, complete=False)
 
     async def process(self, batch: Batch) -> Batch:
-        events, types = batch.events, batch.types
-        try:
-            # The common event carries no metadata and restates nothing: the positions
-            # of the others, found by C-level passes over the batch.
-            acted_on: list[Any] = list(map(
-                or_,
-                map(_SPECIAL.__contains__, types),
-                map(dict.__contains__, events, repeat("metadata")),
-            ))
-        except TypeError:  # an unhashable type, an event that is not an object
-            acted_on = [True] * len(events)
-        for position in compress(count(), acted_on):
-            event = events[position]
-            if type(kind := types[position]) is str and kind in _SPECIAL:
+        special = _SPECIAL
+        for event, kind in zip(batch.events, batch.types, strict=True):
+            # The common event carries no metadata and restates nothing: two tests.
+            if kind in special:
                 self._note(event)
             elif "metadata" in event:
                 self._merge(event)
