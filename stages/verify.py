@@ -121,8 +121,8 @@ class Verify(Stage):
         self._frontend_calls: set[str] = set()
         """Calls to those tools seen on the stream."""
         self._end_index = 0
-        # Run-scoped tracking: emptied, never replaced, when a run closes (the inline
-        # continuation check below holds their bound ``get``).
+        # Run-scoped tracking: emptied, never replaced, when a run closes (process holds
+        # the open-item dicts for a whole batch).
         self._open_text: dict[str, Owner] = {}
         self._open_calls: dict[str, Owner] = {}
         self._open_reasoning: dict[str, Owner] = {}
@@ -135,12 +135,12 @@ class Verify(Stage):
         """Calls started in this run, in order → whether this run answered them."""
         self._running = 0
         """Subagent invocations announced and not yet closed."""
-        self._continuations: dict[str, tuple[Callable[[str, Any], Any], str]] = {
-            "TEXT_MESSAGE_CONTENT": (self._open_text.get, "messageId"),
-            "REASONING_MESSAGE_CONTENT": (self._open_reasoning.get, "messageId"),
-            "TOOL_CALL_ARGS": (self._open_calls.get, "toolCallId"),
+        self._continuations: dict[str, tuple[dict[str, Owner], str]] = {
+            "TEXT_MESSAGE_CONTENT": (self._open_text, "messageId"),
+            "REASONING_MESSAGE_CONTENT": (self._open_reasoning, "messageId"),
+            "TOOL_CALL_ARGS": (self._open_calls, "toolCallId"),
         }
-        """The most common events by far, checked inline: is the item open, same owner."""
+        """The most common events by far: where their item is open, and the field naming it."""
         self._handlers: dict[str, Handler] = {
             "RUN_STARTED": self._nested_run,
             "RUN_FINISHED": self._run_finished,
@@ -201,32 +201,62 @@ class Verify(Stage):
     # -- the stage ----------------------------------------------------------------
 
     async def process(self, batch: Batch) -> Batch:
-        handlers, continuations, missing = self._handlers, self._continuations, _MISSING
-        index = self._end_index
-        active = self._phase == _ACTIVE  # re-read after anything that can change it
+        events, indices = batch.events, batch.indices
+        if len(indices) != len(events):
+            raise self.ctx.reject(
+                VERIFY_UNREADABLE,
+                f"expected a batch with one frame index per event, found {len(events)} events "
+                f"and {len(indices)} indices (a stage before verification broke the batch)",
+                event_index=self._end_index,
+                pointer="",
+            )
+        handlers, missing = self._handlers, _MISSING
+        open_text, open_reasoning, open_calls = (
+            self._open_text, self._open_reasoning, self._open_calls
+        )
+        # Iterated alone (pairing each event with its index costs more than the check): the
+        # position of the current event is read off the iterator when the index is needed.
+        unread, last = iter(events), len(events) - 1
+        left = unread.__length_hint__  # type: ignore[attr-defined]  # list iterators have it
         try:
-            for event, index in zip(batch.events, batch.indices, strict=True):
+            for event in unread:
                 kind = event["type"]
-                if not active:
+                # The common case first, inline: an untagged continuation of an open item
+                # (nothing is open between runs, so this also finds the run active).
+                try:
+                    if kind == "TEXT_MESSAGE_CONTENT":
+                        if event["messageId"] in open_text and "subagentRunId" not in event:
+                            continue
+                        continued, field = open_text, "messageId"
+                    elif kind == "REASONING_MESSAGE_CONTENT":
+                        if event["messageId"] in open_reasoning and "subagentRunId" not in event:
+                            continue
+                        continued, field = open_reasoning, "messageId"
+                    elif kind == "TOOL_CALL_ARGS":
+                        if event["toolCallId"] in open_calls and "subagentRunId" not in event:
+                            continue
+                        continued, field = open_calls, "toolCallId"
+                    else:
+                        continued = None
+                except (KeyError, TypeError):  # an id that cannot be read: judged below, in turn
+                    continued, field = self._continuations[kind]
+                index = indices[last - left()]
+                if self._phase != _ACTIVE:
                     self._between_runs(event, kind, index)
-                    active = self._phase == _ACTIVE
                     continue
                 tag = None
                 if "subagentRunId" in event:  # rare: an `in` test is cheaper than a get call
                     tag = event["subagentRunId"]
                     if tag is not None and kind not in _SUBAGENT_EVENTS:
                         self._attributed(tag, index)
-                continued = continuations.get(kind)
-                if continued is not None:
-                    open_owner, field = continued
-                    owner = open_owner(event[field], missing)
+                if continued is not None:  # tagged, or its item is not open
+                    owner = continued.get(event[field], missing)
                     if owner is missing or (tag is not None and tag != owner):
                         handlers[kind](event, index, tag)  # raises, saying what is wrong
                     continue
                 handler = handlers.get(kind)
                 if handler is not None:
                     handler(event, index, tag)
-                    active = self._phase == _ACTIVE
         except StreamRejected:
             raise
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -234,11 +264,11 @@ class Verify(Stage):
                 VERIFY_UNREADABLE,
                 f"expected a schema-valid event, found one verification cannot read "
                 f"({type(exc).__name__}: {exc}); is enforce missing from the pipeline?",
-                event_index=index,
+                event_index=indices[last - left()],
                 pointer="",
             ) from None
-        if batch.indices:
-            self._end_index = batch.indices[-1] + 1
+        if indices:
+            self._end_index = indices[-1] + 1
         return batch
 
     async def finish(self) -> Batch:
