@@ -54,6 +54,8 @@ Cost: a content or argument delta is appended to a list — the same cost at
 the millionth delta as at the first — and the pieces are joined once, when the
 item closes or the messages are read (reading an open message after every
 delta would join it every time: read at ``*_END``, or at the end of a batch).
+A run of consecutive deltas to one item is counted against ``max_text_chars``
+once, at its end; a breach is still rejected at the delta that made it.
 A ``STATE_DELTA`` costs what its operations touch, never a copy of the state.
 
 Interface with dispatch: ``Dispatch`` creates ``ctx.conversation =
@@ -171,27 +173,65 @@ class Conversation:
 
     def apply(self, batch: Batch) -> None:
         """Apply delivered events in order (synchronous; called by dispatch per batch)."""
-        table, text, arguments, max_text = self._apply, self._text, self._arguments, self._max_text
-        for event, index in zip(batch.events, batch.indices, strict=True):
-            kind = event.get("type")
-            # Fast path for the commonest events: a delta to an item already growing
-            # (``_grow`` inlined, once for both kinds of pieces).
+        table, text, arguments, indices = self._apply, self._text, self._arguments, batch.indices
+        # The commonest events, deltas to an item already growing, take a short path
+        # (``_grow`` inlined). Consecutive deltas to one item form a run: appended one
+        # by one from ``run[mark]`` on, its first event at position ``done`` of the
+        # batch, counted and held to max_text_chars once, when the run ends.
+        run, run_id, run_in, mark, done = _NO_RUN, None, None, 0, 0
+        for event, index, kind in zip(batch.events, indices, batch.types, strict=True):
             if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
-                pieces = text.get(event["messageId"])
+                item_id, held = event["messageId"], text
             elif kind == "TOOL_CALL_ARGS":
-                pieces = arguments.get(event["toolCallId"])
+                item_id, held = event["toolCallId"], arguments
             else:
-                pieces = None
-            if pieces is not None and "metadata" not in event:
-                delta = event["delta"]
-                pieces.append(delta)
-                pieces.length += len(delta)
-                if pieces.length > max_text:
-                    raise self._too_long(pieces, index)
-                continue
-            apply = table.get(kind)  # type: ignore[arg-type]
+                held = None
+            if held is not None and "metadata" not in event:
+                if held is run_in and item_id == run_id:
+                    run.append(event["delta"])
+                    continue
+                if run_in is not None:
+                    done = self._end_run(run, mark, done, indices)
+                    run, run_in = _NO_RUN, None
+                pieces = held.get(item_id)
+                if pieces is None:
+                    opened = self._open_text if held is text else self._open_arguments
+                    pieces = opened(item_id)
+                if pieces is not None:
+                    run, run_id, run_in, mark = pieces, item_id, held, len(pieces)
+                    pieces.append(event["delta"])
+                    continue
+            if run_in is not None:
+                done = self._end_run(run, mark, done, indices)
+                run, run_in = _NO_RUN, None
+            apply = table.get(kind)
             if apply is not None:
                 apply(event, index)
+            done += 1
+        if run_in is not None:
+            self._end_run(run, mark, done, indices)
+
+    def _end_run(self, run: _Pieces, mark: int, done: int, indices: list[int]) -> int:
+        """Count a run of deltas into its item's length; the position after the run."""
+        length = run.length + len("".join(run[mark:]))  # one join: cheaper than len() per piece
+        if length > self._max_text:
+            raise self._too_long_in_run(run, mark, done, indices)
+        run.length = length
+        return done + len(run) - mark
+
+    def _too_long_in_run(
+        self, run: _Pieces, mark: int, done: int, indices: list[int]
+    ) -> StreamRejected:
+        """The rejection ``_grow`` would have raised: at the delta that crossed the limit,
+        the pieces as they were there (the run's later deltas taken back)."""
+        crossed = mark
+        length = run.length + len(run[crossed])
+        while length <= self._max_text:
+            crossed += 1
+            length += len(run[crossed])
+        del run[crossed + 1 :]
+        run.length = length
+        return self._too_long(run, indices[done + crossed - mark])
 
     # text and reasoning messages
 
@@ -221,15 +261,20 @@ class Conversation:
 
     def _content(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
-        pieces = self._text.get(message_id)
+        pieces = self._text.get(message_id) or self._open_text(message_id)
         if pieces is None:
-            message = self._by_id.get(message_id)
-            if message is None or type(message.get("content", "")) is not str:
-                return  # a snapshot dropped it (or restated it without text content)
-            pieces = self._text[message_id] = _Pieces(message.get("content", ""))
+            return
         self._grow(pieces, event["delta"], index)
         if "metadata" in event:
             self._message_metadata_of(event, index)
+
+    def _open_text(self, message_id: str) -> _Pieces | None:
+        """A message's content pieces, started from what it holds; ``None``: it holds none."""
+        message = self._by_id.get(message_id)
+        if message is None or type(message.get("content", "")) is not str:
+            return None  # a snapshot dropped it (or restated it without text content)
+        pieces = self._text[message_id] = _Pieces(message.get("content", ""))
+        return pieces
 
     def _grow(self, pieces: _Pieces, delta: str, index: int) -> None:
         pieces.append(delta)
@@ -315,15 +360,20 @@ class Conversation:
 
     def _call_arguments(self, event: Event, index: int) -> None:
         call_id = event["toolCallId"]
-        pieces = self._arguments.get(call_id)
+        pieces = self._arguments.get(call_id) or self._open_arguments(call_id)
         if pieces is None:
-            call = self._calls.get(call_id)
-            if call is None:
-                return  # a snapshot dropped the message holding it
-            pieces = self._arguments[call_id] = _Pieces(call["function"]["arguments"])
+            return
         self._grow(pieces, event["delta"], index)
         if "metadata" in event:
             self._call_metadata_of(event, index)
+
+    def _open_arguments(self, call_id: str) -> _Pieces | None:
+        """A tool call's argument pieces, started from what it holds; ``None``: no such call."""
+        call = self._calls.get(call_id)
+        if call is None:
+            return None  # a snapshot dropped the message holding it
+        pieces = self._arguments[call_id] = _Pieces(call["function"]["arguments"])
+        return pieces
 
     def _call_end(self, event: Event, index: int) -> None:
         self._join_arguments(event["toolCallId"])  # only open calls hold pieces
@@ -572,13 +622,20 @@ class Conversation:
 
 
 class _Pieces(list[str]):
-    """Text not yet joined, and its length so far (held to ``Limits.max_text_chars``)."""
+    """Text not yet joined, and its length so far (held to ``Limits.max_text_chars``).
+
+    Never empty (its first piece is what the item held), so always true.
+    """
 
     __slots__ = ("length",)
 
     def __init__(self, first: str) -> None:
         super().__init__((first,))
         self.length = len(first)
+
+
+_NO_RUN = _Pieces("")
+"""Stands for the run of deltas while none is open (never appended to)."""
 
 
 def _attribute(message: Message, event: Event) -> None:
