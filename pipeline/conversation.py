@@ -176,10 +176,11 @@ class Conversation:
         table, text, arguments, indices = self._apply, self._text, self._arguments, batch.indices
         # The commonest events, deltas to an item already growing, take a short path
         # (``_grow`` inlined). Consecutive deltas to one item form a run: appended one
-        # by one from ``run[mark]`` on, its first event at position ``done`` of the
-        # batch, counted and held to max_text_chars once, when the run ends.
+        # by one from ``run[mark]`` on, counted and held to max_text_chars once, when
+        # the run ends. ``done``: the position in the batch of the run's first event,
+        # or of the event at hand when no run is open.
         run, run_id, run_in, mark, done = _NO_RUN, None, None, 0, 0
-        for event, index, kind in zip(batch.events, indices, batch.types, strict=True):
+        for event, kind in zip(batch.events, batch.types, strict=True):
             if kind == "TEXT_MESSAGE_CONTENT" or kind == "REASONING_MESSAGE_CONTENT":
                 item_id, held = event["messageId"], text
             elif kind == "TOOL_CALL_ARGS":
@@ -206,7 +207,7 @@ class Conversation:
                 run, run_in = _NO_RUN, None
             apply = table.get(kind)
             if apply is not None:
-                apply(event, index)
+                apply(event, indices[done])
             done += 1
         if run_in is not None:
             self._end_run(run, mark, done, indices)
