@@ -282,7 +282,7 @@ async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
             stage = stages[position]
             batch = await stage.process(batch)
             if type(stage) not in built_in:
-                batch.retyped()  # your stage may have changed an event's type in place
+                batch.changed()  # your stage may have changed an event's type in place
     except (StreamRejected, HandlerFailed) as error:
         # ``batch`` is still what the failing stage was given.
         raise await _stage_ended(stages, position, batch, error) from None
@@ -297,7 +297,7 @@ async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
     except (StreamRejected, HandlerFailed) as error:
         raise await _stage_ended(stages, position, batch, error) from None
     if type(stage) not in _built_in_stages():
-        batch.retyped()
+        batch.changed()
     return batch
 
 

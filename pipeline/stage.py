@@ -41,17 +41,24 @@ class Batch:
     ``indices[i]`` is the position (from 0) of the frame ``events[i]`` was
     read from; an event a stage synthesizes carries the index of the event it
     was made from, so every diagnostic can point back at the bytes.
-    ``types``, when given, is each event's ``type`` (see :attr:`types`).
+    ``types``, when given, is each event's ``type`` (see :attr:`types`);
+    ``objects`` says every event is known to be a ``dict`` (see :attr:`objects`).
     """
 
-    __slots__ = ("_types", "events", "indices")
+    __slots__ = ("_objects", "_types", "events", "indices")
 
     def __init__(
-        self, events: list[Event], indices: list[int], types: list[Any] | None = None
+        self,
+        events: list[Event],
+        indices: list[int],
+        types: list[Any] | None = None,
+        *,
+        objects: bool = False,
     ) -> None:
         self.events = events
         self.indices = indices
         self._types = types
+        self._objects = objects
 
     @property
     def types(self) -> list[Any]:
@@ -59,18 +66,25 @@ class Batch:
 
         Read once per batch and shared: several stages choose what to do by
         type, and a pass over the events costs as much as the choice. A stage
-        that changes an event's ``type`` in place and returns the same batch
-        calls :meth:`retyped` (the engine does so after every stage that is not
-        one of the built-in ones).
+        that changes an event's ``type`` (or an event) in place and returns the
+        same batch calls :meth:`changed` (the engine does so after every stage
+        that is not one of the built-in ones).
         """
         types = self._types
         if types is None:
             types = self._types = _types_of(self.events)
         return types
 
-    def retyped(self) -> None:
-        """Forget :attr:`types`: an event's ``type`` was changed in place."""
+    @property
+    def objects(self) -> bool:
+        """Every event is known to be a ``dict``: the decoder made the batch from JSON
+        objects and no stage has changed it since (enforce then skips asking)."""
+        return self._objects
+
+    def changed(self) -> None:
+        """Forget what :attr:`types` and :attr:`objects` knew: events changed in place."""
         self._types = None
+        self._objects = False
 
     def __len__(self) -> int:
         return len(self.events)

@@ -110,7 +110,7 @@ class Compat(Stage):
                 found[position](self, events[position], indices[position])
         if self._retyped:  # a THINKING_* event became a REASONING_* one
             self._retyped = False
-            batch.retyped()
+            batch.changed()
         if self._no_subagents:
             return self._without_subagents(batch)
         return batch

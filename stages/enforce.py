@@ -367,10 +367,13 @@ class _Object(_Node):
         exec("\n".join(["def clean(v):", *(f"    {line}" for line in body)]), namespace)
         return typing.cast(Callable[[Any], bool], namespace["clean"])
 
-    def clean_lines(self, namespace: dict[str, Any], *, ok: str, bad: str) -> list[str]:
+    def clean_lines(
+        self, namespace: dict[str, Any], *, ok: str, bad: str, known_dict: bool = False
+    ) -> list[str]:
         """The source of the fast check of ``v``: ``ok`` and ``bad`` are the statements that
-        end it (``return True``/``return False`` in :meth:`clean`; see :func:`_generate_scan`)."""
-        lines = [f"if type(v) is not dict: {bad}", "try:"]
+        end it (``return True``/``return False`` in :meth:`clean`; see :func:`_generate_scan`);
+        ``known_dict``: ``v`` is known to be a dict, no need to ask."""
+        lines = ["try:"] if known_dict else [f"if type(v) is not dict: {bad}", "try:"]
         for key in self.required_order:
             if key == self.skip:
                 continue
@@ -593,12 +596,13 @@ _INLINED = ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS
 """The delta events, most of any stream: the batch scan checks them without a call."""
 
 
-def _generate_scan() -> Callable[[list[Event], list[Any]], int]:
+def _generate_scan(known_dicts: bool) -> Callable[[list[Event], list[Any]], int]:
     """The position of the first event of a batch that is not clean (its length if none).
 
     One generated loop over the events and their types (``Batch.types``): the
     delta types' checks written inline (``continue`` when clean, ``break``
-    when not), every other type's check looked up and called.
+    when not), every other type's check looked up and called. ``known_dicts``:
+    the inline checks need not ask whether an event is a dict (``Batch.objects``).
     """
     namespace: dict[str, Any] = {"_clean": _CLEAN, "_position": _position}
     lines = [
@@ -607,7 +611,9 @@ def _generate_scan() -> Callable[[list[Event], list[Any]], int]:
     ]
     for position, kind in enumerate(_INLINED):
         lines.append(f"        {'elif' if position else 'if'} t == {kind!r}:")
-        body = _EVENTS.members[kind].clean_lines(namespace, ok="continue", bad="break")
+        body = _EVENTS.members[kind].clean_lines(
+            namespace, ok="continue", bad="break", known_dict=known_dicts
+        )
         lines += [f"            {line}" for line in body]
     lines += [
         "        else:",
@@ -628,7 +634,8 @@ def _position(events: list[Event], event: Event) -> int:
     return list(map(is_, events, repeat(event))).index(True)
 
 
-_scan = _generate_scan()
+_scan = _generate_scan(known_dicts=False)
+_scan_objects = _generate_scan(known_dicts=True)
 
 
 # --- the stage --------------------------------------------------------------------------
@@ -640,7 +647,8 @@ class Enforce(Stage):
     name: ClassVar[str] = "enforce"
 
     async def process(self, batch: Batch) -> Batch:
-        start = _scan(batch.events, batch.types)
+        scan = _scan_objects if batch.objects else _scan
+        start = scan(batch.events, batch.types)
         if start == len(batch.events):
             return batch  # every event clean: the batch goes on untouched
         return self._judge_from(batch, start)

@@ -309,7 +309,7 @@ class Parse(Decoder):
         events: list[Event] = values
         self._next_index = start + len(events)
         self.ctx.counters.read += len(events)
-        return Batch(events, list(range(start, self._next_index)), types)
+        return Batch(events, list(range(start, self._next_index)), types, objects=True)
 
 
 def _jsonl_payloads(region: bytes) -> list[bytes]:

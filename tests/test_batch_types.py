@@ -1,9 +1,9 @@
-"""``Batch.types``: the events' types, read once per batch and shared by the stages.
+"""``Batch.types`` and ``Batch.objects``: what is known of a batch's events, shared.
 
-The list is only right while no event's ``type`` changes in place. These tests
-change types in place the two ways a stream can — the compatibility boundary
-translating a retired event, and a user's middleware rewriting one — and check
-that the stages after see the new type.
+Both are only right while no event changes in place. These tests change
+events in place the ways a stream can — the compatibility boundary translating
+a retired event, a user's middleware rewriting a type or swapping an event —
+and check that the stages after see the change.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_types_are_each_events_type_and_read_once() -> None:
     assert batch.types == ["A", None, 3]
     assert batch.types is batch.types
     batch.events[0]["type"] = "B"
-    batch.retyped()
+    batch.changed()
     assert batch.types == ["B", None, 3]
 
 
@@ -63,3 +63,34 @@ def test_middleware_that_retypes_in_place_is_seen_by_expansion() -> None:
         "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
+
+
+class Subclassing(Stage):
+    """Middleware swapping an event, in place, for a dict subclass (not a plain object)."""
+
+    name: ClassVar[str] = "subclassing"
+
+    async def process(self, batch: Batch) -> Batch:
+        batch.events[2] = type("Tagged", (dict,), {})(batch.events[2])
+        return batch
+
+
+def test_parse_knows_its_events_are_objects_and_a_change_forgets_it() -> None:
+    from pipeline.stage import Options, StreamContext
+    from stages.parse import Parse
+
+    batch = Parse(StreamContext(Options())).feed(jsonl(START, END))
+    assert batch.objects and batch.types == ["RUN_STARTED", "RUN_FINISHED"]
+    batch.changed()
+    assert not batch.objects
+    assert not Batch([{"type": "A"}], [0]).objects
+
+
+def test_an_event_swapped_in_place_by_middleware_is_judged_again() -> None:
+    content = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"}
+    opened = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
+    result = run(jsonl(START, opened, content, END), Pipeline(middleware=[Subclassing]))
+    assert not result.verdict.completed
+    assert result.verdict.error is not None
+    assert result.verdict.error.code == "enforce.malformed"
+    assert result.verdict.error.event_index == 2
