@@ -20,7 +20,7 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [row["stage"] for row in report["stages"]] == suite.default_pipeline().stage_names
     assert {row["key"] for row in report["peers"]} >= {"pipeline", "pipeline-jsonl", "orjson"}
     assert report["memory"]["events"] == 1000 and report["memory"]["peak_rss_mb"] > 0
-    assert "agui-pipeline (whole pipeline)" in report["scaling"]
+    assert {suite.OURS, suite.OURS_FROM_FILE} <= set(report["scaling"])
     assert "| parse |" in printed and "Memory, 1,000 events" in printed
 
 
