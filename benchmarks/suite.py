@@ -240,14 +240,14 @@ def ts_part(report: Report, ts_n: int) -> None:
 def scaling_part(report: Report, largest: int, ts_largest: int) -> None:
     sizes = [size for size in SCALE_SIZES if size <= largest]
     ts_reason = peers.ts_available() if ts_largest else "TypeScript client not requested"
-    folder = Path(tempfile.mkdtemp())
+    files = Path(tempfile.mkdtemp())
     for size in sizes:
         print(f"  scaling: {size:,} events", file=sys.stderr)
         stream = events(size)
         body = encode_sse(stream)
         del stream
         reads, payloads = chunks(body), frame_payloads(body, "sse")
-        stored = folder / f"{size}.sse"
+        stored = files / f"{size}.sse"
         stored.write_bytes(body)
         loops = loops_for(size)
         works: dict[str, Work] = {
@@ -272,7 +272,7 @@ def scaling_part(report: Report, largest: int, ts_largest: int) -> None:
             name = f"@ag-ui/client {peers.ts_version()} (node, whole pipeline)"
             report.scaling.setdefault(name, {})[size] = size / median(seconds)
         stored.unlink()
-    folder.rmdir()
+    files.rmdir()
 
 
 def _looped(work: Callable[[], object], loops: int) -> Callable[[], object]:
