@@ -31,14 +31,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from pipeline import Pipeline
+from pipeline import Pipeline, Source
 from pipeline.stage import Stage, StageFactory
 
 from . import peers
@@ -66,7 +66,7 @@ def default_pipeline(*, conversation: bool = True) -> Pipeline:
 # -- timing this project ---------------------------------------------------------------
 
 
-async def _consume(pipeline: Pipeline, reads: Iterable[bytes]) -> int:
+async def _consume(pipeline: Pipeline, reads: Source) -> int:
     """Read a whole stream as an application would, keeping nothing but the count."""
     count = 0
     async with pipeline.open(reads) as stream:
@@ -77,8 +77,10 @@ async def _consume(pipeline: Pipeline, reads: Iterable[bytes]) -> int:
     return count
 
 
-def pipeline_work(pipeline: Pipeline, reads: list[bytes], loops: int = 1) -> SelfTimed:
-    """``loops`` streams through ``pipeline``, timed inside one event loop."""
+def pipeline_work(pipeline: Pipeline, reads: Source, loops: int = 1) -> SelfTimed:
+    """``loops`` streams through ``pipeline``, timed inside one event loop. ``reads`` is
+    the stream in memory, or a file read as ``agui-pipeline check`` reads one (the input
+    not held in memory)."""
 
     async def timed() -> float:
         gc.collect()
@@ -87,31 +89,6 @@ def pipeline_work(pipeline: Pipeline, reads: list[bytes], loops: int = 1) -> Sel
             started = time.process_time()
             for _ in range(loops):
                 await _consume(pipeline, reads)
-            return time.process_time() - started
-        finally:
-            gc.enable()
-
-    return SelfTimed(lambda: anyio.run(timed))
-
-
-def file_work(pipeline: Pipeline, path: Path, loops: int = 1) -> SelfTimed:
-    """``loops`` streams read from the file at ``path``, as ``agui-pipeline check`` reads one:
-    the input is not held in memory, so its size does not weigh on the caches."""
-
-    async def consume() -> None:
-        async with pipeline.open(path) as stream:
-            async for _ in stream.batches():
-                pass
-        if stream.verdict is None or not stream.verdict.completed:
-            raise RuntimeError(f"the benchmark stream was not accepted: {stream.verdict}")
-
-    async def timed() -> float:
-        gc.collect()
-        gc.disable()
-        try:
-            started = time.process_time()
-            for _ in range(loops):
-                await consume()
             return time.process_time() - started
         finally:
             gc.enable()
@@ -252,7 +229,7 @@ def scaling_part(report: Report, largest: int, ts_largest: int) -> None:
         loops = loops_for(size)
         works: dict[str, Work] = {
             OURS: pipeline_work(default_pipeline(), reads, loops),
-            OURS_FROM_FILE: file_work(default_pipeline(), stored, loops),
+            OURS_FROM_FILE: pipeline_work(default_pipeline(), stored, loops),
             "orjson.loads per frame": _looped(peers.prepare_orjson(payloads), loops),
         }
         sdk = peers.prepare_sdk(payloads)
