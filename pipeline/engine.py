@@ -273,16 +273,12 @@ async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
     earlier fault, and then that one is the verdict.
     """
     position = start
-    built_in = _built_in_stages()
     try:
         # One loop, one await per stage: this runs once per read, often for one event.
         for position in range(start, len(stages)):
             if not batch.events:
                 return batch
-            stage = stages[position]
-            batch = await stage.process(batch)
-            if type(stage) not in built_in:
-                batch.changed()  # your stage may have changed an event's type in place
+            batch = await _process(stages[position], batch)
     except (StreamRejected, HandlerFailed) as error:
         # ``batch`` is still what the failing stage was given.
         raise await _stage_ended(stages, position, batch, error) from None
@@ -291,11 +287,16 @@ async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
 
 async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
     """One stage on one batch (at end of stream, between flushes)."""
-    stage = stages[position]
     try:
-        batch = await stage.process(batch)
+        return await _process(stages[position], batch)
     except (StreamRejected, HandlerFailed) as error:
         raise await _stage_ended(stages, position, batch, error) from None
+
+
+async def _process(stage: Stage, batch: Batch) -> Batch:
+    """``stage`` on ``batch``; after a stage of yours, what the batch knew of its events
+    (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place."""
+    batch = await stage.process(batch)
     if type(stage) not in _built_in_stages():
         batch.changed()
     return batch
@@ -364,7 +365,7 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
 
 @cache
 def _built_in_stages() -> frozenset[type[Stage]]:
-    """The stages known never to change an event's ``type`` without saying so."""
+    """The stages known never to change events in place without saying so (``Batch.changed``)."""
     return frozenset(factory for _, factory in _default_stages() if isinstance(factory, type))
 
 

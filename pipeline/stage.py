@@ -106,11 +106,20 @@ class Batch:
 _type_of = itemgetter("type")
 
 
-def _types_of(events: list[Event]) -> list[Any]:
+def read_types(events: list[Event]) -> list[Any] | None:
+    """Each event's ``type`` in one pass in C; ``None`` when an event has no ``type`` or
+    cannot be indexed by a string (of what a JSON decoder makes, only a non-object)."""
     try:
-        return list(map(_type_of, events))  # one pass in C
-    except (KeyError, TypeError):  # an event without a type, or not an object
+        return list(map(_type_of, events))
+    except (KeyError, TypeError):
+        return None
+
+
+def _types_of(events: list[Event]) -> list[Any]:
+    types = read_types(events)
+    if types is None:  # an event without a type, or not an object
         return [event.get("type") if type(event) is dict else None for event in events]
+    return types
 
 
 def empty_batch() -> Batch:

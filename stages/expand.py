@@ -147,8 +147,6 @@ _IDLE = {
 events that change the record of who owns an explicitly opened item."""
 
 
-
-
 class Expand(Stage):
     """Chunks in, start/content/end out; every other event passes unchanged."""
 

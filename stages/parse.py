@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import compress, count, repeat
-from operator import itemgetter, lt
+from operator import lt
 from typing import Any, ClassVar
 
 import orjson
@@ -37,14 +37,13 @@ from pipeline.catalog import (
     PARSE_UNKNOWN_FRAMING,
 )
 from pipeline.errors import StreamRejected, json_kind
-from pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch
+from pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
 
 FRAMINGS = ("sse", "jsonl", "json")
 _BLANK = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
 _loads = orjson.loads
 _DecodeError = orjson.JSONDecodeError
-_type_of = itemgetter("type")
 
 
 class Parse(Decoder):
@@ -290,22 +289,20 @@ class Parse(Decoder):
     def _accept(self, values: list[Any]) -> Batch:
         """Check every frame decoded to an object and number the frames."""
         start = self._next_index
-        types: list[Any] | None
-        try:
-            # Reading each frame's type (for Batch.types) also proves every frame is an
-            # object: nothing else orjson makes can be indexed by a string.
-            types = list(map(_type_of, values))
-        except (KeyError, TypeError):
-            types = None  # a frame with no type (enforce's to judge), or not an object
-            if set(map(type, values)) - {dict}:  # one pass in C; the loop finds the culprit
-                for position, value in enumerate(values):
-                    if type(value) is not dict:
-                        rejection = StreamRejected(
-                            PARSE_NOT_OBJECT,
-                            f"expected a JSON object (one event) in the frame, found "
-                            f"{json_kind(value)}",
-                        )
-                        raise self._rejected_at(rejection, values, position) from None
+        # Reading each frame's type (for Batch.types) also proves every frame is an
+        # object: nothing else orjson makes can be indexed by a string.
+        types = read_types(values)
+        # No types: a frame with no type (enforce's to judge), or one not an object; one
+        # pass in C tells which, the loop finds the culprit.
+        if types is None and set(map(type, values)) - {dict}:
+            for position, value in enumerate(values):
+                if type(value) is not dict:
+                    rejection = StreamRejected(
+                        PARSE_NOT_OBJECT,
+                        f"expected a JSON object (one event) in the frame, found "
+                        f"{json_kind(value)}",
+                    )
+                    raise self._rejected_at(rejection, values, position)
         events: list[Event] = values
         self._next_index = start + len(events)
         self.ctx.counters.read += len(events)
