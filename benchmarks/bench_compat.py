@@ -17,10 +17,9 @@ import argparse
 import copy
 
 import anyio
-
-from pipeline.stage import Batch, Event, Options, Stage, StreamContext
-from stages.compat import Compat
-from stages.parse import Parse
+from agui_pipeline.stage import Batch, Event, Options, Stage, StreamContext
+from agui_pipeline.stages.compat import Compat
+from agui_pipeline.stages.parse import Parse
 
 from .timing import median, rounds
 from .workload import chunks, encode_jsonl, events

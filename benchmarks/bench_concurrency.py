@@ -35,11 +35,10 @@ from typing import Any, ClassVar
 
 import anyio
 import httpx
-
-from pipeline.client import HttpAgent
-from pipeline.engine import Pipeline
-from pipeline.stage import Batch, Stage, StreamContext
-from stages.parse import Parse
+from agui_pipeline.client import HttpAgent
+from agui_pipeline.engine import Pipeline
+from agui_pipeline.stage import Batch, Stage, StreamContext
+from agui_pipeline.stages.parse import Parse
 
 from .memory import _peak_rss_mb
 from .workload import encode_sse, events
@@ -85,7 +84,7 @@ def _percentile(samples: list[tuple[float, int]], fraction: float) -> float:
 
 def _start_server(recording: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "serve", str(recording), "--port", "0"],
+        [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"],
         cwd=ROOT,
         stderr=subprocess.PIPE,
         text=True,
@@ -99,9 +98,7 @@ def _start_server(recording: Path) -> tuple[subprocess.Popen[str], str]:
 
 
 async def _all_runs(url: str, runs: int, per_run: int) -> dict[str, Any]:
-    pipeline = (
-        Pipeline().replace("parse", _TimedParse).insert_after("dispatch", _Latency)
-    )
+    pipeline = Pipeline().replace("parse", _TimedParse).insert_after("dispatch", _Latency)
     limits = httpx.Limits(max_connections=runs, max_keepalive_connections=runs)
     outcomes: dict[str, int] = {}
     delivered = 0

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 
-from pipeline.conversation import Conversation
-from pipeline.stage import Batch, Event, Options, StreamContext
-from stages.metadata import Metadata
+from agui_pipeline.conversation import Conversation
+from agui_pipeline.stage import Batch, Event, Options, StreamContext
+from agui_pipeline.stages.metadata import Metadata
 
 from .workload import events
 

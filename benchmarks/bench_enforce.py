@@ -21,10 +21,9 @@ import copy
 from functools import partial
 
 import anyio
-
-from pipeline.stage import Batch, Options, StreamContext
-from stages.enforce import Enforce
-from stages.parse import Parse
+from agui_pipeline.stage import Batch, Options, StreamContext
+from agui_pipeline.stages.enforce import Enforce
+from agui_pipeline.stages.parse import Parse
 
 from .timing import median, rounds
 from .workload import chunks, encode_jsonl, events
@@ -84,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     rates = measure(args.events, args.repeat)
     verdict = "met" if rates["clean"] >= TARGET else "MISSED"
     print(f"enforce alone: {args.events:,} events, batches of one 64 KiB read each")
-    print(f"  clean stream (fast path)        {rates['clean']:>12,.0f} events/s   "
-          f"target ≥ {TARGET:,}: {verdict}")
+    print(
+        f"  clean stream (fast path)        {rates['clean']:>12,.0f} events/s   "
+        f"target ≥ {TARGET:,}: {verdict}"
+    )
     print(f"  every event stripped (slow path) {rates['slow']:>11,.0f} events/s")
     return 0 if rates["clean"] >= TARGET else 1
 

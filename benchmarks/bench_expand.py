@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.stage import Event, Stage
-from stages.expand import Expand
+from agui_pipeline.stage import Event, Stage
+from agui_pipeline.stages.expand import Expand
 
 from .bench_compat import batches_of, through
 from .timing import median, rounds

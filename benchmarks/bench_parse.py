@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from functools import partial
 
 import orjson
-
-from pipeline.stage import Options, StreamContext
-from stages.parse import Parse
+from agui_pipeline.stage import Options, StreamContext
+from agui_pipeline.stages.parse import Parse
 
 from .timing import median, ratio, rounds
 from .workload import chunks, encode_jsonl, encode_sse, events

@@ -20,32 +20,62 @@ import time
 from typing import Any
 
 import anyio
-
-from pipeline import Batch, Pipeline
-from stages.reconcile import Reconcile
+from agui_pipeline import Batch, Pipeline
+from agui_pipeline.stages.reconcile import Reconcile
 
 from .timing import median, ratio, rounds
 from .workload import _TOOLS, chunks, encode_sse, events
 
 FULL_DECLARATION: dict[str, Any] = {
-    "identity": {"name": "bench", "type": "custom", "description": "d", "version": "1.0.0",
-                 "provider": "p", "documentationUrl": "https://example.com",
-                 "metadata": {"k": "v"}},
-    "transport": {"streaming": True, "websocket": False, "httpBinary": False,
-                  "pushNotifications": False, "resumable": False},
-    "tools": {"supported": True, "parallelCalls": False, "clientProvided": True,
-              "items": [{"name": name, "description": name} for name in _TOOLS]},
+    "identity": {
+        "name": "bench",
+        "type": "custom",
+        "description": "d",
+        "version": "1.0.0",
+        "provider": "p",
+        "documentationUrl": "https://example.com",
+        "metadata": {"k": "v"},
+    },
+    "transport": {
+        "streaming": True,
+        "websocket": False,
+        "httpBinary": False,
+        "pushNotifications": False,
+        "resumable": False,
+    },
+    "tools": {
+        "supported": True,
+        "parallelCalls": False,
+        "clientProvided": True,
+        "items": [{"name": name, "description": name} for name in _TOOLS],
+    },
     "output": {"structuredOutput": False, "supportedMimeTypes": ["text/plain"]},
     "state": {"snapshots": True, "deltas": True, "memory": False, "persistentState": True},
-    "multiAgent": {"supported": True, "delegation": True, "handoffs": False,
-                   "subagents": [{"name": "researcher"}]},
+    "multiAgent": {
+        "supported": True,
+        "delegation": True,
+        "handoffs": False,
+        "subagents": [{"name": "researcher"}],
+    },
     "reasoning": {"supported": True, "streaming": True, "encrypted": False},
-    "multimodal": {"input": {"image": True, "audio": False, "video": False, "pdf": True,
-                             "file": False}, "output": {"image": False, "audio": False}},
-    "execution": {"codeExecution": False, "sandboxed": True, "maxIterations": 20,
-                  "maxExecutionTime": 60_000},
-    "humanInTheLoop": {"supported": True, "approvals": True, "interventions": False,
-                       "feedback": False, "interrupts": True, "approveWithEdits": False},
+    "multimodal": {
+        "input": {"image": True, "audio": False, "video": False, "pdf": True, "file": False},
+        "output": {"image": False, "audio": False},
+    },
+    "execution": {
+        "codeExecution": False,
+        "sandboxed": True,
+        "maxIterations": 20,
+        "maxExecutionTime": 60_000,
+    },
+    "humanInTheLoop": {
+        "supported": True,
+        "approvals": True,
+        "interventions": False,
+        "feedback": False,
+        "interrupts": True,
+        "approveWithEdits": False,
+    },
     "custom": {"bench": True},
 }
 

@@ -17,9 +17,8 @@ import argparse
 import tracemalloc
 
 import anyio
-
-from pipeline.stage import Batch, Options, Stage, StreamContext
-from stages.verify import Verify
+from agui_pipeline.stage import Batch, Options, Stage, StreamContext
+from agui_pipeline.stages.verify import Verify
 
 from .bench_compat import batches_of, through
 from .timing import median, rounds

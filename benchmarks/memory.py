@@ -17,8 +17,7 @@ import time
 import tracemalloc
 
 import anyio
-
-from pipeline import Pipeline
+from agui_pipeline import Pipeline
 
 from .workload import DECLARATION, iter_sse_chunks
 

@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-from pipeline import Pipeline, Source
-from pipeline.stage import Stage, StageFactory
+from agui_pipeline import Pipeline, Source
+from agui_pipeline.stage import Stage, StageFactory
 
 from . import peers
 from .bench_parse import decode_with_parse, frame_payloads
@@ -156,14 +155,16 @@ def stages_part(report: Report, reads: list[bytes]) -> None:
     for name in ["parse", *names]:
         alone, upto = median(times[f"alone {name}"]), median(times[f"upto {name}"])
         report.stages.append(
-            {"stage": name, "alone_us": alone / n * 1e6, "upto_us": upto / n * 1e6,
-             "upto_rate": n / upto}
+            {
+                "stage": name,
+                "alone_us": alone / n * 1e6,
+                "upto_us": upto / n * 1e6,
+                "upto_rate": n / upto,
+            }
         )
 
 
-def peers_part(
-    report: Report, body: bytes, reads: list[bytes], jsonl_reads: list[bytes]
-) -> None:
+def peers_part(report: Report, body: bytes, reads: list[bytes], jsonl_reads: list[bytes]) -> None:
     n, repeat = report.events, report.repeat
     payloads = frame_payloads(body, "sse")
     works: dict[str, Work] = {
@@ -183,8 +184,12 @@ def peers_part(
     }
     for name in works:
         report.peers.append(
-            {"name": labels[name], "key": name, "rate": n / median(times[name]),
-             "relative": ratio(times["pipeline"], times[name])}
+            {
+                "name": labels[name],
+                "key": name,
+                "rate": n / median(times[name]),
+                "relative": ratio(times["pipeline"], times[name]),
+            }
         )
     if sdk is None:
         report.notes.append("Python SDK not installed (pip install -e '.[bench]'): skipped")
@@ -314,9 +319,7 @@ def render(report: Report) -> str:
             "| --- | ---: | ---: |",
         ]
         for row in report.peers:
-            lines.append(
-                f"| {row['name']} | {row['rate']:,.0f} | {row['relative']:.2f}× |"
-            )
+            lines.append(f"| {row['name']} | {row['rate']:,.0f} | {row['relative']:.2f}× |")
         lines.append("")
     if report.ts:
         ts = report.ts
@@ -377,8 +380,13 @@ def plot(report: Report, path: Path) -> bool:
         axes.plot(sizes, [series[s] for s in sizes], marker="o", label=name)
     axes.axhline(TARGET_RATE, color="grey", linestyle="--", linewidth=1)
     axes.annotate(
-        f"target {TARGET_RATE:,} events/s", (0.01, TARGET_RATE), xycoords=("axes fraction", "data"),
-        xytext=(0, 3), textcoords="offset points", fontsize=8, color="grey",
+        f"target {TARGET_RATE:,} events/s",
+        (0.01, TARGET_RATE),
+        xycoords=("axes fraction", "data"),
+        xytext=(0, 3),
+        textcoords="offset points",
+        fontsize=8,
+        color="grey",
     )
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -405,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="rounds per measurement")
     parser.add_argument("--max", type=int, default=1_000_000, help="largest scaling/memory size")
     parser.add_argument(
-        "--ts-events", type=int, default=10_000,
+        "--ts-events",
+        type=int,
+        default=10_000,
         help="stream length for the TypeScript pair, and its largest scaling size (0: skip)",
     )
     parser.add_argument(
@@ -428,8 +438,13 @@ def main(argv: list[str] | None = None) -> int:
     print("parse vs bare orjson ...", file=sys.stderr)
     for figure in measure_parse(args.events, args.repeat):
         report.parse.append(
-            {"framing": figure.framing, "parse_rate": figure.parse_rate,
-             "orjson_rate": figure.orjson_rate, "ratio": figure.ratio, "target": figure.target}
+            {
+                "framing": figure.framing,
+                "parse_rate": figure.parse_rate,
+                "orjson_rate": figure.orjson_rate,
+                "ratio": figure.ratio,
+                "target": figure.target,
+            }
         )
     print("stages ...", file=sys.stderr)
     stages_part(report, reads)

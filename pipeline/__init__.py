@@ -2,7 +2,7 @@
 
 The public API::
 
-    from pipeline import Pipeline
+    from agui_pipeline import Pipeline
 
     result = await Pipeline().run(Path("run.sse"))
     result.verdict.outcome      # completed / rejected / truncated / handler-failed
@@ -51,7 +51,7 @@ def __getattr__(name: str) -> Any:
         from . import client
 
         return getattr(client, name)
-    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    raise AttributeError(f"module 'agui_pipeline' has no attribute {name!r}")
 
 
 __all__ = [

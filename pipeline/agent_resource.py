@@ -89,8 +89,9 @@ def declaration_document(resource: Any) -> dict[str, Any]:
         ces["resource"] = _string(agent["name"], "/name")
     kinds = [kind for kind in AGENT_TYPES if kind in agent]
     if len(kinds) > 1:
-        raise AgentResourceError("/" + kinds[1], f"at most one of {', '.join(AGENT_TYPES)}",
-                                 agent[kinds[1]])
+        raise AgentResourceError(
+            "/" + kinds[1], f"at most one of {', '.join(AGENT_TYPES)}", agent[kinds[1]]
+        )
     if kinds:
         ces["agentType"] = kinds[0]
     document: dict[str, Any] = {}
@@ -115,8 +116,9 @@ def _agent_tree(agent: dict[str, Any], document: dict[str, Any], ces: dict[str, 
     toolsets = _list(agent.get("toolsets", []), "/toolsets")
     if tools or toolsets:
         group: dict[str, Any] = {"supported": True}
-        items = [_item(_string(name, f"/tools/{i}"), {"resource": name})
-                 for i, name in enumerate(tools)]
+        items = [
+            _item(_string(name, f"/tools/{i}"), {"resource": name}) for i, name in enumerate(tools)
+        ]
         complete = True
         for i, entry in enumerate(toolsets):
             toolset = _object(entry, f"/toolsets/{i}")
@@ -150,8 +152,9 @@ def _agent_tree(agent: dict[str, Any], document: dict[str, Any], ces: dict[str, 
 
 
 def _remote_a2a(remote: Any, document: dict[str, Any], identity: dict[str, Any]) -> None:
-    config = _object(_object(remote, "/remoteA2aAgent").get("a2aConfig", {}),
-                     "/remoteA2aAgent/a2aConfig")
+    config = _object(
+        _object(remote, "/remoteA2aAgent").get("a2aConfig", {}), "/remoteA2aAgent/a2aConfig"
+    )
     at = "/remoteA2aAgent/a2aConfig"
     transport: dict[str, Any] = {}
     if "streamingEnabled" in config:

@@ -370,37 +370,52 @@ def check_run_input(
     found: list[Diagnostic] = []
 
     def warn(code: Code, field: str, pointer: str, message: str) -> None:
-        found.append(
-            Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field)
-        )
+        found.append(Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field))
 
     if capabilities.multimodal is not None:
         for field, pointer in input_modalities(run_input):
             if declared_value(capabilities, field) is False:
                 modality = field.rsplit("/", 1)[1]
-                warn(RECONCILE_INPUT_MODALITY, field, pointer,
-                     f"run input {pointer} is a {modality} part, but the declaration sets "
-                     f"{field} to false: the agent will likely skip it")
+                warn(
+                    RECONCILE_INPUT_MODALITY,
+                    field,
+                    pointer,
+                    f"run input {pointer} is a {modality} part, but the declaration sets "
+                    f"{field} to false: the agent will likely skip it",
+                )
     tools, resume = run_input.get("tools"), run_input.get("resume")
     if tools and declared_value(capabilities, "/tools/clientProvided") is False:
-        warn(RECONCILE_INPUT_REFUSED, "/tools/clientProvided", "/tools",
-             "run input /tools offers the application's tools, but the declaration sets "
-             "/tools/clientProvided to false: the agent does not take them")
+        warn(
+            RECONCILE_INPUT_REFUSED,
+            "/tools/clientProvided",
+            "/tools",
+            "run input /tools offers the application's tools, but the declaration sets "
+            "/tools/clientProvided to false: the agent does not take them",
+        )
     if resume and declared_value(capabilities, "/humanInTheLoop/interrupts") is False:
-        warn(RECONCILE_INPUT_REFUSED, "/humanInTheLoop/interrupts", "/resume",
-             "run input /resume answers interrupts, but the declaration sets "
-             "/humanInTheLoop/interrupts to false: the agent does not take part in "
-             "interrupt and resume")
-    if type(resume) is list and declared_value(
-        capabilities, "/humanInTheLoop/approveWithEdits"
-    ) is False:
+        warn(
+            RECONCILE_INPUT_REFUSED,
+            "/humanInTheLoop/interrupts",
+            "/resume",
+            "run input /resume answers interrupts, but the declaration sets "
+            "/humanInTheLoop/interrupts to false: the agent does not take part in "
+            "interrupt and resume",
+        )
+    if (
+        type(resume) is list
+        and declared_value(capabilities, "/humanInTheLoop/approveWithEdits") is False
+    ):
         for position, entry in enumerate(resume):
             payload = entry.get("payload") if type(entry) is dict else None
             if type(payload) is dict and "editedArgs" in payload:
                 pointer = f"/resume/{position}/payload/editedArgs"
-                warn(RECONCILE_INPUT_REFUSED, "/humanInTheLoop/approveWithEdits", pointer,
-                     f"run input {pointer} edits a tool call's arguments, but the declaration "
-                     "sets /humanInTheLoop/approveWithEdits to false")
+                warn(
+                    RECONCILE_INPUT_REFUSED,
+                    "/humanInTheLoop/approveWithEdits",
+                    pointer,
+                    f"run input {pointer} edits a tool call's arguments, but the declaration "
+                    "sets /humanInTheLoop/approveWithEdits to false",
+                )
     return found
 
 

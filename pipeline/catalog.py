@@ -54,9 +54,7 @@ HTTP_SSE = "/spec/1.1/basic/transports/http-sse"
 
 # --- source and parse -------------------------------------------------------
 
-PARSE_NOT_JSON = _code(
-    "parse.not-json", _E, HTTP_SSE, "a frame's bytes are not a JSON document"
-)
+PARSE_NOT_JSON = _code("parse.not-json", _E, HTTP_SSE, "a frame's bytes are not a JSON document")
 PARSE_NOT_OBJECT = _code(
     "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
 )
@@ -64,15 +62,21 @@ PARSE_NOT_ARRAY = _code(
     "parse.not-array", _E, TRANSPORTS, "a JSON array document is not an array of objects"
 )
 PARSE_UNKNOWN_FRAMING = _code(
-    "parse.unknown-framing", _E, TRANSPORTS,
+    "parse.unknown-framing",
+    _E,
+    TRANSPORTS,
     "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
 )
 PARSE_INCOMPLETE_FRAME = _code(
-    "parse.incomplete-frame", _W, HTTP_SSE,
+    "parse.incomplete-frame",
+    _W,
+    HTTP_SSE,
     "the stream ended inside a frame; the partial frame was discarded",
 )
 SOURCE_IDLE_TIMEOUT = _code(
-    "source.idle-timeout", _W, TRANSPORTS,
+    "source.idle-timeout",
+    _W,
+    TRANSPORTS,
     "no bytes arrived within the idle window; the stream was ended there",
 )
 
@@ -85,18 +89,24 @@ LIMIT_DEPTH = _code(
     "limit.depth", _E, TRANSPORTS, "an event is nested deeper than the configured limit"
 )
 LIMIT_OPEN_ITEMS = _code(
-    "limit.open-items", _E, TRANSPORTS,
+    "limit.open-items",
+    _E,
+    TRANSPORTS,
     "more messages, tool calls, spans, steps or subagents open at once than the limit",
 )
 LIMIT_TEXT_CHARS = _code(
-    "limit.text-chars", _E, TRANSPORTS,
+    "limit.text-chars",
+    _E,
+    TRANSPORTS,
     "a message's text or a tool call's arguments grew past the configured limit",
 )
 LIMIT_STATE_BYTES = _code(
     "limit.state-bytes", _E, TRANSPORTS, "the state document grew past the configured limit"
 )
 LIMIT_DIAGNOSTICS = _code(
-    "limit.diagnostics", _W, PROCESSING,
+    "limit.diagnostics",
+    _W,
+    PROCESSING,
     "more diagnostics than the configured limit; further ones are only counted",
 )
 
@@ -106,58 +116,84 @@ VERSIONING = "/spec/1.1/basic/versioning"
 RUN_INPUT = "/spec/1.1/basic/run-input"
 
 COMPAT_RETIRED_EVENT = _code(
-    "compat.retired-event", _W, VERSIONING,
+    "compat.retired-event",
+    _W,
+    VERSIONING,
     "a retired THINKING_* event was translated into its REASONING_* replacement",
 )
 COMPAT_RETIRED_NULL = _code(
-    "compat.retired-null", _W, VERSIONING,
+    "compat.retired-null",
+    _W,
+    VERSIONING,
     "a whole optional field sent as null (a retired shape) was turned into an absent field",
 )
 COMPAT_RETIRED_BINARY = _code(
-    "compat.retired-binary-part", _W, VERSIONING,
+    "compat.retired-binary-part",
+    _W,
+    VERSIONING,
     "a retired binary content part was translated into a media part with a source",
 )
 COMPAT_PEER_DROPPED = _code(
-    "compat.peer-downgrade-dropped", _W, VERSIONING,
+    "compat.peer-downgrade-dropped",
+    _W,
+    VERSIONING,
     "an event an older peer cannot represent was dropped by a version-gated shim",
 )
 COMPAT_PEER_STRIPPED = _code(
-    "compat.peer-downgrade-stripped", _I, VERSIONING,
+    "compat.peer-downgrade-stripped",
+    _I,
+    VERSIONING,
     "material an older peer has no concept of was stripped by a version-gated shim (lossless)",
 )
 COMPAT_VERSION_NEWER = _code(
-    "compat.version-newer", _W, VERSIONING,
+    "compat.version-newer",
+    _W,
+    VERSIONING,
     "the producer declares a newer protocol version than this consumer speaks",
 )
 COMPAT_VERSION_UNINTERPRETABLE = _code(
-    "compat.version-uninterpretable", _W, VERSIONING,
+    "compat.version-uninterpretable",
+    _W,
+    VERSIONING,
     "the producer declares a protocol version this consumer cannot interpret",
 )
 
 # --- outgoing run input -------------------------------------------------------
 
 INPUT_UNRECOGNISED = _code(
-    "input.unrecognised", _W, "/spec/1.1/basic/processing",
+    "input.unrecognised",
+    _W,
+    "/spec/1.1/basic/processing",
     "unrecognised material was removed from the run input before sending",
 )
 INPUT_RETIRED_SHAPE = _code(
-    "input.retired-shape", _I, VERSIONING,
+    "input.retired-shape",
+    _I,
+    VERSIONING,
     "a retired shape in the run input was upgraded to its replacement (lossless)",
 )
 INPUT_ACTIVITY_REMOVED = _code(
-    "input.activity-removed", _I, RUN_INPUT,
+    "input.activity-removed",
+    _I,
+    RUN_INPUT,
     "activity messages never travel back to the producer and were removed before sending",
 )
 INPUT_DOWNGRADE_LOSSY = _code(
-    "input.downgrade-lossy", _W, VERSIONING,
+    "input.downgrade-lossy",
+    _W,
+    VERSIONING,
     "a version-gated shim for an older peer lost content from the run input",
 )
 INPUT_DOWNGRADE = _code(
-    "input.downgrade", _I, VERSIONING,
+    "input.downgrade",
+    _I,
+    VERSIONING,
     "a version-gated shim for an older peer reshaped the run input without losing content",
 )
 INPUT_MALFORMED = _code(
-    "input.malformed", _E, RUN_INPUT,
+    "input.malformed",
+    _E,
+    RUN_INPUT,
     "a known field of the run input holds a value the schema rejects; nothing was sent",
 )
 
@@ -166,23 +202,33 @@ INPUT_MALFORMED = _code(
 EVENT_MODEL = "/spec/1.1/basic/index"
 
 ENFORCE_UNKNOWN_EVENT = _code(
-    "enforce.unknown-event", _W, PROCESSING,
+    "enforce.unknown-event",
+    _W,
+    PROCESSING,
     "an event of a type this consumer does not recognise was dropped",
 )
 ENFORCE_STRIPPED = _code(
-    "enforce.stripped", _W, PROCESSING,
+    "enforce.stripped",
+    _W,
+    PROCESSING,
     "an undescribed property or an unrecognised union member or value was stripped",
 )
 ENFORCE_DROPPED = _code(
-    "enforce.unrecognised-required", _W, PROCESSING,
+    "enforce.unrecognised-required",
+    _W,
+    PROCESSING,
     "an event was dropped: an unrecognised value sits in one of its required fields",
 )
 ENFORCE_MALFORMED = _code(
-    "enforce.malformed", _E, PROCESSING,
+    "enforce.malformed",
+    _E,
+    PROCESSING,
     "a described field holds a value the schema rejects",
 )
 ENFORCE_NULL_OPTIONAL = _code(
-    "enforce.null-optional", _E, EVENT_MODEL,
+    "enforce.null-optional",
+    _E,
+    EVENT_MODEL,
     "an optional field was sent as null; absent means absent, the field must be omitted",
 )
 
@@ -192,23 +238,33 @@ STREAMING = "/spec/1.1/basic/patterns/streaming"
 SUBAGENTS = "/spec/1.1/events/subagents"
 
 EXPAND_FIRST_CHUNK = _code(
-    "expand.first-chunk-incomplete", _E, STREAMING,
+    "expand.first-chunk-incomplete",
+    _E,
+    STREAMING,
     "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
 )
 EXPAND_CONFLICTING_REPEAT = _code(
-    "expand.conflicting-repeat", _E, STREAMING,
+    "expand.conflicting-repeat",
+    _E,
+    STREAMING,
     "a continuation chunk repeats an opener field with a value the opener did not establish",
 )
 EXPAND_AMBIGUOUS = _code(
-    "expand.ambiguous-continuation", _E, STREAMING,
+    "expand.ambiguous-continuation",
+    _E,
+    STREAMING,
     "a chunk with neither an id nor a tag could continue open streams in several lanes",
 )
 EXPAND_OWNER_CONFLICT = _code(
-    "expand.owner-conflict", _E, SUBAGENTS,
+    "expand.owner-conflict",
+    _E,
+    SUBAGENTS,
     "a chunk names an open item under a subagentRunId other than the item's owner",
 )
 EXPAND_MALFORMED_CHUNK = _code(
-    "expand.malformed-chunk", _E, PROCESSING,
+    "expand.malformed-chunk",
+    _E,
+    PROCESSING,
     "a chunk reached expansion with a malformed known field (expansion ran before enforce)",
 )
 
@@ -221,91 +277,133 @@ REASONING = "/spec/1.1/events/reasoning"
 INTERRUPTS = "/spec/1.1/basic/patterns/interrupt-resume"
 
 VERIFY_FIRST_EVENT = _code(
-    "verify.first-event", _E, LIFECYCLE,
+    "verify.first-event",
+    _E,
+    LIFECYCLE,
     "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
 )
 VERIFY_NESTED_RUN = _code(
     "verify.nested-run", _E, LIFECYCLE, "a RUN_STARTED arrived while a run was still active"
 )
 VERIFY_AFTER_CLOSE = _code(
-    "verify.after-close", _E, LIFECYCLE,
+    "verify.after-close",
+    _E,
+    LIFECYCLE,
     "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
 )
 VERIFY_RUN_IDENTITY = _code(
-    "verify.run-identity", _E, LIFECYCLE,
+    "verify.run-identity",
+    _E,
+    LIFECYCLE,
     "a run's identifiers disagree: a terminal event names another run, or an echoed input "
     "another run or thread",
 )
 VERIFY_THREAD_CHANGED = _code(
-    "verify.thread-changed", _E, "/spec/1.1/basic/index",
+    "verify.thread-changed",
+    _E,
+    "/spec/1.1/basic/index",
     "a run on the stream belongs to a different thread than the runs before it",
 )
 VERIFY_RUN_ID_REUSED = _code(
-    "verify.run-id-reused", _E, "/spec/1.1/basic/index",
+    "verify.run-id-reused",
+    _E,
+    "/spec/1.1/basic/index",
     "a RUN_STARTED reuses the runId of an earlier run on the same thread",
 )
 VERIFY_OPEN_AT_FINISH = _code(
-    "verify.open-at-finish", _E, LIFECYCLE,
+    "verify.open-at-finish",
+    _E,
+    LIFECYCLE,
     "RUN_FINISHED arrived while something the run opened was still open",
 )
 VERIFY_STEP = _code(
-    "verify.step", _E, LIFECYCLE,
+    "verify.step",
+    _E,
+    LIFECYCLE,
     "a step was opened while open, or finished without being open (per name and owner)",
 )
 VERIFY_TEXT_MESSAGE = _code(
-    "verify.text-message-sequence", _E, TEXT_MESSAGES,
+    "verify.text-message-sequence",
+    _E,
+    TEXT_MESSAGES,
     "a text message was opened while open, or continued or closed while not open",
 )
 VERIFY_TOOL_CALL = _code(
-    "verify.tool-call-sequence", _E, TOOL_CALLS,
+    "verify.tool-call-sequence",
+    _E,
+    TOOL_CALLS,
     "a tool call was opened while open, or continued or closed while not open",
 )
 VERIFY_REASONING = _code(
-    "verify.reasoning-sequence", _E, REASONING,
+    "verify.reasoning-sequence",
+    _E,
+    REASONING,
     "a reasoning span or message was opened while open, or continued or closed while not open",
 )
 VERIFY_MESSAGE_ID = _code(
-    "verify.message-id-reused", _E, "/spec/1.1/basic/index",
+    "verify.message-id-reused",
+    _E,
+    "/spec/1.1/basic/index",
     "a messageId that already names a message of another kind names a new one",
 )
 VERIFY_ATTRIBUTION = _code(
-    "verify.attribution-mismatch", _E, "/spec/1.1/events/subagents",
+    "verify.attribution-mismatch",
+    _E,
+    "/spec/1.1/events/subagents",
     "an event continuing an item carries a subagentRunId that disagrees with the item's owner",
 )
 VERIFY_SUBAGENT = _code(
-    "verify.subagent-lifecycle", _E, "/spec/1.1/events/subagents",
+    "verify.subagent-lifecycle",
+    _E,
+    "/spec/1.1/events/subagents",
     "a subagent invocation was announced, used or closed out of order",
 )
 VERIFY_INTERRUPT = _code(
-    "verify.interrupt", _E, INTERRUPTS,
+    "verify.interrupt",
+    _E,
+    INTERRUPTS,
     "an interrupt outcome repeats an interrupt id, or disagrees with a suspended subagent",
 )
 VERIFY_PENDING_CALLS = _code(
-    "verify.pending-tool-calls", _E, TOOL_CALLS,
+    "verify.pending-tool-calls",
+    _E,
+    TOOL_CALLS,
     "pendingToolCallIds is not exactly the calls the run started and did not answer",
 )
 VERIFY_TOOL_RESULT = _code(
-    "verify.tool-result", _E, TOOL_CALLS,
+    "verify.tool-result",
+    _E,
+    TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call still open, one nothing names, or a frontend tool call",
 )
 VERIFY_TOOL_RESULT_UNSEEN = _code(
-    "verify.tool-result-unseen", _W, TOOL_CALLS,
+    "verify.tool-result-unseen",
+    _W,
+    TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call this consumer cannot see (no run input to look in)",
 )
 VERIFY_CANCELLED_RESULT = _code(
-    "verify.cancelled-result", _W, LIFECYCLE,
+    "verify.cancelled-result",
+    _W,
+    LIFECYCLE,
     "a run finished with the cancelled outcome carries a result, which it SHOULD NOT",
 )
 VERIFY_UNEXPANDED_CHUNK = _code(
-    "verify.unexpanded-chunk", _E, "/spec/1.1/basic/patterns/streaming",
+    "verify.unexpanded-chunk",
+    _E,
+    "/spec/1.1/basic/patterns/streaming",
     "a *_CHUNK event reached verification unexpanded (the pipeline has no expand stage)",
 )
 VERIFY_UNREADABLE = _code(
-    "verify.unreadable-event", _E, PROCESSING,
+    "verify.unreadable-event",
+    _E,
+    PROCESSING,
     "an event lacks a field verification reads (the pipeline has no enforce stage)",
 )
 VERIFY_TRUNCATED = _code(
-    "verify.truncated", _E, TRANSPORTS,
+    "verify.truncated",
+    _E,
+    TRANSPORTS,
     "the stream ended while a run was active, or before any event: the run has no outcome",
 )
 
@@ -314,47 +412,69 @@ VERIFY_TRUNCATED = _code(
 CAPABILITIES = "/spec/1.1/basic/capabilities"
 
 RECONCILE_DECLARATION_UNUSABLE = _code(
-    "reconcile.declaration-unusable", _W, CAPABILITIES,
+    "reconcile.declaration-unusable",
+    _W,
+    CAPABILITIES,
     "a known field of the capabilities declaration is malformed; the declaration is not used",
 )
 RECONCILE_DECLARATION_UNRECOGNISED = _code(
-    "reconcile.declaration-unrecognised", _W, CAPABILITIES,
+    "reconcile.declaration-unrecognised",
+    _W,
+    CAPABILITIES,
     "the declaration carries a group or field this version does not define; kept, not read",
 )
 RECONCILE_FALSE_CONTRADICTED = _code(
-    "reconcile.false-contradicted", _W, CAPABILITIES,
+    "reconcile.false-contradicted",
+    _W,
+    CAPABILITIES,
     "the stream uses a capability the declaration explicitly sets to false",
 )
 RECONCILE_UNLISTED_TOOL = _code(
-    "reconcile.unlisted-tool", _W, CAPABILITIES,
+    "reconcile.unlisted-tool",
+    _W,
+    CAPABILITIES,
     "a tool was called that is in neither tools.items nor the run input's tools",
 )
 RECONCILE_CLIENT_TOOL = _code(
-    "reconcile.client-tool", _W, CAPABILITIES,
+    "reconcile.client-tool",
+    _W,
+    CAPABILITIES,
     "one of the application's tools was called under tools.clientProvided: false",
 )
 RECONCILE_PARALLEL_CALLS = _code(
-    "reconcile.parallel-calls", _W, CAPABILITIES,
+    "reconcile.parallel-calls",
+    _W,
+    CAPABILITIES,
     "tool calls were in flight at the same time under tools.parallelCalls: false",
 )
 RECONCILE_UNLISTED_SUBAGENT = _code(
-    "reconcile.unlisted-subagent", _W, CAPABILITIES,
+    "reconcile.unlisted-subagent",
+    _W,
+    CAPABILITIES,
     "a subagent was started under a name multiAgent.subagents does not list",
 )
 RECONCILE_TRANSPORT = _code(
-    "reconcile.transport", _W, CAPABILITIES,
+    "reconcile.transport",
+    _W,
+    CAPABILITIES,
     "the stream arrived over a transport the declaration explicitly sets to false",
 )
 RECONCILE_INPUT_MODALITY = _code(
-    "reconcile.input-modality", _W, CAPABILITIES,
+    "reconcile.input-modality",
+    _W,
+    CAPABILITIES,
     "the run input carries a modality multimodal.input explicitly sets to false",
 )
 RECONCILE_INPUT_REFUSED = _code(
-    "reconcile.input-refused", _W, CAPABILITIES,
+    "reconcile.input-refused",
+    _W,
+    CAPABILITIES,
     "the run input offers tools, resume entries or edited arguments the declaration refuses",
 )
 RECONCILE_RUN_SUMMARY = _code(
-    "reconcile.run-summary", _I, CAPABILITIES,
+    "reconcile.run-summary",
+    _I,
+    CAPABILITIES,
     "per run: declared capabilities exercised and not, and undeclared ones used",
 )
 
@@ -364,51 +484,69 @@ SNAPSHOTS = "/spec/1.1/basic/patterns/snapshots"
 ACTIVITY = "/spec/1.1/events/activity"
 
 CONVERSATION_STATE_PATCH = _code(
-    "conversation.state-patch-failed", _W, SNAPSHOTS,
+    "conversation.state-patch-failed",
+    _W,
+    SNAPSHOTS,
     "a well-formed STATE_DELTA did not apply; the state was left exactly as it was",
 )
 CONVERSATION_ACTIVITY_PATCH = _code(
-    "conversation.activity-patch-failed", _W, ACTIVITY,
+    "conversation.activity-patch-failed",
+    _W,
+    ACTIVITY,
     "a well-formed ACTIVITY_DELTA did not apply; the activity was left exactly as it was",
 )
 CONVERSATION_ACTIVITY_TARGET = _code(
-    "conversation.activity-target-missing", _W, ACTIVITY,
+    "conversation.activity-target-missing",
+    _W,
+    ACTIVITY,
     "an activity event names a message that does not exist or is not an activity message; "
     "it was skipped",
 )
 CONVERSATION_ENCRYPTED_TARGET = _code(
-    "conversation.encrypted-value-target-missing", _W, "/spec/1.1/events/reasoning",
+    "conversation.encrypted-value-target-missing",
+    _W,
+    "/spec/1.1/events/reasoning",
     "a REASONING_ENCRYPTED_VALUE names no message or tool call the consumer holds; "
     "the value was dropped",
 )
 CONVERSATION_NO_CARRIER = _code(
-    "conversation.tool-call-no-carrier", _W, "/spec/1.1/events/tool-calls",
+    "conversation.tool-call-no-carrier",
+    _W,
+    "/spec/1.1/events/tool-calls",
     "a tool call's parentMessageId names a message that is not an assistant message; "
     "the call is kept off the message list",
 )
 
 # --- dispatch and transports --------------------------------------------------
 
-HANDLER_FAILED = _code(
-    "dispatch.handler-failed", _E, PROCESSING, "an application handler raised"
-)
+HANDLER_FAILED = _code("dispatch.handler-failed", _E, PROCESSING, "an application handler raised")
 TRANSPORT_CONTENT_TYPE = _code(
-    "transport.content-type", _W, HTTP_SSE,
+    "transport.content-type",
+    _W,
+    HTTP_SSE,
     "the response is not text/event-stream; its body was read by the framing it shows",
 )
 TRANSPORT_CONNECTION_LOST = _code(
-    "transport.connection-lost", _W, HTTP_SSE,
+    "transport.connection-lost",
+    _W,
+    HTTP_SSE,
     "the connection failed mid-body; the stream ended there and is judged as it stands",
 )
 RESUME_UNCOVERED = _code(
-    "input.resume-uncovered", _E, "/spec/1.1/basic/patterns/interrupt-resume",
+    "input.resume-uncovered",
+    _E,
+    "/spec/1.1/basic/patterns/interrupt-resume",
     "a resuming input leaves an interrupt of the interrupted run with no entry",
 )
 RESUME_UNKNOWN = _code(
-    "input.resume-unknown", _E, "/spec/1.1/basic/patterns/interrupt-resume",
+    "input.resume-unknown",
+    _E,
+    "/spec/1.1/basic/patterns/interrupt-resume",
     "a resume entry names no interrupt of the run being continued",
 )
 RESUME_EXPIRED = _code(
-    "input.resume-expired", _E, "/spec/1.1/basic/patterns/interrupt-resume",
+    "input.resume-expired",
+    _E,
+    "/spec/1.1/basic/patterns/interrupt-resume",
     "a resume entry answers an interrupt the consumer judges expired",
 )

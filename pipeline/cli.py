@@ -3,7 +3,7 @@
 ``check SOURCE`` runs the default pipeline over a stream and reports the
 verdict and every diagnostic. Exit status: 0 the stream completed, 1 the
 consumer rejected it (or it was truncated), 2 a usage or I/O error. SOURCE
-may be an agent's URL (:mod:`pipeline.cli_http`), and ``serve FILE`` is the
+may be an agent's URL (:mod:`agui_pipeline.cli_http`), and ``serve FILE`` is the
 other side: a recorded stream replayed as an HTTP + SSE endpoint.
 """
 
@@ -48,7 +48,9 @@ def _add_check(commands: Any) -> None:
     )
     check.add_argument("source", help="a stream file (SSE, JSON lines or a JSON array), or -")
     check.add_argument(
-        "--format", choices=["text", "json", "sarif"], default="text",
+        "--format",
+        choices=["text", "json", "sarif"],
+        default="text",
         help="report format (default text; sarif: SARIF 2.1.0 for code-scanning tools)",
     )
     check.add_argument(
@@ -57,29 +59,35 @@ def _add_check(commands: Any) -> None:
         help="the stream's framing (default: detected from the first bytes)",
     )
     check.add_argument(
-        "--peer-version", metavar="VERSION",
+        "--peer-version",
+        metavar="VERSION",
         help="the newest protocol version the producer speaks, when it is older (e.g. 0.0.45): "
         "selects the version-gated compatibility shims",
     )
     declared = check.add_mutually_exclusive_group()
     declared.add_argument(
-        "--capabilities", metavar="FILE",
+        "--capabilities",
+        metavar="FILE",
         help="the agent's AgentCapabilities declaration (JSON): report where the stream "
         "contradicts it (never rejects)",
     )
     declared.add_argument(
-        "--agent-resource", metavar="FILE",
+        "--agent-resource",
+        metavar="FILE",
         help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
     )
     check.add_argument(
         "--input", metavar="FILE", help="with a URL: the RunAgentInput to POST (JSON)"
     )
     check.add_argument(
-        "--header", action="append", metavar="NAME:VALUE",
+        "--header",
+        action="append",
+        metavar="NAME:VALUE",
         help="with a URL: a request header (repeatable), e.g. 'Authorization: Bearer ...'",
     )
     check.add_argument(
-        "--progress", action="store_true",
+        "--progress",
+        action="store_true",
         help="with a URL: show progress on stderr even when it is not a terminal",
     )
     check.set_defaults(handler=_check)
@@ -190,7 +198,8 @@ def _json_report(name: str, result: RunResult, out: TextIO) -> None:
 
 
 _REPORTS: dict[str, Callable[[str, RunResult, TextIO], None]] = {
-    "text": _text_report, "json": _json_report,
+    "text": _text_report,
+    "json": _json_report,
 }
 
 
@@ -255,7 +264,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

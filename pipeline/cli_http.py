@@ -1,6 +1,6 @@
 """The command line's HTTP half: ``check URL`` and ``serve FILE``.
 
-Kept apart from :mod:`pipeline.cli` so the file commands never import the
+Kept apart from :mod:`agui_pipeline.cli` so the file commands never import the
 ``http`` and ``serve`` extras.
 """
 
@@ -137,11 +137,16 @@ def add_serve(commands: Any) -> None:
     serve.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
     serve.add_argument("--split", type=int, metavar="N", help="write frames in pieces of N bytes")
     serve.add_argument(
-        "--pause", type=float, default=0.0, metavar="S",
+        "--pause",
+        type=float,
+        default=0.0,
+        metavar="S",
         help="seconds to wait between writes (frames, or pieces with --split)",
     )
     serve.add_argument(
-        "--keepalive", type=float, metavar="S",
+        "--keepalive",
+        type=float,
+        metavar="S",
         help="send ': keep-alive' every S seconds while pausing between frames",
     )
     serve.add_argument(

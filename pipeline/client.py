@@ -2,7 +2,7 @@
 
 ``/spec/1.1/basic/transports/http-sse``: the request is a ``POST`` of the
 ``RunAgentInput`` as one JSON object with ``Accept: text/event-stream``; the
-response is read through a :class:`~pipeline.Pipeline` as the bytes arrive.
+response is read through a :class:`~agui_pipeline.Pipeline` as the bytes arrive.
 What can go wrong, and what each is:
 
 - an error status before the stream: the run never started — :class:`HttpStatusError`,
@@ -118,7 +118,7 @@ class HttpAgent:
     async def open(
         self, run_input: Mapping[str, Any], *, headers: Mapping[str, str] | None = None
     ) -> AsyncIterator[EventStream]:
-        """POST ``run_input`` and yield the response as an :class:`~pipeline.EventStream`.
+        """POST ``run_input`` and yield the response as an :class:`~agui_pipeline.EventStream`.
 
         The input goes through the outgoing boundary first, so a malformed one
         raises ``InputRejected`` before anything is sent.
@@ -140,7 +140,10 @@ class HttpAgent:
                 with anyio.fail_after(idle):
                     response = await stack.enter_async_context(
                         self._client.stream(
-                            "POST", self.url, content=content, headers=request_headers,
+                            "POST",
+                            self.url,
+                            content=content,
+                            headers=request_headers,
                             auth=self.auth or httpx.USE_CLIENT_DEFAULT,
                         )
                     )

@@ -7,10 +7,10 @@ the runner
 
 1. builds the run input from ``input`` (``threadId``/``runId`` taken from the
    stream's first ``RUN_STARTED`` when the input lacks them) and passes it
-   through the outgoing boundary, :func:`pipeline.run_input.prepare_input`,
+   through the outgoing boundary, :func:`agui_pipeline.run_input.prepare_input`,
    with the peer's version — the body that would be sent is what ``request``
    and ``requestAbsentPaths`` check;
-2. replays ``stream`` as SSE through the default :class:`~pipeline.Pipeline`
+2. replays ``stream`` as SSE through the default :class:`~agui_pipeline.Pipeline`
    (``peer_max_protocol_version`` set, ``run_input`` the prepared body) — or
    through any other source the caller supplies, such as a real HTTP server;
 3. checks every ``expect`` key, ignoring ``expectOverrides`` (other clients).
@@ -268,11 +268,13 @@ def check_fixture(replay: Replay) -> Report:
     expect, deviation = expectations(fixture)
     failures: list[Failure] = []
     if deviation is not None and not json_equal(fixture.expect, deviation.pinned):
-        failures.append(Failure(
-            "deviation",
-            f"the corpus changed this fixture's expect to {_show(fixture.expect)}; the "
-            "registered deviation is stale and needs review",
-        ))
+        failures.append(
+            Failure(
+                "deviation",
+                f"the corpus changed this fixture's expect to {_show(fixture.expect)}; the "
+                "registered deviation is stale and needs review",
+            )
+        )
     if replay.crash is not None:
         failures.append(Failure("run", f"the pipeline raised {replay.crash}"))
         return Report(fixture.name, failures, deviation)

@@ -42,7 +42,7 @@ stored metadata of messages restated whole.
 State (``/spec/1.1/events/state``, ``/spec/1.1/basic/patterns/snapshots``)
 starts as the run input's ``state``, or ``{}``. ``STATE_SNAPSHOT`` replaces it
 with any JSON value (``null`` and ``false`` too); ``STATE_DELTA`` applies
-atomically, in place, with an undo log (:mod:`pipeline.patch`): a patch that
+atomically, in place, with an undo log (:mod:`agui_pipeline.patch`): a patch that
 does not apply warns and leaves the state exactly as it was.
 
 Pending interrupts are those of the latest ``RUN_FINISHED`` with the

@@ -349,16 +349,22 @@ async def _ended(
 def _default_stages() -> list[tuple[str, StageFactory]]:
     """The spec's processing model after parse, in ``CANONICAL_ORDER``."""
     # Imported here: the stage modules import the engine's building blocks.
-    from stages.compat import Compat
-    from stages.dispatch import Dispatch
-    from stages.enforce import Enforce
-    from stages.expand import Expand
-    from stages.metadata import Metadata
-    from stages.reconcile import Reconcile
-    from stages.verify import Verify
+    from .stages.compat import Compat
+    from .stages.dispatch import Dispatch
+    from .stages.enforce import Enforce
+    from .stages.expand import Expand
+    from .stages.metadata import Metadata
+    from .stages.reconcile import Reconcile
+    from .stages.verify import Verify
 
     factories: list[type[Stage]] = [
-        Compat, Enforce, Expand, Verify, Reconcile, Metadata, Dispatch,
+        Compat,
+        Enforce,
+        Expand,
+        Verify,
+        Reconcile,
+        Metadata,
+        Dispatch,
     ]
     return [(factory.name, factory) for factory in factories]
 
@@ -370,7 +376,7 @@ def _built_in_stages() -> frozenset[type[Stage]]:
 
 
 def _default_decoder() -> DecoderFactory:
-    from stages.parse import Parse
+    from .stages.parse import Parse
 
     return Parse
 
@@ -396,7 +402,7 @@ class Pipeline:
         options: Options | None = None,
         **settings: Any,
     ) -> None:
-        """``settings`` are :class:`~pipeline.stage.Options` fields, e.g.
+        """``settings`` are :class:`~agui_pipeline.stage.Options` fields, e.g.
         ``Pipeline(idle_timeout=30, limits=Limits(max_frame_bytes=1 << 20))``."""
         self.options = replace(options, **settings) if options else Options(**settings)
         self.decoder: DecoderFactory = _default_decoder()
@@ -444,7 +450,7 @@ class Pipeline:
         return copy
 
     def with_options(self, **changes: Any) -> Pipeline:
-        """A copy with some :class:`~pipeline.stage.Options` changed."""
+        """A copy with some :class:`~agui_pipeline.stage.Options` changed."""
         copy = self._copy()
         copy.options = replace(self.options, **changes)
         return copy
@@ -501,7 +507,14 @@ MIDDLEWARE_SLOT = "enforce"
 """Middleware is inserted before this stage (``/spec/1.1/basic/processing``)."""
 
 CANONICAL_ORDER = [
-    "parse", "compat", "enforce", "expand", "verify", "reconcile", "metadata", "dispatch",
+    "parse",
+    "compat",
+    "enforce",
+    "expand",
+    "verify",
+    "reconcile",
+    "metadata",
+    "dispatch",
 ]
 
 

@@ -157,6 +157,10 @@ def json_kind(value: Any) -> str:
 
 
 _JSON_KINDS = {
-    bool: "a boolean", int: "a number", float: "a number", str: "a string",
-    list: "an array", dict: "an object",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+    dict: "an object",
 }

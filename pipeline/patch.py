@@ -284,9 +284,7 @@ def _get(root: list[Any], tokens: list[str]) -> Any:
     return node
 
 
-def _index(
-    token: Any, length: int, *, end_allowed: bool, tokens: list[str] | None = None
-) -> int:
+def _index(token: Any, length: int, *, end_allowed: bool, tokens: list[str] | None = None) -> int:
     if type(token) is int:  # the root's slot in its holder
         return token
     if token == "-" and end_allowed:

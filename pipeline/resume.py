@@ -6,7 +6,7 @@ input's ``resume`` list. Coverage is the consumer's rule: every interrupt of
 the run being continued is answered or explicitly abandoned (status
 ``cancelled``), each entry names one of those interrupts, and an interrupt
 the consumer judges expired can only be abandoned. :func:`resume_input`
-refuses, with :class:`~pipeline.errors.InputRejected`, an input that breaks
+refuses, with :class:`~agui_pipeline.errors.InputRejected`, an input that breaks
 any of these — before anything is sent.
 
 The continuing run keeps the thread: the same ``threadId``, the messages and

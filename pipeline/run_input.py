@@ -20,7 +20,7 @@ In order, on a copy of the caller's mapping:
    containing it — inside a list, the element;
 4. what is left validated by :class:`RunAgentInput` (strict, closed, no
    coercion, no ``null`` for an absent field): a failure raises
-   :class:`~pipeline.errors.InputRejected` with a pointer into the input as
+   :class:`~agui_pipeline.errors.InputRejected` with a pointer into the input as
    the caller passed it;
 5. the shims for an older peer (``peer_max_protocol_version``;
    ``/spec/1.1/basic/versioning``, "Downgrading"): at or below 0.0.57 the
@@ -312,8 +312,13 @@ def _tag(model: type[BaseModel], discriminator: str) -> str:
 _MESSAGE_FIELDS = {
     _tag(model, "role"): _fields(model)
     for model in (
-        DeveloperMessage, SystemMessage, AssistantMessage, UserMessage,
-        ToolMessage, ActivityMessage, ReasoningMessage,
+        DeveloperMessage,
+        SystemMessage,
+        AssistantMessage,
+        UserMessage,
+        ToolMessage,
+        ActivityMessage,
+        ReasoningMessage,
     )
 }
 _PART_FIELDS = {
@@ -592,8 +597,11 @@ class _Boundary:
         return [(f"/messages/{origins[i]}", m) for i, m in enumerate(messages)]
 
     def _without_subagents(self, body: dict[str, Any]) -> None:
-        stripped = [pointer for pointer, message in self._messages(body)
-                    if message.pop("subagentRunId", None) is not None]
+        stripped = [
+            pointer
+            for pointer, message in self._messages(body)
+            if message.pop("subagentRunId", None) is not None
+        ]
         if stripped:
             self._report(
                 INPUT_DOWNGRADE,
@@ -666,9 +674,7 @@ def _json_copy(value: Any, pointer: str, depth: int = 0) -> Any:
             copy[key] = _json_copy(member, f"{pointer}/{_escape(key)}", depth + 1)
         return copy
     elif isinstance(value, list | tuple):
-        return [
-            _json_copy(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)
-        ]
+        return [_json_copy(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)]
     raise InputRejected(
         INPUT_MALFORMED,
         f"expected a JSON value at {pointer or '/'}, found {_kind(value)}; nothing was sent",

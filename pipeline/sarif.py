@@ -41,8 +41,14 @@ def sarif_report(
     if error is not None:
         code = getattr(error, "code", catalog.HANDLER_FAILED.id)
         diagnostics.append(
-            Diagnostic(code, catalog.Severity.ERROR, str(error), error.event_index,
-                       getattr(error, "pointer", None), getattr(error, "spec", ""))
+            Diagnostic(
+                code,
+                catalog.Severity.ERROR,
+                str(error),
+                error.event_index,
+                getattr(error, "pointer", None),
+                getattr(error, "spec", ""),
+            )
         )
     rules: dict[str, dict[str, Any]] = {}
     results = []
@@ -55,16 +61,20 @@ def sarif_report(
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "agui-pipeline",
-                "informationUri": "https://docs.ag-ui.com",
-                "rules": list(rules.values()),
-            }},
-            "artifacts": artifacts,
-            "results": results,
-            "properties": {"verdict": result.verdict.to_dict(), "transport": result.transport},
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "agui-pipeline",
+                        "informationUri": "https://docs.ag-ui.com",
+                        "rules": list(rules.values()),
+                    }
+                },
+                "artifacts": artifacts,
+                "results": results,
+                "properties": {"verdict": result.verdict.to_dict(), "transport": result.transport},
+            }
+        ],
     }
 
 
@@ -106,7 +116,10 @@ def _result(
         "message": {"text": diagnostic.message},
         "locations": [location],
         "properties": {
-            "eventIndex": index, "pointer": pointer, "spec": diagnostic.spec, "declared": declared,
+            "eventIndex": index,
+            "pointer": pointer,
+            "spec": diagnostic.spec,
+            "declared": declared,
         },
     }
     if declared is not None and declaration is not None and index is not None:

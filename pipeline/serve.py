@@ -47,7 +47,7 @@ def read_recording(data: bytes | Path) -> list[Event]:
     Raises ``ValueError`` naming the frame parse refused, so a recording is
     never served half-read by accident.
     """
-    from stages.parse import Parse
+    from .stages.parse import Parse
 
     raw = data.read_bytes() if isinstance(data, Path) else data
     decoder = Parse(StreamContext(Options()))
@@ -256,8 +256,8 @@ class BackgroundServer:
 class ReplayServer(BackgroundServer):
     """A :class:`Replay` served from a background thread, for tests and scripts::
 
-        with ReplayServer(Replay(events, split=1)) as server:
-            result = await HttpAgent(server.url).run(run_input)
+    with ReplayServer(Replay(events, split=1)) as server:
+        result = await HttpAgent(server.url).run(run_input)
     """
 
     def __init__(self, replay: Replay, host: str = "127.0.0.1", port: int = 0) -> None:

@@ -25,7 +25,7 @@ Source = Union[
     Iterable[bytes | str],
     AsyncIterable[bytes | str],
 ]
-"""What :meth:`pipeline.Pipeline.run` accepts.
+"""What :meth:`agui_pipeline.Pipeline.run` accepts.
 
 - ``bytes`` / ``str``: the stream itself (``str`` is encoded as UTF-8);
 - the string ``"-"``: standard input;

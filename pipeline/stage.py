@@ -26,12 +26,12 @@ from .errors import Diagnostic, StreamRejected
 from .subscribers import HandlerMap, Handlers, Sink
 
 if TYPE_CHECKING:
-    from stages.metadata import ItemMetadata
+    from .stages.metadata import ItemMetadata
 
 Event = dict[str, Any]
 """An event at run time: the plain dict the JSON decoder produced.
 
-:mod:`pipeline.events` has a ``TypedDict`` per event type for static typing.
+:mod:`agui_pipeline.events` has a ``TypedDict`` per event type for static typing.
 """
 
 

@@ -1,7 +1,7 @@
 """What dispatch hands delivered events to: handlers and sinks.
 
 Handlers are configuration, registered once and read by the dispatch stage
-when each stream starts, so one :class:`~pipeline.Pipeline` can run many
+when each stream starts, so one :class:`~agui_pipeline.Pipeline` can run many
 streams with the same handlers. A sink re-encodes what was delivered — SSE
 frames as the HTTP binding writes them, or JSON lines — onto a byte stream
 or a file, which is what lets a pipeline sit in a gateway between an agent

@@ -19,8 +19,8 @@ replacement:
   events (``rawEvent``, ``parentMessageId`` on ``TOOL_CALL_START`` and
   ``TOOL_CALL_CHUNK``, ``outcome`` and ``result`` on ``RUN_FINISHED``,
   ``result`` on ``SUBAGENT_FINISHED``) and inside the documents events carry
-  (:mod:`pipeline.retired`).
-- legacy ``binary`` content parts become media parts (:mod:`pipeline.retired`).
+  (:mod:`agui_pipeline.retired`).
+- legacy ``binary`` content parts become media parts (:mod:`agui_pipeline.retired`).
 
 Version-gated, when ``Options.peer_max_protocol_version`` says the peer is at
 or below a shim's version: 0.0.57 drops the ``SUBAGENT_*`` events (a lossy
@@ -28,7 +28,7 @@ downgrade, so each drop warns) and strips ``subagentRunId`` from the events
 that survive and from the messages and interrupts inside them (lossless: the
 work flattens into one thread, said once). The 0.0.45 shim translates
 ``THINKING_*``, which the always-on boundary already does; 0.0.39 and the
-binary upgrade concern the outgoing input (:mod:`pipeline.run_input`).
+binary upgrade concern the outgoing input (:mod:`agui_pipeline.run_input`).
 
 Version negotiation (``/spec/1.1/basic/versioning``, "Version negotiation"):
 ``RUN_STARTED.protocolVersion`` is compared numerically with the version this
@@ -43,7 +43,7 @@ from collections.abc import Callable
 from itertools import compress, count, repeat
 from typing import Any, ClassVar
 
-from pipeline.catalog import (
+from agui_pipeline.catalog import (
     COMPAT_PEER_DROPPED,
     COMPAT_PEER_STRIPPED,
     COMPAT_RETIRED_BINARY,
@@ -52,9 +52,9 @@ from pipeline.catalog import (
     COMPAT_VERSION_NEWER,
     COMPAT_VERSION_UNINTERPRETABLE,
 )
-from pipeline.retired import Note, upgrade_input, upgrade_messages, upgrade_parts
-from pipeline.stage import Batch, Event, Stage, StreamContext
-from pipeline.versions import (
+from agui_pipeline.retired import Note, upgrade_input, upgrade_messages, upgrade_parts
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+from agui_pipeline.versions import (
     GATE_SUBAGENTS,
     PROTOCOL_VERSION,
     SPOKEN,
@@ -149,15 +149,11 @@ class Compat(Stage):
         message = self._assign(event, index, None)
         self._open_message = message if type(message) is str else None
         event.setdefault("role", "reasoning")
-        self._translated(
-            event, "THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START", index
-        )
+        self._translated(event, "THINKING_TEXT_MESSAGE_START", "REASONING_MESSAGE_START", index)
 
     def _thinking_message_content(self, event: Event, index: int) -> None:
         self._assign(event, index, self._open_message)
-        self._translated(
-            event, "THINKING_TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", index
-        )
+        self._translated(event, "THINKING_TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", index)
 
     def _thinking_message_end(self, event: Event, index: int) -> None:
         self._assign(event, index, self._open_message)

@@ -7,7 +7,7 @@ for the event's type, the ``"*"`` handlers; per batch, after its handlers,
 the sinks. Each is awaited in the reading task, so a slow subscriber slows
 the read instead of filling a buffer.
 
-A handler that raises ends the stream with :class:`~pipeline.HandlerFailed`
+A handler that raises ends the stream with :class:`~agui_pipeline.HandlerFailed`
 carrying the event index — the consumer's own code failed, which is not a
 verdict on the stream (``/spec/1.1/events/lifecycle``, Error Handling keeps
 protocol failures apart). The events of the batch handled before the failing
@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from inspect import isawaitable
 from typing import Any, ClassVar
 
-from pipeline.conversation import Conversation
-from pipeline.errors import HandlerFailed, StreamRejected
-from pipeline.stage import Batch, Event, Stage, StreamContext
-from pipeline.subscribers import EVERY, Handler, Handlers
+from agui_pipeline.conversation import Conversation
+from agui_pipeline.errors import HandlerFailed, StreamRejected
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+from agui_pipeline.subscribers import EVERY, Handler, Handlers
 
 
 class Dispatch(Stage):

@@ -23,7 +23,7 @@ malformed known value is.
   Patch operation RFC 6902 ignores) are data and are never looked into.
 
 The checks are compiled once, at import, from the ``TypedDict``\\ s in
-:mod:`pipeline.events` — the project's one statement of structure. Each
+:mod:`agui_pipeline.events` — the project's one statement of structure. Each
 compiled node answers two questions: :meth:`_Node.clean` (is this value
 exactly valid? — the fast path: for an object, straight-line code generated
 once, one ``get`` and an inlined ``type(x) is str``-style test per member)
@@ -42,8 +42,8 @@ from itertools import repeat
 from operator import is_
 from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Union
 
-from pipeline import events as schema
-from pipeline.catalog import (
+from agui_pipeline import events as schema
+from agui_pipeline.catalog import (
     ENFORCE_DROPPED,
     ENFORCE_MALFORMED,
     ENFORCE_NULL_OPTIONAL,
@@ -51,8 +51,8 @@ from pipeline.catalog import (
     ENFORCE_UNKNOWN_EVENT,
     Code,
 )
-from pipeline.errors import StreamRejected
-from pipeline.stage import Batch, Event, Stage
+from agui_pipeline.errors import StreamRejected
+from agui_pipeline.stage import Batch, Event, Stage
 
 # --- what a walk raises ---------------------------------------------------------
 
@@ -504,7 +504,7 @@ _objects: dict[tuple[type, bool, str | None], _Object] = {}
 
 
 def _compile(hint: Any, *, is_open: bool = False) -> _Node:
-    """The node checking values of the annotation ``hint`` (see :mod:`pipeline.events`)."""
+    """The node checking values of the annotation ``hint`` (see :mod:`agui_pipeline.events`)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Required, NotRequired):
         return _compile(args[0], is_open=is_open)
@@ -539,7 +539,7 @@ def _compile(hint: Any, *, is_open: bool = False) -> _Node:
         if all(typing.is_typeddict(arg) for arg in args):
             return _union(args, is_open)
         return _Alternatives({_json_kind(arg): _compile(arg) for arg in args})
-    raise TypeError(f"pipeline.events uses an annotation enforce cannot check: {hint!r}")
+    raise TypeError(f"agui_pipeline.events uses an annotation enforce cannot check: {hint!r}")
 
 
 def _json_kind(hint: Any) -> type:
@@ -586,7 +586,7 @@ def _discriminator(members: tuple[Any, ...]) -> str:
 
 _EVENTS: _Union = typing.cast(_Union, _compile(schema.AnyEvent))
 """Every event type's compiled check, keyed by ``type``."""
-assert set(_EVENTS.members) == set(schema.EventType), "pipeline.events lists 31 event types"
+assert set(_EVENTS.members) == set(schema.EventType), "agui_pipeline.events lists 31 event types"
 
 _CLEAN: dict[str, Callable[[Any], bool]] = {
     name: node.clean for name, node in _EVENTS.members.items()

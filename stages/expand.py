@@ -46,15 +46,15 @@ from __future__ import annotations
 from itertools import compress, islice
 from typing import Any, ClassVar
 
-from pipeline.catalog import (
+from agui_pipeline.catalog import (
     EXPAND_AMBIGUOUS,
     EXPAND_CONFLICTING_REPEAT,
     EXPAND_FIRST_CHUNK,
     EXPAND_MALFORMED_CHUNK,
     EXPAND_OWNER_CONFLICT,
 )
-from pipeline.errors import StreamRejected
-from pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+from agui_pipeline.errors import StreamRejected
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
 
 Owner = str | None
 """A lane: the ``subagentRunId`` that owns it, ``None`` for the parent agent."""
@@ -88,8 +88,9 @@ class _Kind:
 
 
 TEXT = _Kind("TEXT_MESSAGE", "messageId", "text message", (("role", "assistant"), ("name", None)))
-TOOL = _Kind("TOOL_CALL", "toolCallId", "tool call", (("toolCallName", None),
-                                                     ("parentMessageId", None)))
+TOOL = _Kind(
+    "TOOL_CALL", "toolCallId", "tool call", (("toolCallName", None), ("parentMessageId", None))
+)
 REASONING = _Kind("REASONING_MESSAGE", "messageId", "reasoning message", ())
 KINDS = (TEXT, TOOL, REASONING)
 
@@ -213,8 +214,12 @@ class Expand(Stage):
     # -- events other than chunks ------------------------------------------------
 
     def _other(
-        self, action: tuple[Any, ...], event: Event, index: int,
-        out: list[Event], out_indices: list[int],
+        self,
+        action: tuple[Any, ...],
+        event: Event,
+        index: int,
+        out: list[Event],
+        out_indices: list[int],
     ) -> None:
         verb = action[0]
         if verb == _ITEM:
@@ -334,15 +339,23 @@ class Expand(Stage):
         counters.expanded += 1
 
     def _open(
-        self, kind: _Kind, item_id: str, owner: Owner, event: Event, index: int,
-        out: list[Event], out_indices: list[int],
+        self,
+        kind: _Kind,
+        item_id: str,
+        owner: Owner,
+        event: Event,
+        index: int,
+        out: list[Event],
+        out_indices: list[int],
     ) -> None:
         shape = kind.shape
         for key, value in event.items():
             expected = shape.get(key)
             # ``object`` (rawEvent) admits any value but null.
-            if expected is not None and type(value) is not expected and (
-                expected is not object or value is None
+            if (
+                expected is not None
+                and type(value) is not expected
+                and (expected is not object or value is None)
             ):
                 raise self._malformed(kind, index, key, value)
         fields = {key: event.get(key) for key, _ in kind.opener}

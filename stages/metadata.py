@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from pipeline.stage import Batch, Event, Stage, StreamContext
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext
 
 Merged = dict[str, Any]
 

@@ -26,8 +26,7 @@ from operator import lt
 from typing import Any, ClassVar
 
 import orjson
-
-from pipeline.catalog import (
+from agui_pipeline.catalog import (
     LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
     PARSE_INCOMPLETE_FRAME,
@@ -36,8 +35,8 @@ from pipeline.catalog import (
     PARSE_NOT_OBJECT,
     PARSE_UNKNOWN_FRAMING,
 )
-from pipeline.errors import StreamRejected, json_kind
-from pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
+from agui_pipeline.errors import StreamRejected, json_kind
+from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
 
 FRAMINGS = ("sse", "jsonl", "json")
 _BLANK = b" \t\r\n"

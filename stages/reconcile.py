@@ -30,7 +30,7 @@ and the declaration field:
 - ``SUBAGENT_STARTED`` under a name ``multiAgent.subagents`` does not list;
 - the transport the stream arrived on against ``transport``;
 - the run input against the declaration, as the sending side can check it
-  before sending with :func:`pipeline.capabilities.check_run_input`: media
+  before sending with :func:`agui_pipeline.capabilities.check_run_input`: media
   parts against ``multimodal.input``; tools, resume entries and edited
   arguments against ``clientProvided``, ``interrupts``, ``approveWithEdits``.
 
@@ -52,14 +52,14 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any, ClassVar
 
-from pipeline.capabilities import (
+from agui_pipeline.capabilities import (
     AgentCapabilities,
     Declaration,
     check_run_input,
     declared_value,
     input_modalities,
 )
-from pipeline.catalog import (
+from agui_pipeline.catalog import (
     ALL,
     RECONCILE_CLIENT_TOOL,
     RECONCILE_FALSE_CONTRADICTED,
@@ -70,7 +70,7 @@ from pipeline.catalog import (
     RECONCILE_UNLISTED_TOOL,
     Code,
 )
-from pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
 
 OBSERVABLE = (
     "/transport/streaming",

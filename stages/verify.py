@@ -30,7 +30,7 @@ identity only, and every violation is fatal with the page of the rule:
 
 A stream that ends while a run is active — or before any event — is a
 truncated run (``/spec/1.1/basic/transports``, Truncation): :meth:`finish`
-raises :class:`~pipeline.errors.StreamTruncated`; nothing is synthesized.
+raises :class:`~agui_pipeline.errors.StreamTruncated`; nothing is synthesized.
 
 State is kept in dicts keyed by id: what is open in the current run (dropped
 when the run closes, and at most ``Limits.max_open_items`` at once), plus the
@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from pipeline.catalog import (
+from agui_pipeline.catalog import (
     LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
     VERIFY_ATTRIBUTION,
@@ -69,8 +69,8 @@ from pipeline.catalog import (
     VERIFY_UNREADABLE,
     Code,
 )
-from pipeline.errors import StreamRejected, StreamTruncated
-from pipeline.stage import (
+from agui_pipeline.errors import StreamRejected, StreamTruncated
+from agui_pipeline.stage import (
     Batch,
     Event,
     RunRecord,
@@ -175,8 +175,14 @@ class Verify(Stage):
     def _close_run_state(self) -> None:
         """Nothing crosses a run boundary: a new run starts with nothing open (lifecycle)."""
         for tracked in (
-            self._open_text, self._open_calls, self._open_reasoning, self._open_spans,
-            self._steps, self._subagents, self._suspended, self._run_calls,
+            self._open_text,
+            self._open_calls,
+            self._open_reasoning,
+            self._open_spans,
+            self._steps,
+            self._subagents,
+            self._suspended,
+            self._run_calls,
         ):
             tracked.clear()
         self._running = 0
@@ -186,8 +192,12 @@ class Verify(Stage):
         never closes cannot grow this stage's state without bound."""
         limit = self.ctx.limits.max_open_items
         open_now = (
-            len(self._open_text) + len(self._open_calls) + len(self._open_reasoning)
-            + len(self._open_spans) + len(self._steps) + self._running
+            len(self._open_text)
+            + len(self._open_calls)
+            + len(self._open_reasoning)
+            + len(self._open_spans)
+            + len(self._steps)
+            + self._running
         )
         if open_now >= limit:
             raise self.ctx.reject(
@@ -212,7 +222,9 @@ class Verify(Stage):
             )
         handlers, missing = self._handlers, _MISSING
         open_text, open_reasoning, open_calls = (
-            self._open_text, self._open_reasoning, self._open_calls
+            self._open_text,
+            self._open_reasoning,
+            self._open_calls,
         )
         # Iterated alone (pairing each event with its index costs more than the check): the
         # position of the current event is read off the iterator when the index is needed.
@@ -750,8 +762,9 @@ class Verify(Stage):
         reopened = opened_in == run_no
         if reopened:  # the owner established in this run stands
             if tag is not None and tag != established:
-                raise self._mismatch("TOOL_CALL_START", "tool call", call_id, established, tag,
-                                     index)
+                raise self._mismatch(
+                    "TOOL_CALL_START", "tool call", call_id, established, tag, index
+                )
             owner = established
         parent = event.get("parentMessageId")
         if parent is not None:

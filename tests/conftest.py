@@ -7,8 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-
-from pipeline import Pipeline, RunResult
+from agui_pipeline import Pipeline, RunResult
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

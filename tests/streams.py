@@ -22,9 +22,7 @@ _name = st.text(alphabet="abcdefghij_", min_size=1, max_size=8)
 _json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), _text)
 _json = st.recursive(
     _json_scalar,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(_name, inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_name, inner, max_size=3)),
     max_leaves=6,
 )
 _metadata = st.dictionaries(_name, _json, max_size=2)
@@ -41,8 +39,11 @@ def _maybe_metadata(draw: st.DrawFn, event: Event) -> Event:
 def text_message(draw: st.DrawFn, ids: Callable[[str], str]) -> list[Event]:
     message_id = ids("m")
     events: list[Event] = [
-        draw(_maybe_metadata({"type": "TEXT_MESSAGE_START", "messageId": message_id,
-                              "role": "assistant"}))
+        draw(
+            _maybe_metadata(
+                {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
+            )
+        )
     ]
     for delta in draw(st.lists(_text, min_size=0, max_size=5)):
         events.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta})
@@ -54,15 +55,25 @@ def text_message(draw: st.DrawFn, ids: Callable[[str], str]) -> list[Event]:
 def tool_call(draw: st.DrawFn, ids: Callable[[str], str]) -> list[Event]:
     call_id = ids("call")
     events: list[Event] = [
-        draw(_maybe_metadata({"type": "TOOL_CALL_START", "toolCallId": call_id,
-                              "toolCallName": draw(_name)}))
+        draw(
+            _maybe_metadata(
+                {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": draw(_name)}
+            )
+        )
     ]
     for delta in draw(st.lists(_text, max_size=4)):
         events.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": delta})
     events.append({"type": "TOOL_CALL_END", "toolCallId": call_id})
     if draw(st.booleans()):
-        events.append({"type": "TOOL_CALL_RESULT", "messageId": ids("result"),
-                       "toolCallId": call_id, "content": draw(_text), "role": "tool"})
+        events.append(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": ids("result"),
+                "toolCallId": call_id,
+                "content": draw(_text),
+                "role": "tool",
+            }
+        )
     return events
 
 
@@ -89,9 +100,9 @@ def state_events(draw: st.DrawFn, ids: Callable[[str], str]) -> list[Event]:
     snapshot = draw(st.dictionaries(_name, _json, max_size=3))
     events: list[Event] = [{"type": "STATE_SNAPSHOT", "snapshot": snapshot}]
     for key, value in draw(st.lists(st.tuples(_name, _json), max_size=3)):
-        events.append({"type": "STATE_DELTA", "delta": [
-            {"op": "add", "path": f"/{key}", "value": value}
-        ]})
+        events.append(
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": f"/{key}", "value": value}]}
+        )
     return events
 
 

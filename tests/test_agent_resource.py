@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipeline import Pipeline
-from pipeline.agent_resource import (
+from agui_pipeline import Pipeline
+from agui_pipeline.agent_resource import (
     AgentResourceError,
     capabilities_from_agent_resource,
     declaration_document,
 )
+
 from tests.conftest import run
 from tests.streams import encode
 from tests.test_capabilities import VALIDATOR
@@ -29,8 +29,13 @@ LLM_AGENT: dict[str, Any] = {
     "tools": [f"{APP}/tools/lookup_order"],
     "toolsets": [{"toolset": f"{APP}/toolsets/crm", "toolIds": ["create_ticket"]}],
     "childAgents": [f"{APP}/agents/returns"],
-    "transferRules": [{"childAgent": f"{APP}/agents/returns", "direction": "PARENT_TO_CHILD",
-                       "deterministicTransfer": {"expressionCondition": {"expression": "x"}}}],
+    "transferRules": [
+        {
+            "childAgent": f"{APP}/agents/returns",
+            "direction": "PARENT_TO_CHILD",
+            "deterministicTransfer": {"expressionCondition": {"expression": "x"}},
+        }
+    ],
     "beforeModelCallbacks": [{"pythonCode": "def f(): pass"}],
     "guardrails": [f"{APP}/guardrails/no-pii"],
     "createTime": "2026-01-01T00:00:00Z",
@@ -47,14 +52,23 @@ def test_llm_agent_mapping() -> None:
     assert document["tools"] == {
         "supported": True,
         "items": [
-            {"name": "lookup_order", "description": "",
-             "metadata": {"ces": {"resource": f"{APP}/tools/lookup_order"}}},
-            {"name": "create_ticket", "description": "",
-             "metadata": {"ces": {"toolset": f"{APP}/toolsets/crm"}}},
+            {
+                "name": "lookup_order",
+                "description": "",
+                "metadata": {"ces": {"resource": f"{APP}/tools/lookup_order"}},
+            },
+            {
+                "name": "create_ticket",
+                "description": "",
+                "metadata": {"ces": {"toolset": f"{APP}/toolsets/crm"}},
+            },
         ],
     }
-    assert document["multiAgent"] == {"supported": True, "handoffs": True,
-                                      "subagents": [{"name": "returns"}]}
+    assert document["multiAgent"] == {
+        "supported": True,
+        "handoffs": True,
+        "subagents": [{"name": "returns"}],
+    }
     ces = document["identity"]["metadata"]["ces"]
     assert ces["agentType"] == "llmAgent"
     assert ces["resource"] == LLM_AGENT["name"]
@@ -73,18 +87,25 @@ def test_a_whole_toolset_leaves_items_undeclared() -> None:
 
 def test_empty_resource_declares_nothing_but_identity() -> None:
     assert declaration_document({"displayName": "bare", "tools": []}) == {
-        "identity": {"name": "bare"}}
+        "identity": {"name": "bare"}
+    }
 
 
 def test_remote_a2a_agent_transport_and_card() -> None:
     resource = {
         "displayName": "Remote",
-        "remoteA2aAgent": {"a2aConfig": {
-            "streamingEnabled": False,
-            "agentCard": {"name": "r", "version": "2.0.1", "documentationUrl": "https://d",
-                          "provider": {"organization": "Acme", "url": "https://acme"},
-                          "capabilities": {"streaming": True, "pushNotifications": True}},
-        }},
+        "remoteA2aAgent": {
+            "a2aConfig": {
+                "streamingEnabled": False,
+                "agentCard": {
+                    "name": "r",
+                    "version": "2.0.1",
+                    "documentationUrl": "https://d",
+                    "provider": {"organization": "Acme", "url": "https://acme"},
+                    "capabilities": {"streaming": True, "pushNotifications": True},
+                },
+            }
+        },
     }
     document = declaration_document(resource)
     assert VALIDATOR.is_valid(document)
@@ -110,8 +131,10 @@ def test_remote_dialogflow_agent_ignores_agent_level_properties() -> None:
         ({"displayName": 3}, "/displayName"),
         ({"tools": "x"}, "/tools"),
         ({"toolsets": [{"toolIds": [1]}]}, "/toolsets/0/toolIds/0"),
-        ({"remoteA2aAgent": {"a2aConfig": {"streamingEnabled": "yes"}}},
-         "/remoteA2aAgent/a2aConfig/streamingEnabled"),
+        (
+            {"remoteA2aAgent": {"a2aConfig": {"streamingEnabled": "yes"}}},
+            "/remoteA2aAgent/a2aConfig/streamingEnabled",
+        ),
         ({"llmAgent": {}, "remoteA2aAgent": {}}, "/remoteA2aAgent"),
         ([], "/"),
     ],

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import orjson
+from agui_pipeline import Pipeline
+from agui_pipeline.stage import Batch, Stage
 
-from pipeline import Pipeline
-from pipeline.stage import Batch, Stage
 from tests.conftest import run
 
 START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -60,7 +60,10 @@ def test_middleware_that_retypes_in_place_is_seen_by_expansion() -> None:
     result = run(jsonl(START, content, END), Pipeline(middleware=[ContentToChunk]))
     assert result.verdict.completed, result.verdict
     assert [event["type"] for event in result.events] == [
-        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
 
@@ -76,8 +79,8 @@ class Subclassing(Stage):
 
 
 def test_parse_knows_its_events_are_objects_and_a_change_forgets_it() -> None:
-    from pipeline.stage import Options, StreamContext
-    from stages.parse import Parse
+    from agui_pipeline.stage import Options, StreamContext
+    from agui_pipeline.stages.parse import Parse
 
     batch = Parse(StreamContext(Options())).feed(jsonl(START, END))
     assert batch.objects and batch.types == ["RUN_STARTED", "RUN_FINISHED"]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from agui_pipeline.stages.enforce import _CLEAN
+
 from benchmarks import bench_enforce
-from stages.enforce import _CLEAN
 
 
 def test_enforce_benchmark_runs_and_reports_rates() -> None:

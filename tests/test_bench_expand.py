@@ -16,8 +16,9 @@ def test_the_chunk_spelling_expands_back_to_the_workload() -> None:
     for event in stream:
         if event["type"].endswith("_END") and "metadata" in event:
             # an END's metadata rides a metadata-only last chunk: an empty content event
-            content = event["type"].replace("_END", "_ARGS" if "TOOL" in event["type"]
-                                            else "_CONTENT")
+            content = event["type"].replace(
+                "_END", "_ARGS" if "TOOL" in event["type"] else "_CONTENT"
+            )
             expected.append((content, "", event["metadata"]))
             expected.append((event["type"], None, None))
         else:

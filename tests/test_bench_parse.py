@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from agui_pipeline.stages.parse import _sse_block_payloads, _sse_payloads
 from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks import bench_parse
-from stages.parse import _sse_block_payloads, _sse_payloads
 
 # Pieces that make the fast path's condition true, false, and nearly true.
 _PIECES = st.sampled_from(
-    [b"data: ", b"data:", b"data:  ", b"\n", b"\n\n", b"\n\ndata: ", b": note", b"id: 7",
-     b"{}", b'{"a":1}', b"x", b" "]
+    [
+        b"data: ",
+        b"data:",
+        b"data:  ",
+        b"\n",
+        b"\n\n",
+        b"\n\ndata: ",
+        b": note",
+        b"id: 7",
+        b"{}",
+        b'{"a":1}',
+        b"x",
+        b" ",
+    ]
 )
 
 

@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
-
-from pipeline.capabilities import (
+from agui_pipeline.capabilities import (
     AgentCapabilities,
     Declaration,
     DeclarationUnusable,
     check_run_input,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
 from tests.conftest import SCHEMA_PATH
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -26,30 +26,61 @@ VALIDATOR = Draft202012Validator({"$ref": "#/$defs/AgentCapabilities", "$defs": 
 
 FULL: dict[str, Any] = {
     "identity": {
-        "name": "Weather", "type": "langgraph", "description": "forecasts", "version": "1.2.0",
-        "provider": "Acme", "documentationUrl": "https://example.com/docs",
+        "name": "Weather",
+        "type": "langgraph",
+        "description": "forecasts",
+        "version": "1.2.0",
+        "provider": "Acme",
+        "documentationUrl": "https://example.com/docs",
         "metadata": {"region": "eu", "nested": {"x": [1, None]}, "nothing": None},
     },
-    "transport": {"streaming": True, "websocket": False, "httpBinary": False,
-                  "pushNotifications": False, "resumable": False},
+    "transport": {
+        "streaming": True,
+        "websocket": False,
+        "httpBinary": False,
+        "pushNotifications": False,
+        "resumable": False,
+    },
     "tools": {
         "supported": True,
-        "items": [{"name": "get_weather", "description": "weather for a city",
-                   "parameters": {"type": "object"}, "metadata": {"ui": "card"}}],
-        "parallelCalls": True, "clientProvided": True,
+        "items": [
+            {
+                "name": "get_weather",
+                "description": "weather for a city",
+                "parameters": {"type": "object"},
+                "metadata": {"ui": "card"},
+            }
+        ],
+        "parallelCalls": True,
+        "clientProvided": True,
     },
     "output": {"structuredOutput": True, "supportedMimeTypes": ["text/plain"]},
     "state": {"snapshots": True, "deltas": True, "memory": False, "persistentState": True},
-    "multiAgent": {"supported": True, "delegation": True, "handoffs": False,
-                   "subagents": [{"name": "researcher", "description": "digs"}]},
+    "multiAgent": {
+        "supported": True,
+        "delegation": True,
+        "handoffs": False,
+        "subagents": [{"name": "researcher", "description": "digs"}],
+    },
     "reasoning": {"supported": True, "streaming": True, "encrypted": False},
-    "multimodal": {"input": {"image": True, "audio": False, "video": False, "pdf": True,
-                             "file": False},
-                   "output": {"image": False, "audio": False}},
-    "execution": {"codeExecution": False, "sandboxed": True, "maxIterations": 10,
-                  "maxExecutionTime": 60000},
-    "humanInTheLoop": {"supported": True, "approvals": True, "interventions": False,
-                       "feedback": False, "interrupts": True, "approveWithEdits": True},
+    "multimodal": {
+        "input": {"image": True, "audio": False, "video": False, "pdf": True, "file": False},
+        "output": {"image": False, "audio": False},
+    },
+    "execution": {
+        "codeExecution": False,
+        "sandboxed": True,
+        "maxIterations": 10,
+        "maxExecutionTime": 60000,
+    },
+    "humanInTheLoop": {
+        "supported": True,
+        "approvals": True,
+        "interventions": False,
+        "feedback": False,
+        "interrupts": True,
+        "approveWithEdits": True,
+    },
     "custom": {"anything": {"goes": [1, "two"]}, "nullish": None},
 }
 
@@ -94,8 +125,10 @@ def test_omitted_means_undeclared_not_false() -> None:
         ({"execution": {"maxIterations": True}}, "/execution/maxIterations"),
         ({"execution": {"maxIterations": 1.5}}, "/execution/maxIterations"),
         ({"execution": {"maxExecutionTime": 2**53}}, "/execution/maxExecutionTime"),
-        ({"multiAgent": {"subagents": [{"description": "no name"}]}},
-         "/multiAgent/subagents/0/name"),
+        (
+            {"multiAgent": {"subagents": [{"description": "no name"}]}},
+            "/multiAgent/subagents/0/name",
+        ),
         ({"state": []}, "/state"),
         ({"identity": {"metadata": None}}, "/identity/metadata"),
         ({"custom": "text"}, "/custom"),
@@ -126,15 +159,20 @@ def test_an_integral_number_is_an_integer_as_json_schema_says() -> None:
 def test_unrecognised_members_are_kept_and_named_never_rejected() -> None:
     document = {
         "futureGroup": {"x": 1},
-        "tools": {"supported": True, "futureFlag": True,
-                  "items": [{"name": "a", "description": "b", "futureMember": 2}]},
+        "tools": {
+            "supported": True,
+            "futureFlag": True,
+            "items": [{"name": "a", "description": "b", "futureMember": 2}],
+        },
         "multiAgent": {"subAgents": [{"name": "old"}]},
     }
     declaration = Declaration.read(document)
     capabilities = declaration.capabilities
     assert capabilities is not None
     assert capabilities.unrecognised() == [
-        "/tools/items/0/futureMember", "/tools/futureFlag", "/multiAgent/subAgents",
+        "/tools/items/0/futureMember",
+        "/tools/futureFlag",
+        "/multiAgent/subAgents",
         "/futureGroup",
     ]
     assert capabilities.model_extra == {"futureGroup": {"x": 1}}
@@ -149,8 +187,10 @@ def test_unrecognised_members_are_kept_and_named_never_rejected() -> None:
 
 
 def test_open_objects_are_preserved_whole() -> None:
-    document = {"identity": {"metadata": {"a": {"b": [None, {"c": 1}]}, "ag-ui": 1}},
-                "custom": {"x": None, "y": {"z": []}}}
+    document = {
+        "identity": {"metadata": {"a": {"b": [None, {"c": 1}]}, "ag-ui": 1}},
+        "custom": {"x": None, "y": {"z": []}},
+    }
     capabilities = AgentCapabilities.load(copy.deepcopy(document))
     assert capabilities.to_json() == document
     assert capabilities.unrecognised() == []
@@ -172,11 +212,17 @@ def test_sources_file_bytes_text_dict(tmp_path: Path) -> None:
 
 def test_check_run_input_warns_before_sending_only_on_explicit_false() -> None:
     image = {"type": "image", "source": {"type": "url", "value": "https://x/y.png"}}
-    pdf = {"type": "document",
-           "source": {"type": "data", "value": "AA==", "mimeType": "application/pdf"}}
-    run_input = {"threadId": "t", "runId": "r", "messages": [
-        {"id": "u1", "role": "user", "content": [{"type": "text", "text": "look"}, image, pdf]},
-    ]}
+    pdf = {
+        "type": "document",
+        "source": {"type": "data", "value": "AA==", "mimeType": "application/pdf"},
+    }
+    run_input = {
+        "threadId": "t",
+        "runId": "r",
+        "messages": [
+            {"id": "u1", "role": "user", "content": [{"type": "text", "text": "look"}, image, pdf]},
+        ],
+    }
     refused = {"multimodal": {"input": {"image": False, "pdf": False}}}
     found = check_run_input(Declaration.read(refused), run_input)
     assert [(d.pointer, d.declared) for d in found] == [
@@ -185,14 +231,19 @@ def test_check_run_input_warns_before_sending_only_on_explicit_false() -> None:
     ]
     assert all(d.code == "reconcile.input-modality" for d in found)
     # Undeclared (omitted) or accepted modalities: nothing to say.
-    assert check_run_input(Declaration.read({"multimodal": {"input": {"audio": False}}}),
-                           run_input) == []
+    assert (
+        check_run_input(Declaration.read({"multimodal": {"input": {"audio": False}}}), run_input)
+        == []
+    )
     assert check_run_input(Declaration.read({"multimodal": {"input": {}}}), run_input) == []
-    assert check_run_input(Declaration.read({"multimodal": {"input": {"image": True}}}),
-                           run_input) == []
+    assert (
+        check_run_input(Declaration.read({"multimodal": {"input": {"image": True}}}), run_input)
+        == []
+    )
 
 
 # -- the schema's own judgement ---------------------------------------------------------
+
 
 def _known(definition: dict[str, Any]) -> dict[str, Any]:
     return definition.get("properties", {})
@@ -220,12 +271,17 @@ def strip_unrecognised(value: Any, definition: dict[str, Any]) -> Any:
 
 _unknown_key = st.sampled_from(["future", "subAgents", "x-extra", "supported_"])
 _scalar = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 2**60), st.text(max_size=4),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 2**60),
+    st.text(max_size=4),
     st.floats(allow_nan=False, allow_infinity=False, min_value=-5, max_value=1e20),
 )
 _anything = st.recursive(
-    _scalar, lambda inner: st.one_of(st.lists(inner, max_size=2),
-                                     st.dictionaries(st.text(max_size=3), inner, max_size=2)),
+    _scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2), st.dictionaries(st.text(max_size=3), inner, max_size=2)
+    ),
     max_leaves=4,
 )
 
@@ -292,11 +348,15 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
         # The diagnostic names a field the schema itself faults (or, for a missing
         # required member, the member inside the object the schema faults).
         stripped = strip_unrecognised(document, DEFS["AgentCapabilities"])
-        faulted = {"".join(f"/{part}" for part in error.absolute_path)
-                   for error in VALIDATOR.iter_errors(stripped)}
+        faulted = {
+            "".join(f"/{part}" for part in error.absolute_path)
+            for error in VALIDATOR.iter_errors(stripped)
+        }
         (note,) = declaration.notes
         assert note.pointer in faulted or note.pointer.rsplit("/", 1)[0] in faulted, (
-            note.pointer, faulted)
+            note.pointer,
+            faulted,
+        )
     if declaration.capabilities is not None:
         # What was sent comes back (unrecognised members included), nothing invented.
         assert declaration.capabilities.to_json() == json.loads(json.dumps(document))
@@ -304,19 +364,31 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
 
 def test_check_run_input_refused_tools_resume_and_edits() -> None:
     run_input = {
-        "threadId": "t", "runId": "r", "messages": [],
+        "threadId": "t",
+        "runId": "r",
+        "messages": [],
         "tools": [{"name": "confirm", "description": "ask"}],
-        "resume": [{"interruptId": "i1", "status": "resolved",
-                    "payload": {"approved": True, "editedArgs": {"amount": 5}}}],
+        "resume": [
+            {
+                "interruptId": "i1",
+                "status": "resolved",
+                "payload": {"approved": True, "editedArgs": {"amount": 5}},
+            }
+        ],
     }
-    refusing = {"tools": {"clientProvided": False},
-                "humanInTheLoop": {"interrupts": False, "approveWithEdits": False}}
+    refusing = {
+        "tools": {"clientProvided": False},
+        "humanInTheLoop": {"interrupts": False, "approveWithEdits": False},
+    }
     found = check_run_input(Declaration.read(refusing), run_input)
     assert [(d.code, d.pointer, d.declared) for d in found] == [
         ("reconcile.input-refused", "/tools", "/tools/clientProvided"),
         ("reconcile.input-refused", "/resume", "/humanInTheLoop/interrupts"),
-        ("reconcile.input-refused", "/resume/0/payload/editedArgs",
-         "/humanInTheLoop/approveWithEdits"),
+        (
+            "reconcile.input-refused",
+            "/resume/0/payload/editedArgs",
+            "/humanInTheLoop/approveWithEdits",
+        ),
     ]
     for field in ("clientProvided", "interrupts", "approveWithEdits"):
         group = "tools" if field == "clientProvided" else "humanInTheLoop"
@@ -326,5 +398,9 @@ def test_check_run_input_refused_tools_resume_and_edits() -> None:
         assert f"/{group}/{field}" not in remaining
         assert len(remaining) == 2
     # Nothing offered, nothing to say; an absent list is the same as an empty one.
-    assert check_run_input(Declaration.read(refusing), {"threadId": "t", "runId": "r",
-                                                        "messages": [], "tools": []}) == []
+    assert (
+        check_run_input(
+            Declaration.read(refusing), {"threadId": "t", "runId": "r", "messages": [], "tools": []}
+        )
+        == []
+    )

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from agui_pipeline.cli import main
 
-from pipeline.cli import main
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "weather.sse"
@@ -56,7 +56,7 @@ def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_stdin_and_the_console_script() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "check", "-"],
+        [sys.executable, "-m", "agui_pipeline", "check", "-"],
         input=EXAMPLE.read_bytes(),
         capture_output=True,
         cwd=ROOT,

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agui_pipeline.cli import main
+from agui_pipeline.sarif import frame_lines
 
-from pipeline.cli import main
-from pipeline.sarif import frame_lines
 from tests.conftest import ROOT
 from tests.streams import encode
 from tests.test_agent_resource import LLM_AGENT
@@ -54,8 +54,9 @@ def test_text_report_names_findings_and_exits_by_the_verdict_alone(
 
 
 def test_json_report_carries_the_declaration_field(files: dict[str, Path]) -> None:
-    status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]),
-                         "--format", "json")
+    status, text = check(
+        str(files["stream"]), "--capabilities", str(files["capabilities"]), "--format", "json"
+    )
     assert status == 0
     report = json.loads(text)
     (finding,) = [d for d in report["diagnostics"] if d["code"] == "reconcile.false-contradicted"]
@@ -71,8 +72,9 @@ def test_agent_resource(files: dict[str, Path]) -> None:
 
 
 def test_sarif_report(files: dict[str, Path]) -> None:
-    status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]),
-                         "--format", "sarif")
+    status, text = check(
+        str(files["stream"]), "--capabilities", str(files["capabilities"]), "--format", "sarif"
+    )
     assert status == 0
     log = json.loads(text)
     assert log["version"] == "2.1.0"
@@ -86,8 +88,7 @@ def test_sarif_report(files: dict[str, Path]) -> None:
         for location in result["locations"]:
             assert location["physicalLocation"]["artifactLocation"]["uri"]
             assert location["physicalLocation"]["region"]["startLine"] >= 1
-    (finding,) = [r for r in sarif_run["results"]
-                  if r["ruleId"] == "reconcile.false-contradicted"]
+    (finding,) = [r for r in sarif_run["results"] if r["ruleId"] == "reconcile.false-contradicted"]
     assert finding["level"] == "warning"
     (location,) = finding["locations"]
     # Event 1 is the second SSE event; the file starts with a comment block and a blank line.
@@ -96,10 +97,12 @@ def test_sarif_report(files: dict[str, Path]) -> None:
     (related,) = finding["relatedLocations"]
     assert related["physicalLocation"]["artifactLocation"]["uri"].endswith("capabilities.json")
     assert related["logicalLocations"][0]["fullyQualifiedName"] == "/reasoning/supported"
-    (unrecognised,) = [r for r in sarif_run["results"]
-                       if r["ruleId"] == "reconcile.declaration-unrecognised"]
-    assert unrecognised["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] \
-        .endswith("capabilities.json")
+    (unrecognised,) = [
+        r for r in sarif_run["results"] if r["ruleId"] == "reconcile.declaration-unrecognised"
+    ]
+    assert unrecognised["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
+        "capabilities.json"
+    )
 
 
 def test_sarif_reports_the_rejection_as_an_error(tmp_path: Path) -> None:
@@ -124,8 +127,7 @@ def test_usage_errors(files: dict[str, Path], tmp_path: Path) -> None:
     bad_resource = tmp_path / "bad.json"
     bad_resource.write_text('{"displayName": 3}')
     assert check(str(files["stream"]), "--agent-resource", str(bad_resource))[0] == 2
-    assert check("http://127.0.0.1:9/agent", "--capabilities",
-                 str(files["capabilities"]))[0] == 2
+    assert check("http://127.0.0.1:9/agent", "--capabilities", str(files["capabilities"]))[0] == 2
     with pytest.raises(SystemExit):
         check(str(files["stream"]), "--capabilities", "a", "--agent-resource", "b")
 
@@ -140,13 +142,24 @@ def test_an_unusable_declaration_is_reported_not_fatal(files: dict[str, Path]) -
 
 def test_the_readme_examples() -> None:
     examples = ROOT / "examples"
-    status, text = check(str(examples / "weather.sse"), "--capabilities",
-                         str(examples / "weather.capabilities.json"), "--format", "json")
+    status, text = check(
+        str(examples / "weather.sse"),
+        "--capabilities",
+        str(examples / "weather.capabilities.json"),
+        "--format",
+        "json",
+    )
     assert status == 0
     warnings = [d for d in json.loads(text)["diagnostics"] if d["severity"] == "warning"]
     assert [(d["code"], d["declared"]) for d in warnings] == [
-        ("reconcile.false-contradicted", "/state/deltas")]
-    status, text = check(str(examples / "weather.sse"), "--agent-resource",
-                         str(examples / "weather.agent.json"), "--format", "sarif")
+        ("reconcile.false-contradicted", "/state/deltas")
+    ]
+    status, text = check(
+        str(examples / "weather.sse"),
+        "--agent-resource",
+        str(examples / "weather.agent.json"),
+        "--format",
+        "sarif",
+    )
     assert status == 0
     assert json.loads(text)["version"] == "2.1.0"

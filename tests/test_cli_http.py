@@ -13,12 +13,12 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from agui_pipeline.cli import main
+from agui_pipeline.client import HttpAgent
+from agui_pipeline.engine import Outcome
+from agui_pipeline.serve import Replay, ReplayServer
+from agui_pipeline.subscribers import encode_json_lines, encode_sse
 
-from pipeline.cli import main
-from pipeline.client import HttpAgent
-from pipeline.engine import Outcome
-from pipeline.serve import Replay, ReplayServer
-from pipeline.subscribers import encode_json_lines, encode_sse
 from tests.conftest import ROOT
 
 RUN = [
@@ -100,7 +100,7 @@ def test_check_url_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 def test_serve_command_replays_a_recording(tmp_path: Path) -> None:
     recording = tmp_path / "run.jsonl"
     recording.write_bytes(encode_json_lines(RUN))  # any framing parse reads
-    command = [sys.executable, "-m", "pipeline.cli", "serve", str(recording), "--port", "0"]
+    command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
     with subprocess.Popen(
         [*command, "--split", "3"], cwd=ROOT, stderr=subprocess.PIPE, text=True
     ) as process:
@@ -143,7 +143,7 @@ def test_check_url_reconciles_with_a_declaration(server: ReplayServer, tmp_path:
 def test_serve_stops_promptly_with_a_stream_in_flight(tmp_path: Path) -> None:
     recording = tmp_path / "run.sse"
     recording.write_bytes(encode_sse(RUN))
-    command = [sys.executable, "-m", "pipeline.cli", "serve", str(recording), "--port", "0"]
+    command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
     with subprocess.Popen(
         [*command, "--pause", "30"], cwd=ROOT, stderr=subprocess.PIPE, text=True
     ) as process:

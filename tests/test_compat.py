@@ -14,10 +14,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from pipeline import (
+from agui_pipeline import (
     Batch,
     Diagnostic,
     Options,
@@ -26,8 +23,11 @@ from pipeline import (
     StreamContext,
     prepare_input,
 )
-from pipeline.stage import Event
-from stages.compat import Compat
+from agui_pipeline.stage import Event
+from agui_pipeline.stages.compat import Compat
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.conftest import CORPUS, run
 from tests.streams import encode, valid_stream
 

@@ -15,9 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
-
-from pipeline.cli import main
-from pipeline.conformance import (
+from agui_pipeline.cli import main
+from agui_pipeline.conformance import (
     CHECKS,
     DEVIATIONS,
     Fixture,
@@ -28,6 +27,7 @@ from pipeline.conformance import (
     run_fixture,
     subset_mismatch,
 )
+
 from tests.conftest import CORPUS
 
 FIXTURES = sorted(CORPUS.glob("*.json"))
@@ -75,8 +75,12 @@ MUTATIONS: list[tuple[str, str, Any, str]] = [
     ("unknown-event-dropped", "warnings", ["never said"], "FUTURE_EVENT"),
     ("unknown-event-dropped", "noWarnings", True, "FUTURE_EVENT"),
     ("triad-assembles-message", "messageCount", 2, "saw 1"),
-    ("metadata-merges-last-write-wins", "messages",
-     [{"metadata": {"trace": ["one", "two", "three"]}}], "/0/metadata/trace"),
+    (
+        "metadata-merges-last-write-wins",
+        "messages",
+        [{"metadata": {"trace": ["one", "two", "three"]}}],
+        "/0/metadata/trace",
+    ),
     ("triad-assembles-message", "messages", [{"content": "other"}, {}], "expected 2 elements"),
     ("state-snapshot-replaces", "state", {"only-this": True}, "expected an object"),
     ("state-delta-applies", "state", {"plan": {"status": "open"}}, '"closed"'),
@@ -163,9 +167,13 @@ def test_a_deviation_goes_stale_when_the_corpus_changes_the_fixture() -> None:
 
 def test_the_deviation_checks_the_spec_behaviour_and_would_catch_the_gap() -> None:
     fixture = load_fixture(CORPUS / "unknown-enum-value-role-fatal.json")
-    bad_role_kept = replace(fixture, stream=[
-        {**e, "role": "user"} if e["type"] == "TEXT_MESSAGE_START" else e for e in fixture.stream
-    ])
+    bad_role_kept = replace(
+        fixture,
+        stream=[
+            {**e, "role": "user"} if e["type"] == "TEXT_MESSAGE_START" else e
+            for e in fixture.stream
+        ],
+    )
     assert "messages" in failed_keys(check_fixture(run_fixture(bad_role_kept)))
 
 
@@ -190,9 +198,12 @@ def test_the_request_takes_its_ids_from_the_first_run_started() -> None:
 
 
 def test_a_rejected_input_is_a_failed_outcome_with_its_message() -> None:
-    fixture = Fixture("bad-input", stream=[], expect={"outcome": "failed",
-                                                       "errorContains": "messages"},
-                      input={"messages": "not a list"})
+    fixture = Fixture(
+        "bad-input",
+        stream=[],
+        expect={"outcome": "failed", "errorContains": "messages"},
+        input={"messages": "not a list"},
+    )
     report = check_fixture(run_fixture(fixture))
     assert report.passed, report.line()
 
@@ -220,7 +231,10 @@ def test_the_command_prints_a_line_per_fixture_and_the_totals(tmp_path: Path) ->
     document = orjson.loads(out.getvalue())
     assert (document["passed"], document["failed"]) == (1, 0)
     assert document["fixtures"][0] == {
-        "name": "triad-assembles-message", "passed": True, "failures": [], "deviation": None
+        "name": "triad-assembles-message",
+        "passed": True,
+        "failures": [],
+        "deviation": None,
     }
 
 

@@ -8,19 +8,19 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from pipeline import HandlerFailed, Outcome, Pipeline
-from pipeline.errors import StreamRejected
-from pipeline.stage import Event
-from pipeline.subscribers import (
+from agui_pipeline import HandlerFailed, Outcome, Pipeline
+from agui_pipeline.errors import StreamRejected
+from agui_pipeline.stage import Event
+from agui_pipeline.subscribers import (
     Handlers,
     JsonLinesSink,
     SseSink,
     encode_json_lines,
     encode_sse,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tests.conftest import run
 from tests.streams import encode, split, valid_stream
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
+from agui_pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected
+from agui_pipeline.engine import CANONICAL_ORDER
+from agui_pipeline.events import EventType
+from agui_pipeline.stages.enforce import Enforce
 
-from pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected
-from pipeline.engine import CANONICAL_ORDER
-from pipeline.events import EventType
-from stages.enforce import Enforce
 from tests.conftest import CORPUS
 
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -325,8 +325,12 @@ def test_open_objects_pass_untouched_and_quietly() -> None:
             "rawEvent": {"provider": {"whatever": None}},
         },
         {"type": "STATE_SNAPSHOT", "snapshot": {"a": None, "b": [{"c": {}}]}},
-        {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "p",
-         "content": {"x": None}},
+        {
+            "type": "ACTIVITY_SNAPSHOT",
+            "messageId": "m",
+            "activityType": "p",
+            "content": {"x": None},
+        },
         {"type": "CUSTOM", "name": "com.example.x", "value": None},
         {"type": "RAW", "event": [1, "two", None], "source": "openai"},
         {
@@ -430,8 +434,15 @@ def test_integral_number_counts_as_an_integer_and_is_not_coerced() -> None:
 @pytest.mark.parametrize(
     ("event", "pointer"),
     [
-        ({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f",
-          "parentMessageId": None}, "/parentMessageId"),
+        (
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": "c",
+                "toolCallName": "f",
+                "parentMessageId": None,
+            },
+            "/parentMessageId",
+        ),
         ({**RUN, "rawEvent": None}, "/rawEvent"),
         ({**RUN, "metadata": None}, "/metadata"),
         ({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "result": None}, "/result"),
@@ -494,8 +505,12 @@ def test_a_pinned_value_other_than_its_const_is_fatal() -> None:
 
 
 def test_subtype_that_is_not_a_string_is_fatal() -> None:
-    event = {"type": "REASONING_ENCRYPTED_VALUE", "subtype": 1, "entityId": "m",
-             "encryptedValue": "x"}
+    event = {
+        "type": "REASONING_ENCRYPTED_VALUE",
+        "subtype": 1,
+        "entityId": "m",
+        "encryptedValue": "x",
+    }
     assert rejected(event).pointer == "/subtype"
 
 
@@ -505,8 +520,7 @@ def test_malformed_value_wins_over_unrecognised_whatever_the_key_order() -> None
         {"type": "image", "source": {"type": "hologram", "value": "x"}, "id": 5},
         {"type": "image", "id": 5, "source": {"type": "hologram", "value": "x"}},
     ):
-        event = {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c",
-                 "content": [part]}
+        event = {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": [part]}
         assert rejected(event).pointer == "/content/0/id"
 
 
@@ -605,4 +619,3 @@ def test_corpus_admitted_gap_role_follows_the_spec_instead() -> None:
     assert len(outcome.events) == len(fixture["stream"])
     assert "role" not in outcome.events[1]
     assert any("/role" in warning for warning in outcome.warnings)
-

@@ -29,11 +29,11 @@ from typing import Any
 
 import anyio
 import jsonschema
+from agui_pipeline import Batch, Options, StreamContext, StreamRejected
+from agui_pipeline.stages.enforce import Enforce
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from pipeline import Batch, Options, StreamContext, StreamRejected
-from stages.enforce import Enforce
 from tests.conftest import SCHEMA_PATH
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
@@ -153,6 +153,8 @@ def event_valid(event: dict[str, Any]) -> bool:
     """
     kind = event.get("type")
     return type(kind) is str and kind in EVENT_SCHEMAS and valid_for(event, EVENT_SCHEMAS[kind])
+
+
 events = st.one_of([values(EVENT_SCHEMAS[kind]) for kind in sorted(EVENT_SCHEMAS)])
 
 
@@ -173,7 +175,11 @@ class Position:
 
 
 def positions(
-    value: Any, schema: dict[str, Any], path: Path, required: bool, anchor: Path | None,
+    value: Any,
+    schema: dict[str, Any],
+    path: Path,
+    required: bool,
+    anchor: Path | None,
     pinned: bool = False,
 ) -> list[Position]:
     schema = resolve(schema)
@@ -192,7 +198,10 @@ def positions(
             if key in schema["properties"]:
                 here = (*path, key)
                 found += positions(
-                    member, schema["properties"][key], here, key in needed,
+                    member,
+                    schema["properties"][key],
+                    here,
+                    key in needed,
                     anchor if key in needed else here,
                 )
     elif schema.get("type") == "array":

@@ -8,8 +8,7 @@ from typing import Any, ClassVar
 import anyio
 import orjson
 import pytest
-
-from pipeline import (
+from agui_pipeline import (
     Batch,
     Outcome,
     Pipeline,
@@ -18,8 +17,8 @@ from pipeline import (
     StreamRejected,
     run_sync,
 )
-from pipeline.catalog import PARSE_NOT_JSON
-from pipeline.engine import CANONICAL_ORDER
+from agui_pipeline.catalog import PARSE_NOT_JSON
+from agui_pipeline.engine import CANONICAL_ORDER
 
 pytestmark = pytest.mark.anyio
 
@@ -36,9 +35,11 @@ def bare(*stages: Any) -> Pipeline:
     for name in pipeline.stage_names[1:]:
         pipeline = pipeline.without(name)
     for stage in stages:
-        pipeline = pipeline.insert_after(pipeline.stage_names[-1], stage) if len(
-            pipeline.stage_names
-        ) > 1 else pipeline.insert_before("enforce", stage)
+        pipeline = (
+            pipeline.insert_after(pipeline.stage_names[-1], stage)
+            if len(pipeline.stage_names) > 1
+            else pipeline.insert_before("enforce", stage)
+        )
     return pipeline
 
 
@@ -215,7 +216,10 @@ def test_stage_list_edits_return_copies() -> None:
     assert added.stage_names == ["parse", "mine", "recorder"]
     assert base.stage_names == ["parse", "recorder"]
     assert added.insert_after("mine", Mine, name="again").stage_names == [
-        "parse", "mine", "again", "recorder",
+        "parse",
+        "mine",
+        "again",
+        "recorder",
     ]
     assert added.without("mine").stage_names == ["parse", "recorder"]
     assert added.replace("mine", Recorder).stage_names == ["parse", "mine", "recorder"]
@@ -229,8 +233,8 @@ def test_run_sync_from_plain_code() -> None:
 
 
 def test_diagnostics_beyond_the_limit_are_counted_not_stored() -> None:
-    from pipeline import Limits, Options
-    from pipeline.catalog import PARSE_INCOMPLETE_FRAME
+    from agui_pipeline import Limits, Options
+    from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME
 
     ctx = StreamContext(Options(limits=Limits(max_diagnostics=3)))
     for _ in range(10):

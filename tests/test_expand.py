@@ -12,18 +12,18 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from pipeline import Batch, Counters, Options, Outcome, Pipeline, StreamContext, StreamRejected
-from pipeline.catalog import (
+from agui_pipeline import Batch, Counters, Options, Outcome, Pipeline, StreamContext, StreamRejected
+from agui_pipeline.catalog import (
     EXPAND_AMBIGUOUS,
     EXPAND_CONFLICTING_REPEAT,
     EXPAND_FIRST_CHUNK,
     EXPAND_MALFORMED_CHUNK,
     EXPAND_OWNER_CONFLICT,
 )
-from stages.expand import Expand
+from agui_pipeline.stages.expand import Expand
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.conftest import CORPUS, run
 
 Event = dict[str, Any]
@@ -131,8 +131,12 @@ def test_tool_chunks_become_start_args_end() -> None:
         RF,
     )
     assert out.events[1:5] == [
-        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "search",
-         "parentMessageId": "m0"},
+        {
+            "type": "TOOL_CALL_START",
+            "toolCallId": "c1",
+            "toolCallName": "search",
+            "parentMessageId": "m0",
+        },
         {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"q":'},
         {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '"x"}'},
         {"type": "TOOL_CALL_END", "toolCallId": "c1"},
@@ -150,14 +154,20 @@ def test_reasoning_chunks_open_a_reasoning_role_message() -> None:
 
 def test_a_first_chunk_without_delta_only_opens() -> None:
     out = expand(RS, text(messageId="m1"), text(""), RF)
-    assert out.types == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-                         "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert out.types == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
     assert out.events[2]["delta"] == ""
 
 
 def test_chunk_metadata_raw_event_and_attribution_reach_the_made_events() -> None:
-    chunk = text("a", messageId="m1", subagentRunId="s1", metadata={"k": 1},
-                 rawEvent={"p": [1]}, timestamp=5)
+    chunk = text(
+        "a", messageId="m1", subagentRunId="s1", metadata={"k": 1}, rawEvent={"p": [1]}, timestamp=5
+    )
     out = expand(RS, chunk)
     for made in out.events[1:]:
         assert made["metadata"] == {"k": 1}
@@ -168,20 +178,33 @@ def test_chunk_metadata_raw_event_and_attribution_reach_the_made_events() -> Non
 
 def test_a_metadata_only_continuation_still_reaches_the_item() -> None:
     out = expand(RS, text("a", messageId="m1"), text(metadata={"finish": "stop"}), RF)
-    assert out.events[3] == {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "",
-                             "metadata": {"finish": "stop"}}
+    assert out.events[3] == {
+        "type": "TEXT_MESSAGE_CONTENT",
+        "messageId": "m1",
+        "delta": "",
+        "metadata": {"finish": "stop"},
+    }
 
 
 def test_a_raw_event_only_continuation_is_carried() -> None:
     out = expand(RS, tool(toolCallId="c1", toolCallName="f"), tool(rawEvent=0), RF)
-    assert out.events[2] == {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "",
-                             "rawEvent": 0}
+    assert out.events[2] == {
+        "type": "TOOL_CALL_ARGS",
+        "toolCallId": "c1",
+        "delta": "",
+        "rawEvent": 0,
+    }
 
 
 def test_a_bare_continuation_makes_nothing() -> None:
     out = expand(RS, text("a", messageId="m1"), text(messageId="m1", role="assistant"), RF)
-    assert out.types == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-                         "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert out.types == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
     assert out.counters.expanded == 2
 
 
@@ -192,23 +215,36 @@ def test_unknown_members_of_a_chunk_are_not_carried() -> None:
 
 
 def test_counters() -> None:
-    out = expand(RS, text("a", messageId="m1"), text("b"), text(), tool(toolCallId="c",
-                 toolCallName="f"), RF)
+    out = expand(
+        RS, text("a", messageId="m1"), text("b"), text(), tool(toolCallId="c", toolCallName="f"), RF
+    )
     assert out.counters.expanded == 4
     # START+CONTENT, CONTENT, nothing, END(m1)+START(c), END(c)
     assert out.counters.synthesized == 6
 
 
 def test_finish_synthesizes_nothing_for_a_truncated_run() -> None:
-    out = expand(RS, text("a", messageId="m1"), tool("{", toolCallId="c", toolCallName="f",
-                 subagentRunId="s1"))
-    assert out.types == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-                         "TOOL_CALL_START", "TOOL_CALL_ARGS"]
+    out = expand(
+        RS,
+        text("a", messageId="m1"),
+        tool("{", toolCallId="c", toolCallName="f", subagentRunId="s1"),
+    )
+    assert out.types == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+    ]
 
 
 def test_events_other_than_chunks_pass_untouched() -> None:
-    events = [RS, {"type": "TEXT_MESSAGE_START", "messageId": "m"},
-              {"type": "SOMETHING_NEW", "x": 1}, RF]
+    events = [
+        RS,
+        {"type": "TEXT_MESSAGE_START", "messageId": "m"},
+        {"type": "SOMETHING_NEW", "x": 1},
+        RF,
+    ]
     out = Expanded(events)
     assert out.events == events
     assert all(a is b for a, b in zip(out.events, events, strict=True))
@@ -243,8 +279,9 @@ def test_a_tool_chunk_naming_a_new_call_needs_a_name_even_mid_call() -> None:
 
 
 def test_a_continuation_after_its_stream_closed_is_a_first_chunk() -> None:
-    error = rejected(RS, text("a", messageId="m1"), {"type": "CUSTOM", "name": "n",
-                                                     "value": 1}, text("b"))
+    error = rejected(
+        RS, text("a", messageId="m1"), {"type": "CUSTOM", "name": "n", "value": 1}, text("b")
+    )
     assert error.code == EXPAND_FIRST_CHUNK.id
     assert error.event_index == 3
 
@@ -258,8 +295,9 @@ def test_another_kinds_open_stream_is_not_continued() -> None:
 
 
 def test_a_conflicting_role_is_fatal() -> None:
-    error = rejected(RS, text("a", messageId="m1", role="user"),
-                     text("b", messageId="m1", role="assistant"))
+    error = rejected(
+        RS, text("a", messageId="m1", role="user"), text("b", messageId="m1", role="assistant")
+    )
     assert error.code == EXPAND_CONFLICTING_REPEAT.id
     assert "does not match the open stream's role" in str(error)
     assert error.pointer == "/role"
@@ -300,41 +338,66 @@ def test_a_conflicting_name_is_fatal(opener: Event, repeat: Event, field: str) -
 
 
 def test_a_conflicting_tool_name_is_fatal() -> None:
-    error = rejected(RS, tool("{", toolCallId="c1", toolCallName="search"),
-                     tool("}", toolCallName="delete"))
+    error = rejected(
+        RS, tool("{", toolCallId="c1", toolCallName="search"), tool("}", toolCallName="delete")
+    )
     assert "does not match the open stream's toolCallName" in str(error)
     assert error.pointer == "/toolCallName"
 
 
 @pytest.mark.parametrize("opener", [{"parentMessageId": "m1"}, {}])
 def test_a_conflicting_parent_message_is_fatal(opener: Event) -> None:
-    error = rejected(RS, tool("{", toolCallId="c1", toolCallName="f", **opener),
-                     tool("}", parentMessageId="m2"))
+    error = rejected(
+        RS, tool("{", toolCallId="c1", toolCallName="f", **opener), tool("}", parentMessageId="m2")
+    )
     assert "does not match the open stream's parentMessageId" in str(error)
 
 
 def test_repeating_tool_opener_fields_is_fine() -> None:
-    out = expand(RS, tool("{", toolCallId="c1", toolCallName="f", parentMessageId="m"),
-                 tool("}", toolCallId="c1", toolCallName="f", parentMessageId="m"), RF)
+    out = expand(
+        RS,
+        tool("{", toolCallId="c1", toolCallName="f", parentMessageId="m"),
+        tool("}", toolCallId="c1", toolCallName="f", parentMessageId="m"),
+        RF,
+    )
     assert out.types.count("TOOL_CALL_ARGS") == 2
 
 
 def test_a_chunk_naming_another_id_opens_a_new_item_after_closing() -> None:
     out = expand(RS, text("a", messageId="m1"), text("b", messageId="m2"), RF)
-    assert out.types == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-                         "TEXT_MESSAGE_END", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-                         "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert out.types == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
     assert out.events[3]["messageId"] == "m1"
     assert out.indices == [0, 1, 1, 2, 2, 2, 3, 3]
 
 
 def test_a_chunk_of_another_kind_closes_the_lanes_stream() -> None:
-    out = expand(RS, text("a", messageId="m1"), thought("t", messageId="r1"),
-                 tool("{", toolCallId="c1", toolCallName="f"), RF)
+    out = expand(
+        RS,
+        text("a", messageId="m1"),
+        thought("t", messageId="r1"),
+        tool("{", toolCallId="c1", toolCallName="f"),
+        RF,
+    )
     assert out.types[1:] == [
-        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-        "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END",
-        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "RUN_FINISHED",
     ]
 
 
@@ -367,8 +430,12 @@ ASIDE = [
     {"type": "RAW", "event": {"x": 1}},
     {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {}},
     {"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "plan", "patch": []},
-    {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": "m1",
-     "encryptedValue": "zz"},
+    {
+        "type": "REASONING_ENCRYPTED_VALUE",
+        "subtype": "message",
+        "entityId": "m1",
+        "encryptedValue": "zz",
+    },
     {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "helper"},
 ]
 
@@ -376,9 +443,15 @@ ASIDE = [
 @pytest.mark.parametrize("aside", ASIDE, ids=[e["type"] for e in ASIDE])
 def test_four_events_and_subagent_started_stand_aside(aside: Event) -> None:
     out = expand(RS, text("a", messageId="m1"), aside, text("b"), RF)
-    assert out.types == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-                         aside["type"], "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-                         "RUN_FINISHED"]
+    assert out.types == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        aside["type"],
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
 
 
 RUN_LEVEL = [
@@ -418,7 +491,8 @@ def test_a_subagents_terminal_event_closes_only_its_lane(terminal: str) -> None:
         text("d"),  # still continues the parent's m1
     )
     assert out.events[-3:-1] == [
-        {"type": "TEXT_MESSAGE_END", "messageId": "m2", "subagentRunId": "s1"}, end,
+        {"type": "TEXT_MESSAGE_END", "messageId": "m2", "subagentRunId": "s1"},
+        end,
     ]
     assert out.events[-1] == {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "d"}
     assert out.types.count("TEXT_MESSAGE_END") == 1
@@ -437,29 +511,40 @@ def test_each_subagent_streams_in_its_own_lane() -> None:
         {"type": "STEP_STARTED", "stepName": "x", "subagentRunId": "s1"},  # closes s1's only
         text("p3"),
     )
-    contents = [(e["messageId"], e["delta"]) for e in out.events
-                if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    contents = [
+        (e["messageId"], e["delta"]) for e in out.events if e["type"] == "TEXT_MESSAGE_CONTENT"
+    ]
     assert contents == [("m1", "p"), ("m2", "s"), ("m1", "p2"), ("m2", "s2"), ("m1", "p3")]
     assert [e for e in out.events if e["type"] == "TEXT_MESSAGE_END"] == [
-        {"type": "TEXT_MESSAGE_END", "messageId": "m2", "subagentRunId": "s1"}]
+        {"type": "TEXT_MESSAGE_END", "messageId": "m2", "subagentRunId": "s1"}
+    ]
 
 
 def test_an_untagged_chunk_without_id_continues_the_only_open_stream() -> None:
-    out = expand(RS, text("a", messageId="m2", subagentRunId="s1"),
-                 tool("{", toolCallId="c1", toolCallName="f"), text("b"))
+    out = expand(
+        RS,
+        text("a", messageId="m2", subagentRunId="s1"),
+        tool("{", toolCallId="c1", toolCallName="f"),
+        text("b"),
+    )
     assert out.events[-1] == {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "b"}
     assert "TOOL_CALL_END" not in out.types
 
 
 def test_the_parents_stream_wins_over_a_subagents() -> None:
-    out = expand(RS, text("a", messageId="m2", subagentRunId="s1"),
-                 text("b", messageId="m1"), text("c"))
+    out = expand(
+        RS, text("a", messageId="m2", subagentRunId="s1"), text("b", messageId="m1"), text("c")
+    )
     assert out.events[-1]["messageId"] == "m1"
 
 
 def test_an_ambiguous_continuation_is_rejected() -> None:
-    error = rejected(RS, text("a", messageId="m1", subagentRunId="s1"),
-                     text("b", messageId="m2", subagentRunId="s2"), text("c"))
+    error = rejected(
+        RS,
+        text("a", messageId="m1", subagentRunId="s1"),
+        text("b", messageId="m2", subagentRunId="s2"),
+        text("c"),
+    )
     assert error.code == EXPAND_AMBIGUOUS.id
     assert "'s1', 's2'" in str(error)
     assert error.event_index == 3
@@ -472,8 +557,13 @@ def test_an_ambiguity_among_many_lanes_names_a_few() -> None:
 
 
 def test_an_untagged_chunk_naming_a_subagents_item_continues_it() -> None:
-    out = expand(RS, text("a", messageId="m1"), text("b", messageId="m2", subagentRunId="s1"),
-                 text("c", messageId="m2"), text("d"))
+    out = expand(
+        RS,
+        text("a", messageId="m1"),
+        text("b", messageId="m2", subagentRunId="s1"),
+        text("c", messageId="m2"),
+        text("d"),
+    )
     assert out.events[-2:] == [
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "c"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "d"},
@@ -487,8 +577,7 @@ def test_a_tagged_chunk_without_id_needs_an_open_stream_in_its_lane() -> None:
 
 
 def test_a_chunk_naming_an_item_under_another_owner_is_rejected() -> None:
-    error = rejected(RS, text("a", messageId="m1"),
-                     text("b", messageId="m1", subagentRunId="s1"))
+    error = rejected(RS, text("a", messageId="m1"), text("b", messageId="m1", subagentRunId="s1"))
     assert error.code == EXPAND_OWNER_CONFLICT.id
     assert error.pointer == "/subagentRunId"
 
@@ -511,10 +600,13 @@ def test_an_untagged_explicit_continuation_belongs_to_its_items_owner() -> None:
 def test_an_explicit_event_naming_a_chunk_item_ends_the_shorthand() -> None:
     """Mixing the forms in one item: expansion ends the chunk stream, verify judges the rest."""
     explicit = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "x"}
-    out = expand(RS, text("a", messageId="m1"), text("b", messageId="m2", subagentRunId="s1"),
-                 explicit)
+    out = expand(
+        RS, text("a", messageId="m1"), text("b", messageId="m2", subagentRunId="s1"), explicit
+    )
     assert out.events[-2:] == [
-        {"type": "TEXT_MESSAGE_END", "messageId": "m2", "subagentRunId": "s1"}, explicit]
+        {"type": "TEXT_MESSAGE_END", "messageId": "m2", "subagentRunId": "s1"},
+        explicit,
+    ]
 
 
 # -- rejection mid-batch, malformed chunks ---------------------------------------------------
@@ -522,23 +614,41 @@ def test_an_explicit_event_naming_a_chunk_item_ends_the_shorthand() -> None:
 
 def test_a_rejection_mid_batch_keeps_what_was_produced() -> None:
     stage = Expand(StreamContext(Options()))
-    events = [RS, text("a", messageId="m1"), {"type": "CUSTOM", "name": "n", "value": 1},
-              text("b", messageId="m2", role="user"), text("c", role="system")]
+    events = [
+        RS,
+        text("a", messageId="m1"),
+        {"type": "CUSTOM", "name": "n", "value": 1},
+        text("b", messageId="m2", role="user"),
+        text("c", role="system"),
+    ]
     with pytest.raises(StreamRejected) as info:
         _sync(stage.process(Batch(events, [10, 11, 12, 13, 14])))
     accepted = info.value.accepted
     assert accepted is not None
     assert [e["type"] for e in accepted.events] == [
-        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-        "CUSTOM", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "CUSTOM",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+    ]
     assert accepted.indices == [10, 11, 11, 12, 12, 13, 13]
     assert info.value.event_index == 14
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("messageId", 7), ("role", None), ("delta", ["a"]), ("subagentRunId", None),
-     ("metadata", []), ("rawEvent", None), ("name", 1)],
+    [
+        ("messageId", 7),
+        ("role", None),
+        ("delta", ["a"]),
+        ("subagentRunId", None),
+        ("metadata", []),
+        ("rawEvent", None),
+        ("name", 1),
+    ],
 )
 def test_a_malformed_chunk_is_rejected_not_repaired(field: str, value: Any) -> None:
     """Reachable when expansion runs before enforce (/spec/1.1/basic/processing)."""
@@ -559,13 +669,24 @@ def test_a_malformed_opener_closes_and_makes_nothing(field: str) -> None:
     accepted = info.value.accepted
     assert accepted is not None
     assert [e["type"] for e in accepted.events] == [
-        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+    ]
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("messageId", None), ("messageId", ["m1"]), ("role", None), ("name", None),
-     ("delta", 1), ("subagentRunId", None), ("metadata", "x"), ("rawEvent", None)],
+    [
+        ("messageId", None),
+        ("messageId", ["m1"]),
+        ("role", None),
+        ("name", None),
+        ("delta", 1),
+        ("subagentRunId", None),
+        ("metadata", "x"),
+        ("rawEvent", None),
+    ],
 )
 def test_a_malformed_continuation_is_rejected_not_repaired(field: str, value: Any) -> None:
     chunk = text("b")
@@ -577,9 +698,15 @@ def test_a_malformed_continuation_is_rejected_not_repaired(field: str, value: An
 
 
 def test_hostile_shapes_never_crash_the_stage() -> None:
-    out = expand({"type": ["x"]}, {"no": "type"}, {"type": "TEXT_MESSAGE_START", "messageId": []},
-                 {"type": "STEP_STARTED", "subagentRunId": {}}, text("a", messageId="m1"),
-                 {"type": "CUSTOM", "subagentRunId": 3}, {"type": "SUBAGENT_FINISHED"})
+    out = expand(
+        {"type": ["x"]},
+        {"no": "type"},
+        {"type": "TEXT_MESSAGE_START", "messageId": []},
+        {"type": "STEP_STARTED", "subagentRunId": {}},
+        text("a", messageId="m1"),
+        {"type": "CUSTOM", "subagentRunId": 3},
+        {"type": "SUBAGENT_FINISHED"},
+    )
     assert out.types[-3:] == ["TEXT_MESSAGE_END", "CUSTOM", "SUBAGENT_FINISHED"]
 
 
@@ -607,9 +734,10 @@ def test_chunk_fixtures(path: Any) -> None:
 # -- the property: a triad stream re-spelled as chunks changes nothing ----------------------
 
 OWNERS = (None, "sa-1", "sa-2")
-_delta = st.text(alphabet="ab é{}\"", max_size=4)
-_metadata = st.one_of(st.none(), st.dictionaries(st.sampled_from("kl"), st.integers(0, 3),
-                                                 max_size=2))
+_delta = st.text(alphabet='ab é{}"', max_size=4)
+_metadata = st.one_of(
+    st.none(), st.dictionaries(st.sampled_from("kl"), st.integers(0, 3), max_size=2)
+)
 _raw = st.one_of(st.none(), st.integers(0, 3))
 
 
@@ -704,8 +832,10 @@ class _Respeller:
         elif kind == "tool":
             parents = self.messages.get(lane, [])
             parent = draw(st.sampled_from([None, *parents[-2:]]))
-            fields = {"toolCallName": draw(st.sampled_from(["search", "fetch"])),
-                      "parentMessageId": parent}
+            fields = {
+                "toolCallName": draw(st.sampled_from(["search", "fetch"])),
+                "parentMessageId": parent,
+            }
             start["toolCallName"] = fields["toolCallName"]
             if parent is not None:
                 start["parentMessageId"] = parent
@@ -714,16 +844,25 @@ class _Respeller:
         metadata, raw = draw(_metadata), draw(_raw)
         _extras(_tagged(start, lane), metadata, raw)
         self.triad.append(start)
-        chunk = _extras(_tagged({"type": f"{family}_CHUNK", id_key: item_id}, lane), metadata,
-                        raw)
-        chunk.update({key: value for key, value in start.items()
-                      if key in ("role", "name", "toolCallName", "parentMessageId")
-                      and kind != "reasoning"})
+        chunk = _extras(_tagged({"type": f"{family}_CHUNK", id_key: item_id}, lane), metadata, raw)
+        chunk.update(
+            {
+                key: value
+                for key, value in start.items()
+                if key in ("role", "name", "toolCallName", "parentMessageId")
+                and kind != "reasoning"
+            }
+        )
         if draw(st.booleans()):  # the first delta rides on the opening chunk
             delta = draw(_delta)
             chunk["delta"] = delta
-            self.triad.append(_extras(_tagged(
-                {"type": content_type, id_key: item_id, "delta": delta}, lane), metadata, raw))
+            self.triad.append(
+                _extras(
+                    _tagged({"type": content_type, id_key: item_id, "delta": delta}, lane),
+                    metadata,
+                    raw,
+                )
+            )
         self.chunks.append(chunk)
         self.open[lane] = {"kind": kind, "id": item_id, "fields": fields}
 
@@ -736,8 +875,13 @@ class _Respeller:
         family, id_key, content_type = FAMILIES[item["kind"]]
         delta, metadata, raw = draw(_delta), draw(_metadata), draw(_raw)
         tag = lane if lane is not None and draw(st.booleans()) else None
-        self.triad.append(_extras(_tagged(
-            {"type": content_type, id_key: item["id"], "delta": delta}, tag), metadata, raw))
+        self.triad.append(
+            _extras(
+                _tagged({"type": content_type, id_key: item["id"], "delta": delta}, tag),
+                metadata,
+                raw,
+            )
+        )
         chunk = _extras(_tagged({"type": f"{family}_CHUNK"}, tag), metadata, raw)
         if delta or (metadata is None and raw is None) or draw(st.booleans()):
             chunk["delta"] = delta
@@ -759,22 +903,34 @@ class _Respeller:
         lane = self.lane()
         self.end(lane)
         self.serial += 1
-        event = self.draw(st.sampled_from([
-            {"type": "CUSTOM", "name": "c", "value": self.serial},
-            {"type": "STATE_SNAPSHOT", "snapshot": {"n": self.serial}},
-            {"type": "STEP_STARTED", "stepName": f"s{self.serial}"},
-        ]))
+        event = self.draw(
+            st.sampled_from(
+                [
+                    {"type": "CUSTOM", "name": "c", "value": self.serial},
+                    {"type": "STATE_SNAPSHOT", "snapshot": {"n": self.serial}},
+                    {"type": "STEP_STARTED", "stepName": f"s{self.serial}"},
+                ]
+            )
+        )
         self.both(_tagged(dict(event), lane))
         if event["type"] == "STEP_STARTED":
             self.both(_tagged({"type": "STEP_FINISHED", "stepName": event["stepName"]}, lane))
 
     def aside(self) -> None:
         self.serial += 1
-        event = self.draw(st.sampled_from([
-            {"type": "RAW", "event": {"n": self.serial}},
-            {"type": "ACTIVITY_SNAPSHOT", "messageId": f"a{self.serial}",
-             "activityType": "plan", "content": {"n": 1}},
-        ]))
+        event = self.draw(
+            st.sampled_from(
+                [
+                    {"type": "RAW", "event": {"n": self.serial}},
+                    {
+                        "type": "ACTIVITY_SNAPSHOT",
+                        "messageId": f"a{self.serial}",
+                        "activityType": "plan",
+                        "content": {"n": 1},
+                    },
+                ]
+            )
+        )
         self.both(_tagged(dict(event), self.lane()))
 
     def subagent_ends(self) -> None:
@@ -795,11 +951,21 @@ def respelled(draw: st.DrawFn) -> tuple[list[Event], list[Event]]:
     for _ in range(draw(st.integers(1, 2))):
         speller.start_run()
         for _ in range(draw(st.integers(0, 14))):
-            step = draw(st.sampled_from([
-                speller.open_item, speller.open_item, speller.content, speller.content,
-                speller.content, speller.lane_event, speller.aside, speller.subagent_ends,
-                speller.snapshot,
-            ]))
+            step = draw(
+                st.sampled_from(
+                    [
+                        speller.open_item,
+                        speller.open_item,
+                        speller.content,
+                        speller.content,
+                        speller.content,
+                        speller.lane_event,
+                        speller.aside,
+                        speller.subagent_ends,
+                        speller.snapshot,
+                    ]
+                )
+            )
             step()
         speller.finish_run()
     return speller.triad, speller.chunks
@@ -833,7 +999,7 @@ def test_through_the_pipeline_both_spellings_deliver_the_same(
 ) -> None:
     triad, chunks = streams
     data = _jsonl(chunks)
-    reads = [data[i:i + read_size] for i in range(0, len(data), read_size)]
+    reads = [data[i : i + read_size] for i in range(0, len(data), read_size)]
     plain, chunked = run(_jsonl(triad)), run(reads, Pipeline())
     assert plain.verdict.outcome is Outcome.COMPLETED, plain.verdict.message
     assert chunked.verdict.outcome is Outcome.COMPLETED, chunked.verdict.message

@@ -13,11 +13,11 @@ from typing import Any
 
 import anyio
 import orjson
+from agui_pipeline import Outcome, Pipeline, RunResult
+from agui_pipeline.catalog import ALL
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pipeline import Outcome, Pipeline, RunResult
-from pipeline.catalog import ALL
 from tests.streams import Event, encode, split, valid_stream
 
 PIPELINE = Pipeline(idle_timeout=5)
@@ -104,10 +104,16 @@ def test_a_truncated_stream_delivers_a_prefix_and_never_completes_early(
 
 
 @SETTINGS
-@given(a=valid_stream(), b=valid_stream(), framing=FRAMINGS, i=st.integers(0, 10**6),
-       j=st.integers(0, 10**6))
-def test_splices_of_two_streams(a: list[Event], b: list[Event], framing: str, i: int,
-                                j: int) -> None:
+@given(
+    a=valid_stream(),
+    b=valid_stream(),
+    framing=FRAMINGS,
+    i=st.integers(0, 10**6),
+    j=st.integers(0, 10**6),
+)
+def test_splices_of_two_streams(
+    a: list[Event], b: list[Event], framing: str, i: int, j: int
+) -> None:
     left, right = encode(a, framing), encode(b, framing)
     result, _ = run([left[: i % len(left)] + right[j % len(right) :]])
     assert_a_verdict(result)
@@ -116,27 +122,55 @@ def test_splices_of_two_streams(a: list[Event], b: list[Event], framing: str, i:
 def _mutations() -> st.SearchStrategy[Any]:
     number = st.integers(-(2**63), 2**64 - 1)  # what JSON encoders here can write
     junk = st.one_of(
-        st.none(), st.booleans(), number, st.floats(allow_nan=False, allow_infinity=False),
+        st.none(),
+        st.booleans(),
+        number,
+        st.floats(allow_nan=False, allow_infinity=False),
         st.text(max_size=5),
-        st.lists(number, max_size=2), st.dictionaries(st.text(max_size=3), number, max_size=2),
+        st.lists(number, max_size=2),
+        st.dictionaries(st.text(max_size=3), number, max_size=2),
     )
     return st.one_of(
         st.tuples(st.just("set"), st.text(max_size=12), junk),
         st.tuples(st.just("delete"), st.just(None), st.just(None)),
-        st.tuples(st.just("type"), st.sampled_from(
-            ["RUN_STARTED", "RUN_FINISHED", "TEXT_MESSAGE_END", "TOOL_CALL_END", "STEP_FINISHED",
-             "TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "SUBAGENT_FINISHED", "FUTURE_EVENT", ""]),
-            st.just(None)),
+        st.tuples(
+            st.just("type"),
+            st.sampled_from(
+                [
+                    "RUN_STARTED",
+                    "RUN_FINISHED",
+                    "TEXT_MESSAGE_END",
+                    "TOOL_CALL_END",
+                    "STEP_FINISHED",
+                    "TEXT_MESSAGE_CHUNK",
+                    "TOOL_CALL_CHUNK",
+                    "SUBAGENT_FINISHED",
+                    "FUTURE_EVENT",
+                    "",
+                ]
+            ),
+            st.just(None),
+        ),
         st.tuples(st.just("duplicate"), st.just(None), st.just(None)),
         st.tuples(st.just("drop"), st.just(None), st.just(None)),
     )
 
 
 @SETTINGS
-@given(events=valid_stream(), framing=FRAMINGS, position=st.integers(0, 10**6),
-       mutation=_mutations(), data=st.data())
-def test_one_mutated_event(events: list[Event], framing: str, position: int,
-                           mutation: tuple[str, Any, Any], data: st.DataObject) -> None:
+@given(
+    events=valid_stream(),
+    framing=FRAMINGS,
+    position=st.integers(0, 10**6),
+    mutation=_mutations(),
+    data=st.data(),
+)
+def test_one_mutated_event(
+    events: list[Event],
+    framing: str,
+    position: int,
+    mutation: tuple[str, Any, Any],
+    data: st.DataObject,
+) -> None:
     position %= len(events)
     mutated = copy.deepcopy(events)
     kind, key, value = mutation
@@ -157,6 +191,7 @@ def test_one_mutated_event(events: list[Event], framing: str, position: int,
     clean, clean_indices = run([encode(events, framing)])
     broken, broken_indices = run([encode(mutated, framing)])
     assert_a_verdict(broken)
+
     # The frames before the fault are the same bytes in both streams: what came
     # from them is delivered, and delivered exactly as without the fault.
     def before_fault(events: list[Event], indices: list[int]) -> list[Event]:

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from agui_pipeline import Limits, Outcome, Pipeline
 
-from pipeline import Limits, Outcome, Pipeline
 from tests.conftest import ROOT, run
 from tests.streams import encode
 
@@ -58,8 +58,9 @@ def test_depth() -> None:
 
 
 def test_open_items() -> None:
-    opened = [{"type": "TEXT_MESSAGE_START", "messageId": f"m{i}", "role": "assistant"}
-              for i in range(5)]
+    opened = [
+        {"type": "TEXT_MESSAGE_START", "messageId": f"m{i}", "role": "assistant"} for i in range(5)
+    ]
     result = run(sse(START, *opened), limited(max_open_items=3))
     assert result.verdict.code == "limit.open-items"
     assert result.verdict.event_index == 4
@@ -70,15 +71,21 @@ def test_open_items() -> None:
 @pytest.mark.parametrize(
     ("opener", "delta", "close"),
     [
-        ({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
-         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m"},
-         {"type": "TEXT_MESSAGE_END", "messageId": "m"}),
-        ({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
-         {"type": "TOOL_CALL_ARGS", "toolCallId": "c"},
-         {"type": "TOOL_CALL_END", "toolCallId": "c"}),
-        ({"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"},
-         {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r"},
-         {"type": "REASONING_MESSAGE_END", "messageId": "r"}),
+        (
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        ),
+        (
+            {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c"},
+            {"type": "TOOL_CALL_END", "toolCallId": "c"},
+        ),
+        (
+            {"type": "REASONING_MESSAGE_START", "messageId": "r", "role": "reasoning"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r"},
+            {"type": "REASONING_MESSAGE_END", "messageId": "r"},
+        ),
     ],
 )
 @pytest.mark.parametrize("with_metadata", [False, True])
@@ -198,7 +205,7 @@ def test_a_million_hostile_events_are_rejected_at_the_limit_in_bounded_memory() 
         """
         import resource, sys
         import anyio
-        from pipeline import Pipeline
+        from agui_pipeline import Pipeline
         from tests.test_limits import _hostile
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         pipeline = Pipeline(conversation=False)
@@ -225,14 +232,24 @@ def test_the_child_process_measure_is_real() -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     script = "import resource; b = bytearray(200 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096]);"
     script += "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"
-    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                               timeout=60)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert int(completed.stdout) >= 200
     assert before > 0
 
 
-@pytest.mark.parametrize("limit", ["max_frame_bytes", "max_depth", "max_open_items",
-                                   "max_text_chars", "max_state_bytes", "max_diagnostics"])
+@pytest.mark.parametrize(
+    "limit",
+    [
+        "max_frame_bytes",
+        "max_depth",
+        "max_open_items",
+        "max_text_chars",
+        "max_state_bytes",
+        "max_diagnostics",
+    ],
+)
 def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
     default = getattr(Limits(), limit)
     assert isinstance(default, int) and default > 0
@@ -240,7 +257,7 @@ def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
 
 
 def test_a_sink_passes_on_what_came_before_a_conversation_limit() -> None:
-    from pipeline.subscribers import JsonLinesSink
+    from agui_pipeline.subscribers import JsonLinesSink
 
     written: list[bytes] = []
 
@@ -257,7 +274,7 @@ def test_a_sink_passes_on_what_came_before_a_conversation_limit() -> None:
 def test_idle_timeout_has_a_safe_default_and_spares_sources_that_cannot_stall(
     tmp_path: Any,
 ) -> None:
-    from pipeline import Options
+    from agui_pipeline import Options
 
     assert Options().idle_timeout == 300.0
     stream = sse(START, FINISH)

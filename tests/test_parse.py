@@ -7,12 +7,12 @@ from typing import Any
 
 import orjson
 import pytest
+from agui_pipeline import Options, StreamContext, StreamRejected
+from agui_pipeline.stage import Batch, Limits
+from agui_pipeline.stages.parse import Parse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import Options, StreamContext, StreamRejected
-from pipeline.stage import Batch, Limits
-from stages.parse import Parse
 from tests import streams
 
 EVENTS: list[dict[str, Any]] = [
@@ -53,9 +53,7 @@ def decode(chunks: list[bytes], **options: Any) -> tuple[list[dict[str, Any]], P
     return events, parser
 
 
-@pytest.mark.parametrize(
-    ("encode", "framing"), [(sse, "sse"), (jsonl, "jsonl"), (array, "json")]
-)
+@pytest.mark.parametrize(("encode", "framing"), [(sse, "sse"), (jsonl, "jsonl"), (array, "json")])
 def test_each_framing_is_detected_and_decoded(encode: Any, framing: str) -> None:
     events, parser = decode([encode(EVENTS)])
     assert events == EVENTS

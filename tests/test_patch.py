@@ -6,10 +6,9 @@ import copy
 from typing import Any
 
 import pytest
+from agui_pipeline.patch import PatchFailed, apply_patch, copy_json, json_equal
 from hypothesis import given
 from hypothesis import strategies as st
-
-from pipeline.patch import PatchFailed, apply_patch, copy_json, json_equal
 
 DOC: dict[str, Any] = {"a": {"b": [1, 2, 3], "c": "x"}, "d": None, "e~f": 1, "g/h": 2}
 
@@ -30,18 +29,24 @@ def patched(document: Any, *operations: dict[str, Any]) -> Any:
         ({"op": "remove", "path": "/a/b/0"}, {**DOC, "a": {"b": [2, 3], "c": "x"}}),
         ({"op": "remove", "path": "/e~0f"}, {k: v for k, v in DOC.items() if k != "e~f"}),
         ({"op": "remove", "path": "/g~1h"}, {k: v for k, v in DOC.items() if k != "g/h"}),
-        ({"op": "replace", "path": "/a/c", "value": {"y": 1}}, {**DOC, "a": {"b": [1, 2, 3],
-                                                                          "c": {"y": 1}}}),
+        (
+            {"op": "replace", "path": "/a/c", "value": {"y": 1}},
+            {**DOC, "a": {"b": [1, 2, 3], "c": {"y": 1}}},
+        ),
         ({"op": "replace", "path": "", "value": False}, False),
         ({"op": "move", "from": "/a/c", "path": "/c"}, {**DOC, "a": {"b": [1, 2, 3]}, "c": "x"}),
-        ({"op": "move", "from": "/a/b/0", "path": "/a/b/2"}, {**DOC, "a": {"b": [2, 3, 1],
-                                                                          "c": "x"}}),
+        (
+            {"op": "move", "from": "/a/b/0", "path": "/a/b/2"},
+            {**DOC, "a": {"b": [2, 3, 1], "c": "x"}},
+        ),
         ({"op": "copy", "from": "/a/b", "path": "/b"}, {**DOC, "b": [1, 2, 3]}),
         ({"op": "test", "path": "/a/b", "value": [1, 2.0, 3]}, DOC),
         ({"op": "test", "path": "/d", "value": None}, DOC),
         # RFC 6902 section 4: members an operation does not define are ignored.
-        ({"op": "remove", "path": "/d", "value": "leftover"}, {k: v for k, v in DOC.items()
-                                                               if k != "d"}),
+        (
+            {"op": "remove", "path": "/d", "value": "leftover"},
+            {k: v for k, v in DOC.items() if k != "d"},
+        ),
     ],
 )
 def test_each_operation_applies_as_rfc_6902_says(operation: dict[str, Any], expected: Any) -> None:
@@ -103,12 +108,15 @@ def test_a_failing_patch_undoes_every_operation_before_it() -> None:
 def test_array_order_is_restored_exactly() -> None:
     document = {"list": ["a", "b", "c", "d"]}
     with pytest.raises(PatchFailed):
-        apply_patch(document, [
-            {"op": "remove", "path": "/list/1"},
-            {"op": "add", "path": "/list/0", "value": "z"},
-            {"op": "move", "from": "/list/3", "path": "/list/0"},
-            {"op": "test", "path": "/list/0", "value": "never"},
-        ])
+        apply_patch(
+            document,
+            [
+                {"op": "remove", "path": "/list/1"},
+                {"op": "add", "path": "/list/0", "value": "z"},
+                {"op": "move", "from": "/list/3", "path": "/list/0"},
+                {"op": "test", "path": "/list/0", "value": "never"},
+            ],
+        )
     assert document == {"list": ["a", "b", "c", "d"]}
 
 
@@ -142,9 +150,7 @@ def test_copy_json_copies_any_depth() -> None:
 _keys = st.sampled_from(["a", "b", "c"])
 _json = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["x", "y"])),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)),
     max_leaves=8,
 )
 _paths = st.lists(st.sampled_from(["a", "b", "0", "1", "-"]), max_size=3).map(

@@ -13,12 +13,12 @@ from typing import Any
 
 import orjson
 import pytest
+from agui_pipeline import Pipeline, RunResult
+from agui_pipeline.capabilities import Declaration
+from agui_pipeline.stages.reconcile import Reconcile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import Pipeline, RunResult
-from pipeline.capabilities import Declaration
-from stages.reconcile import Reconcile
 from tests.conftest import run
 from tests.streams import encode, split, valid_stream
 from tests.test_capabilities import FULL, declarations
@@ -42,8 +42,14 @@ def call(call_id: str, name: str, *, result: bool = True) -> list[Event]:
         {"type": "TOOL_CALL_END", "toolCallId": call_id},
     ]
     if result:
-        events.append({"type": "TOOL_CALL_RESULT", "messageId": f"res-{call_id}",
-                       "toolCallId": call_id, "content": "ok"})
+        events.append(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": f"res-{call_id}",
+                "toolCallId": call_id,
+                "content": "ok",
+            }
+        )
     return events
 
 
@@ -55,8 +61,14 @@ def reasoning(deltas: int = 2, encrypted: bool = False) -> list[Event]:
     events += [{"type": "REASONING_MESSAGE_CONTENT", "messageId": "th-1", "delta": "hm"}] * deltas
     events.append({"type": "REASONING_MESSAGE_END", "messageId": "th-1"})
     if encrypted:
-        events.append({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message",
-                       "entityId": "th-1", "encryptedValue": "opaque"})
+        events.append(
+            {
+                "type": "REASONING_ENCRYPTED_VALUE",
+                "subtype": "message",
+                "entityId": "th-1",
+                "encryptedValue": "opaque",
+            }
+        )
     events.append({"type": "REASONING_END", "messageId": "span-1"})
     return events
 
@@ -68,8 +80,10 @@ def subagent(name: str) -> list[Event]:
     ]
 
 
-INTERRUPT = {"type": "interrupt", "interrupts": [{"id": "i-1", "reason": "approval",
-                                                  "toolCallId": "c1"}]}
+INTERRUPT = {
+    "type": "interrupt",
+    "interrupts": [{"id": "i-1", "reason": "approval", "toolCallId": "c1"}],
+}
 
 
 def stream(*middle: list[Event] | Event, end: Event | None = None) -> list[Event]:
@@ -106,52 +120,159 @@ def without(declaration: dict[str, Any], pointer: str) -> dict[str, Any]:
     return copied
 
 
-RUN_INPUT = {"threadId": T, "runId": "r1", "messages": [],
-             "tools": [{"name": "confirm", "description": "ask the user"}]}
+RUN_INPUT = {
+    "threadId": T,
+    "runId": "r1",
+    "messages": [],
+    "tools": [{"name": "confirm", "description": "ask the user"}],
+}
 
 CASES: list[tuple[str, list[Event], dict[str, Any], str, int, str, dict[str, Any]]] = [
     # name, stream, declaration, code, event index, pointer, run kwargs
-    ("tools.supported", stream(call("c1", "search")), {"tools": {"supported": False}},
-     "reconcile.false-contradicted", 1, "/type", {}),
-    ("reasoning.supported", stream(reasoning(1)), {"reasoning": {"supported": False}},
-     "reconcile.false-contradicted", 1, "/type", {}),
-    ("reasoning.streaming", stream(reasoning(3)), {"reasoning": {"streaming": False}},
-     "reconcile.false-contradicted", 4, "/delta", {}),
-    ("reasoning.encrypted", stream(reasoning(1, encrypted=True)),
-     {"reasoning": {"encrypted": False}}, "reconcile.false-contradicted", 5, "/encryptedValue",
-     {}),
-    ("state.snapshots", stream({"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}}),
-     {"state": {"snapshots": False}}, "reconcile.false-contradicted", 1, "/type", {}),
-    ("state.deltas", stream({"type": "STATE_DELTA",
-                             "delta": [{"op": "add", "path": "/a", "value": 1}]}),
-     {"state": {"deltas": False}}, "reconcile.false-contradicted", 1, "/type", {}),
-    ("multiAgent.supported", stream(subagent("helper")), {"multiAgent": {"supported": False}},
-     "reconcile.false-contradicted", 1, "/type", {}),
-    ("multiAgent.delegation", stream(subagent("helper")), {"multiAgent": {"delegation": False}},
-     "reconcile.false-contradicted", 1, "/type", {}),
-    ("humanInTheLoop.supported", stream(call("c1", "pay", result=False), end=finish(
-        outcome=INTERRUPT)), {"humanInTheLoop": {"supported": False}},
-     "reconcile.false-contradicted", 4, "/outcome", {}),
-    ("humanInTheLoop.interrupts", stream(call("c1", "pay", result=False), end=finish(
-        outcome=INTERRUPT)), {"humanInTheLoop": {"interrupts": False}},
-     "reconcile.false-contradicted", 4, "/outcome", {}),
-    ("humanInTheLoop.approvals", stream(call("c1", "pay", result=False), end=finish(
-        outcome=INTERRUPT)), {"humanInTheLoop": {"approvals": False}},
-     "reconcile.false-contradicted", 4, "/outcome/interrupts/0/toolCallId", {}),
-    ("tools.items (run input known)", stream(call("c1", "search")),
-     {"tools": {"items": [{"name": "lookup", "description": "d"}]}},
-     "reconcile.unlisted-tool", 1, "/toolCallName", {"run_input": RUN_INPUT}),
-    ("tools.items (clientProvided false)", stream(call("c1", "search")),
-     {"tools": {"items": [{"name": "lookup", "description": "d"}], "clientProvided": False}},
-     "reconcile.unlisted-tool", 1, "/toolCallName", {}),
-    ("tools.clientProvided", stream(call("c1", "confirm", result=False)),
-     {"tools": {"clientProvided": False}}, "reconcile.client-tool", 1, "/toolCallName",
-     {"run_input": RUN_INPUT}),
-    ("tools.parallelCalls", stream(call("c1", "a", result=False), call("c2", "b")),
-     {"tools": {"parallelCalls": False}}, "reconcile.parallel-calls", 4, "/toolCallId", {}),
-    ("multiAgent.subagents", stream(subagent("helper")),
-     {"multiAgent": {"subagents": [{"name": "researcher"}]}}, "reconcile.unlisted-subagent",
-     1, "/name", {}),
+    (
+        "tools.supported",
+        stream(call("c1", "search")),
+        {"tools": {"supported": False}},
+        "reconcile.false-contradicted",
+        1,
+        "/type",
+        {},
+    ),
+    (
+        "reasoning.supported",
+        stream(reasoning(1)),
+        {"reasoning": {"supported": False}},
+        "reconcile.false-contradicted",
+        1,
+        "/type",
+        {},
+    ),
+    (
+        "reasoning.streaming",
+        stream(reasoning(3)),
+        {"reasoning": {"streaming": False}},
+        "reconcile.false-contradicted",
+        4,
+        "/delta",
+        {},
+    ),
+    (
+        "reasoning.encrypted",
+        stream(reasoning(1, encrypted=True)),
+        {"reasoning": {"encrypted": False}},
+        "reconcile.false-contradicted",
+        5,
+        "/encryptedValue",
+        {},
+    ),
+    (
+        "state.snapshots",
+        stream({"type": "STATE_SNAPSHOT", "snapshot": {"a": 1}}),
+        {"state": {"snapshots": False}},
+        "reconcile.false-contradicted",
+        1,
+        "/type",
+        {},
+    ),
+    (
+        "state.deltas",
+        stream({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}]}),
+        {"state": {"deltas": False}},
+        "reconcile.false-contradicted",
+        1,
+        "/type",
+        {},
+    ),
+    (
+        "multiAgent.supported",
+        stream(subagent("helper")),
+        {"multiAgent": {"supported": False}},
+        "reconcile.false-contradicted",
+        1,
+        "/type",
+        {},
+    ),
+    (
+        "multiAgent.delegation",
+        stream(subagent("helper")),
+        {"multiAgent": {"delegation": False}},
+        "reconcile.false-contradicted",
+        1,
+        "/type",
+        {},
+    ),
+    (
+        "humanInTheLoop.supported",
+        stream(call("c1", "pay", result=False), end=finish(outcome=INTERRUPT)),
+        {"humanInTheLoop": {"supported": False}},
+        "reconcile.false-contradicted",
+        4,
+        "/outcome",
+        {},
+    ),
+    (
+        "humanInTheLoop.interrupts",
+        stream(call("c1", "pay", result=False), end=finish(outcome=INTERRUPT)),
+        {"humanInTheLoop": {"interrupts": False}},
+        "reconcile.false-contradicted",
+        4,
+        "/outcome",
+        {},
+    ),
+    (
+        "humanInTheLoop.approvals",
+        stream(call("c1", "pay", result=False), end=finish(outcome=INTERRUPT)),
+        {"humanInTheLoop": {"approvals": False}},
+        "reconcile.false-contradicted",
+        4,
+        "/outcome/interrupts/0/toolCallId",
+        {},
+    ),
+    (
+        "tools.items (run input known)",
+        stream(call("c1", "search")),
+        {"tools": {"items": [{"name": "lookup", "description": "d"}]}},
+        "reconcile.unlisted-tool",
+        1,
+        "/toolCallName",
+        {"run_input": RUN_INPUT},
+    ),
+    (
+        "tools.items (clientProvided false)",
+        stream(call("c1", "search")),
+        {"tools": {"items": [{"name": "lookup", "description": "d"}], "clientProvided": False}},
+        "reconcile.unlisted-tool",
+        1,
+        "/toolCallName",
+        {},
+    ),
+    (
+        "tools.clientProvided",
+        stream(call("c1", "confirm", result=False)),
+        {"tools": {"clientProvided": False}},
+        "reconcile.client-tool",
+        1,
+        "/toolCallName",
+        {"run_input": RUN_INPUT},
+    ),
+    (
+        "tools.parallelCalls",
+        stream(call("c1", "a", result=False), call("c2", "b")),
+        {"tools": {"parallelCalls": False}},
+        "reconcile.parallel-calls",
+        4,
+        "/toolCallId",
+        {},
+    ),
+    (
+        "multiAgent.subagents",
+        stream(subagent("helper")),
+        {"multiAgent": {"subagents": [{"name": "researcher"}]}},
+        "reconcile.unlisted-subagent",
+        1,
+        "/name",
+        {},
+    ),
 ]
 
 
@@ -161,7 +282,11 @@ CASES: list[tuple[str, list[Event], dict[str, Any], str, int, str, dict[str, Any
     ids=[case[0] for case in CASES],
 )
 def test_each_finding_and_silence_when_the_field_is_omitted(
-    events: list[Event], declaration: dict[str, Any], code: str, index: int, pointer: str,
+    events: list[Event],
+    declaration: dict[str, Any],
+    code: str,
+    index: int,
+    pointer: str,
     kwargs: dict[str, Any],
 ) -> None:
     result = reconcile(events, declaration, **kwargs)
@@ -186,9 +311,11 @@ def test_a_true_declaration_is_exercised_not_contradicted() -> None:
     result = reconcile(events, FULL)
     assert findings(result) == []
     (summary,) = [d for d in result.diagnostics if d.code == "reconcile.run-summary"]
-    assert "exercised /tools/supported, /tools/items, /multiAgent/supported, " \
-           "/multiAgent/delegation, /multiAgent/subagents, /reasoning/supported, " \
-           "/reasoning/streaming;" in summary.message
+    assert (
+        "exercised /tools/supported, /tools/items, /multiAgent/supported, "
+        "/multiAgent/delegation, /multiAgent/subagents, /reasoning/supported, "
+        "/reasoning/streaming;" in summary.message
+    )
 
 
 def test_unlisted_tool_needs_to_know_the_applications_tools() -> None:
@@ -197,8 +324,9 @@ def test_unlisted_tool_needs_to_know_the_applications_tools() -> None:
     declaration = {"tools": {"items": [{"name": "lookup", "description": "d"}]}}
     assert findings(reconcile(stream(call("c1", "search")), declaration)) == []
     # An application tool that is also known is not unlisted.
-    result = reconcile(stream(call("c1", "confirm", result=False)), declaration,
-                       run_input=RUN_INPUT)
+    result = reconcile(
+        stream(call("c1", "confirm", result=False)), declaration, run_input=RUN_INPUT
+    )
     assert findings(result) == []
 
 
@@ -225,32 +353,48 @@ def test_transport_against_the_declaration() -> None:
 
 
 def test_run_input_modalities_are_warned_about() -> None:
-    run_input = {"threadId": T, "runId": "r1", "messages": [
-        {"id": "u1", "role": "user", "content": [
-            {"type": "audio", "source": {"type": "url", "value": "https://x/a.mp3"}}]}]}
+    run_input = {
+        "threadId": T,
+        "runId": "r1",
+        "messages": [
+            {
+                "id": "u1",
+                "role": "user",
+                "content": [
+                    {"type": "audio", "source": {"type": "url", "value": "https://x/a.mp3"}}
+                ],
+            }
+        ],
+    }
     declaration = {"multimodal": {"input": {"audio": False}}}
     found = findings(reconcile(stream(), declaration, run_input=run_input))
-    assert found == [("reconcile.input-modality", "/multimodal/input/audio", None,
-                      "/messages/0/content/0")]
-    assert findings(reconcile(stream(), {"multimodal": {"input": {}}}, run_input=run_input)) \
-        == []
+    assert found == [
+        ("reconcile.input-modality", "/multimodal/input/audio", None, "/messages/0/content/0")
+    ]
+    assert findings(reconcile(stream(), {"multimodal": {"input": {}}}, run_input=run_input)) == []
     refused = {**RUN_INPUT, "resume": [{"interruptId": "i", "status": "resolved"}]}
-    found = findings(reconcile(stream(), {"humanInTheLoop": {"interrupts": False}},
-                               run_input=refused))
+    found = findings(
+        reconcile(stream(), {"humanInTheLoop": {"interrupts": False}}, run_input=refused)
+    )
     assert found == [("reconcile.input-refused", "/humanInTheLoop/interrupts", None, "/resume")]
     assert findings(reconcile(stream(), {"humanInTheLoop": {}}, run_input=refused)) == []
 
 
 def test_the_run_summary() -> None:
-    declaration = {"tools": {"supported": True}, "state": {"deltas": True},
-                   "reasoning": {"supported": False}}
+    declaration = {
+        "tools": {"supported": True},
+        "state": {"deltas": True},
+        "reasoning": {"supported": False},
+    }
     result = reconcile(stream(call("c1", "a"), reasoning(1), subagent("x")), declaration)
     (summary,) = [d for d in result.diagnostics if d.code == "reconcile.run-summary"]
     assert summary.severity == "info"
     assert "exercised /tools/supported;" in summary.message
     assert "declared but not exercised (fine) /state/deltas;" in summary.message
-    assert "used without a declaration /multiAgent/supported, /multiAgent/delegation, " \
-           "/multiAgent/subagents" in summary.message
+    assert (
+        "used without a declaration /multiAgent/supported, /multiAgent/delegation, "
+        "/multiAgent/subagents" in summary.message
+    )
     assert "declared false yet used /reasoning/supported" in summary.message
 
 
@@ -288,9 +432,12 @@ def test_malformed_events_never_crash_it() -> None:
         if name != "reconcile":
             pipeline = pipeline.without(name)
     garbage: list[Event] = [
-        {"type": ["list"]}, {"no": "type"}, {"type": "TOOL_CALL_START", "toolCallId": {}},
+        {"type": ["list"]},
+        {"no": "type"},
+        {"type": "TOOL_CALL_START", "toolCallId": {}},
         {"type": "RUN_FINISHED", "outcome": {"type": "interrupt", "interrupts": 5}},
-        {"type": "SUBAGENT_STARTED", "name": [1]}, {"type": "RUN_STARTED", "input": []},
+        {"type": "SUBAGENT_STARTED", "name": [1]},
+        {"type": "RUN_STARTED", "input": []},
     ]
     result = run(encode(garbage, "jsonl"), pipeline)
     assert result.events == garbage
@@ -298,15 +445,22 @@ def test_malformed_events_never_crash_it() -> None:
 
 # -- the central promise ----------------------------------------------------------------
 
+
 @st.composite
 def rich_stream(draw: st.DrawFn) -> list[Event]:
     """A valid stream, sometimes with the material reconcile looks at spliced into its runs:
     a subagent, overlapping tool calls, encrypted reasoning, an interrupt outcome."""
     events = draw(valid_stream())
-    extras = draw(st.lists(st.sampled_from(["subagent", "parallel", "encrypted", "interrupt"]),
-                           max_size=3, unique=True))
-    last_finish = max((i for i, e in enumerate(events) if e["type"] == "RUN_FINISHED"),
-                      default=None)
+    extras = draw(
+        st.lists(
+            st.sampled_from(["subagent", "parallel", "encrypted", "interrupt"]),
+            max_size=3,
+            unique=True,
+        )
+    )
+    last_finish = max(
+        (i for i, e in enumerate(events) if e["type"] == "RUN_FINISHED"), default=None
+    )
     if last_finish is None:
         return events
     insert: list[Event] = []
@@ -319,21 +473,28 @@ def rich_stream(draw: st.DrawFn) -> list[Event]:
     events[last_finish:last_finish] = insert
     if "interrupt" in extras:
         events[last_finish + len(insert)]["outcome"] = {
-            "type": "interrupt", "interrupts": [{"id": "i", "reason": "r"}]}
+            "type": "interrupt",
+            "interrupts": [{"id": "i", "reason": "r"}],
+        }
     return events
 
 
 def _observable(conversation: Any) -> Any:
     if conversation is None:
         return None
-    return {name: copy.deepcopy(getattr(conversation, name, None))
-            for name in ("messages", "state")}
+    return {
+        name: copy.deepcopy(getattr(conversation, name, None)) for name in ("messages", "state")
+    }
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=rich_stream(), declaration=st.one_of(st.just(FULL), declarations),
-       framing=st.sampled_from(["sse", "jsonl"]), with_input=st.booleans(),
-       cuts=st.lists(st.integers(0, 10_000), max_size=4))
+@given(
+    events=rich_stream(),
+    declaration=st.one_of(st.just(FULL), declarations),
+    framing=st.sampled_from(["sse", "jsonl"]),
+    with_input=st.booleans(),
+    cuts=st.lists(st.integers(0, 10_000), max_size=4),
+)
 def test_a_declaration_changes_nothing_but_diagnostics(
     events: list[Event], declaration: Any, framing: str, with_input: bool, cuts: list[int]
 ) -> None:
@@ -361,22 +522,30 @@ def test_events_are_not_copied_or_mutated() -> None:
 
 def test_calls_of_different_owners_do_not_overlap() -> None:
     parent = call("c1", "a", result=False)
-    child = [{**e, "subagentRunId": "sub-1"} if e["type"].startswith("TOOL_CALL") else e
-             for e in call("c2", "b")]
-    events = stream({"type": "SUBAGENT_STARTED", "subagentRunId": "sub-1", "name": "x"},
-                    parent, child, {"type": "SUBAGENT_FINISHED", "subagentRunId": "sub-1"})
+    child = [
+        {**e, "subagentRunId": "sub-1"} if e["type"].startswith("TOOL_CALL") else e
+        for e in call("c2", "b")
+    ]
+    events = stream(
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "sub-1", "name": "x"},
+        parent,
+        child,
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "sub-1"},
+    )
     result = reconcile(events, {"tools": {"parallelCalls": False}})
     assert result.verdict.completed, result.verdict
     assert findings(result) == []
 
 
 def test_unlisted_names_are_bounded_per_run() -> None:
-    from stages.reconcile import MAX_NAMES
+    from agui_pipeline.stages.reconcile import MAX_NAMES
 
     pieces: list[Event] = []
     for n in range(MAX_NAMES + 50):
-        pieces += [{"type": "SUBAGENT_STARTED", "subagentRunId": f"s{n}", "name": f"n{n}"},
-                   {"type": "SUBAGENT_FINISHED", "subagentRunId": f"s{n}"}]
+        pieces += [
+            {"type": "SUBAGENT_STARTED", "subagentRunId": f"s{n}", "name": f"n{n}"},
+            {"type": "SUBAGENT_FINISHED", "subagentRunId": f"s{n}"},
+        ]
     result = reconcile(stream(pieces), {"multiAgent": {"subagents": []}})
     assert result.verdict.completed
     assert len(findings(result)) == MAX_NAMES
@@ -395,8 +564,7 @@ def test_a_run_starting_mid_batch_is_judged_whole() -> None:
 
 def test_messages_do_not_grow_with_producer_values() -> None:
     name = "x" * 100_000
-    result = reconcile(stream(call("c1", name)),
-                       {"tools": {"items": [], "clientProvided": False}})
+    result = reconcile(stream(call("c1", name)), {"tools": {"items": [], "clientProvided": False}})
     (finding,) = [d for d in result.diagnostics if d.code == "reconcile.unlisted-tool"]
     assert len(finding.message) < 400
 
@@ -414,11 +582,17 @@ def test_one_summary_per_run_even_with_a_late_run_error() -> None:
 
 @pytest.mark.parametrize(
     ("transport", "field"),
-    [("http+sse", "/transport/streaming"), ("sse", "/transport/streaming"),
-     ("http+protobuf", "/transport/httpBinary"), ("websocket", "/transport/websocket"),
-     ("jsonl", None), ("json", None), (None, None)],
+    [
+        ("http+sse", "/transport/streaming"),
+        ("sse", "/transport/streaming"),
+        ("http+protobuf", "/transport/httpBinary"),
+        ("websocket", "/transport/websocket"),
+        ("jsonl", None),
+        ("json", None),
+        (None, None),
+    ],
 )
 def test_transport_names(transport: str | None, field: str | None) -> None:
-    from stages.reconcile import transport_field
+    from agui_pipeline.stages.reconcile import transport_field
 
     assert transport_field(transport) == field

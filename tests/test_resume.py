@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from agui_pipeline import Pipeline, RunResult
+from agui_pipeline.errors import InputRejected
+from agui_pipeline.resume import pending_interrupts, resume_input
+from agui_pipeline.run_input import prepare_input
+from agui_pipeline.subscribers import encode_sse
 
-from pipeline import Pipeline, RunResult
-from pipeline.errors import InputRejected
-from pipeline.resume import pending_interrupts, resume_input
-from pipeline.run_input import prepare_input
-from pipeline.subscribers import encode_sse
 from tests.conftest import run
 
 PREVIOUS: dict[str, Any] = {

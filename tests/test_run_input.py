@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
+from agui_pipeline import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from pipeline import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from tests.conftest import CORPUS, SCHEMA_PATH
 
 _SCHEMA = json.loads(SCHEMA_PATH.read_text())

@@ -20,16 +20,16 @@ import anyio
 import httpx
 import orjson
 import pytest
+from agui_pipeline import Outcome, Pipeline
+from agui_pipeline.client import HttpAgent, HttpStatusError, RequestFailed
+from agui_pipeline.conformance import Fixture, check_fixture, load_fixture, replay_fixture
+from agui_pipeline.conformance import Replay as ConformanceReplay
+from agui_pipeline.errors import InputRejected
+from agui_pipeline.resume import pending_interrupts, resume_input
+from agui_pipeline.serve import BackgroundServer, Replay, ReplayServer
+from agui_pipeline.subscribers import SseSink, encode_sse
 from starlette.types import Receive, Scope, Send
 
-from pipeline import Outcome, Pipeline
-from pipeline.client import HttpAgent, HttpStatusError, RequestFailed
-from pipeline.conformance import Fixture, check_fixture, load_fixture, replay_fixture
-from pipeline.conformance import Replay as ConformanceReplay
-from pipeline.errors import InputRejected
-from pipeline.resume import pending_interrupts, resume_input
-from pipeline.serve import BackgroundServer, Replay, ReplayServer
-from pipeline.subscribers import SseSink, encode_sse
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.anyio

@@ -16,10 +16,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from pipeline import (
+from agui_pipeline import (
     Batch,
     Limits,
     Options,
@@ -29,9 +26,12 @@ from pipeline import (
     StreamRejected,
     StreamTruncated,
 )
-from pipeline import catalog as c
-from pipeline.cli import main
-from stages.verify import Verify
+from agui_pipeline import catalog as c
+from agui_pipeline.cli import main
+from agui_pipeline.stages.verify import Verify
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests.conftest import run
 from tests.streams import valid_stream
 
@@ -115,8 +115,12 @@ def call(call_id: str, sub: str | None = None, parent: str | None = None) -> lis
 
 
 def result(call_id: str, message_id: str) -> Event:
-    return {"type": "TOOL_CALL_RESULT", "messageId": message_id, "toolCallId": call_id,
-            "content": "ok"}
+    return {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": message_id,
+        "toolCallId": call_id,
+        "content": "ok",
+    }
 
 
 def thought(message_id: str) -> list[Event]:
@@ -173,19 +177,23 @@ def test_a_stream_may_open_with_run_error_and_then_start_a_run() -> None:
 
 def test_no_run_starts_inside_another() -> None:
     error = rejected(
-        [started("r1"), started("r2")], c.VERIFY_NESTED_RUN,
-        "Cannot send 'RUN_STARTED' while a run is still active", "'r1'",
+        [started("r1"), started("r2")],
+        c.VERIFY_NESTED_RUN,
+        "Cannot send 'RUN_STARTED' while a run is still active",
+        "'r1'",
     )
     assert error.event_index == 1
 
 
 @pytest.mark.parametrize(
-    "late", [text("m")[0], STEP, {"type": "STATE_SNAPSHOT", "snapshot": {}}, finished()],
+    "late",
+    [text("m")[0], STEP, {"type": "STATE_SNAPSHOT", "snapshot": {}}, finished()],
     ids=lambda event: event["type"],
 )
 def test_after_run_finished_only_a_new_run_or_a_late_error(late: Event) -> None:
-    rejected([*in_run(), late], c.VERIFY_AFTER_CLOSE,
-             "The run has already finished with 'RUN_FINISHED'")
+    rejected(
+        [*in_run(), late], c.VERIFY_AFTER_CLOSE, "The run has already finished with 'RUN_FINISHED'"
+    )
 
 
 def test_a_late_run_error_fails_the_finished_run() -> None:
@@ -204,7 +212,9 @@ def test_after_run_error_only_run_started(late: Event) -> None:
 def test_a_new_run_may_follow_a_finished_or_failed_one() -> None:
     ctx = check([*in_run(run_id="r1"), started("r2"), error(), *in_run(run_id="r3")])
     assert [r.status for r in ctx.runs] == [
-        RunStatus.FINISHED, RunStatus.ERROR, RunStatus.FINISHED,
+        RunStatus.FINISHED,
+        RunStatus.ERROR,
+        RunStatus.FINISHED,
     ]
 
 
@@ -285,8 +295,12 @@ def test_steps_are_matched_by_name_and_overlap_freely() -> None:
 def test_steps_are_per_owner() -> None:
     mine, theirs = STEP, tagged(STEP, "s1")
     check(in_run(mine, theirs, tagged(STEP_END, "s1"), STEP_END))
-    error = rejected(in_run(theirs, STEP_END, tagged(STEP_END, "s1")), c.VERIFY_STEP,
-                     "that was not started", "open under subagent 's1'")
+    error = rejected(
+        in_run(theirs, STEP_END, tagged(STEP_END, "s1")),
+        c.VERIFY_STEP,
+        "that was not started",
+        "open under subagent 's1'",
+    )
     assert error.event_index == 2
 
 
@@ -344,8 +358,11 @@ def test_a_span_and_its_message_may_share_an_id_but_a_span_opens_no_message() ->
     span = {"type": "REASONING_START", "messageId": "x"}
     span_end = {"type": "REASONING_END", "messageId": "x"}
     check(in_run(span, *thought("x"), span_end))
-    rejected(in_run(span, thought("x")[1]), c.VERIFY_REASONING,
-             "No active reasoning message found with ID 'x'")
+    rejected(
+        in_run(span, thought("x")[1]),
+        c.VERIFY_REASONING,
+        "No active reasoning message found with ID 'x'",
+    )
 
 
 def test_a_message_id_names_one_kind_of_message() -> None:
@@ -377,8 +394,10 @@ CONTINUATIONS = {
     "tool-end": (lambda sub: call("x", sub), 2),
     "reasoning": (lambda sub: [tagged(thought("x")[0], sub), *thought("x")[1:]], 1),
     "span": (
-        lambda sub: [tagged({"type": "REASONING_START", "messageId": "x"}, sub),
-                     {"type": "REASONING_END", "messageId": "x"}],
+        lambda sub: [
+            tagged({"type": "REASONING_START", "messageId": "x"}, sub),
+            {"type": "REASONING_END", "messageId": "x"},
+        ],
         1,
     ),
 }
@@ -401,8 +420,9 @@ def test_a_continuation_agrees_with_its_items_owner(item: str) -> None:
 
 
 def test_an_activity_delta_agrees_with_the_snapshot_that_opened_it() -> None:
-    snapshot = tagged({"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "t",
-                       "content": {}}, "s1")
+    snapshot = tagged(
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "t", "content": {}}, "s1"
+    )
     delta = {"type": "ACTIVITY_DELTA", "messageId": "a", "activityType": "t", "patch": []}
     check(in_run(snapshot, delta, tagged(delta, "s1")))
     rejected(in_run(snapshot, tagged(delta, "s2")), c.VERIFY_ATTRIBUTION, "'s1'")
@@ -422,10 +442,15 @@ def test_reopening_in_the_same_run_keeps_the_owner() -> None:
 
 def test_a_tool_call_has_the_attribution_of_its_message() -> None:
     check(in_run(*text("m", "s1"), *call("c", "s1", parent="m")))
-    rejected(in_run(*text("m", "s1"), *call("c", "s2", parent="m")), c.VERIFY_ATTRIBUTION,
-             "belongs to subagent 's2'", "'s1'")
-    rejected(in_run(*text("m"), *call("c", "s2", parent="m")), c.VERIFY_ATTRIBUTION,
-             "the parent agent")
+    rejected(
+        in_run(*text("m", "s1"), *call("c", "s2", parent="m")),
+        c.VERIFY_ATTRIBUTION,
+        "belongs to subagent 's2'",
+        "'s1'",
+    )
+    rejected(
+        in_run(*text("m"), *call("c", "s2", parent="m")), c.VERIFY_ATTRIBUTION, "the parent agent"
+    )
     # An untagged call inherits its message's owner: its continuations agree with that.
     events = call("c", parent="m")
     events[1] = tagged(events[1], "s1")
@@ -442,14 +467,20 @@ def test_attribution_without_announcement_is_accepted() -> None:
 
 def test_an_invocation_is_announced_before_any_event_attributed_to_it() -> None:
     check(in_run(sub_started("s1"), *text("m", "s1"), sub_finished("s1")))
-    rejected(in_run(*text("m", "s1"), sub_started("s1")), c.VERIFY_SUBAGENT,
-             "already had events attributed to it")
+    rejected(
+        in_run(*text("m", "s1"), sub_started("s1")),
+        c.VERIFY_SUBAGENT,
+        "already had events attributed to it",
+    )
 
 
 def test_an_invocation_is_announced_once_per_run() -> None:
     rejected(in_run(sub_started("s1"), sub_started("s1")), c.VERIFY_SUBAGENT, "already active")
-    rejected(in_run(sub_started("s1"), sub_finished("s1"), sub_started("s1")), c.VERIFY_SUBAGENT,
-             "already finished in this run")
+    rejected(
+        in_run(sub_started("s1"), sub_finished("s1"), sub_started("s1")),
+        c.VERIFY_SUBAGENT,
+        "already finished in this run",
+    )
     # An id may reappear in a later run (a suspended invocation continued).
     first = in_run(sub_started("s1"), sub_finished("s1"), run_id="r1")
     check([*first, *in_run(sub_started("s1"), sub_finished("s1"), run_id="r2")])
@@ -472,18 +503,34 @@ def test_nothing_is_attributed_to_an_invocation_after_it_ended() -> None:
 
 
 def test_a_nested_invocation_names_an_announced_parent() -> None:
-    check(in_run(sub_started("s1"), sub_started("s2", parent="s1"), sub_finished("s2"),
-                 sub_finished("s1")))
+    check(
+        in_run(
+            sub_started("s1"),
+            sub_started("s2", parent="s1"),
+            sub_finished("s2"),
+            sub_finished("s1"),
+        )
+    )
     rejected(in_run(sub_started("s2", parent="s1")), c.VERIFY_SUBAGENT, "not announced")
-    rejected(in_run(*text("m", "s1"), sub_started("s2", parent="s1")), c.VERIFY_SUBAGENT,
-             "not announced")
-    rejected(in_run(sub_started("s1"), sub_finished("s1"), sub_started("s2", parent="s1")),
-             c.VERIFY_SUBAGENT, "already ended")
+    rejected(
+        in_run(*text("m", "s1"), sub_started("s2", parent="s1")), c.VERIFY_SUBAGENT, "not announced"
+    )
+    rejected(
+        in_run(sub_started("s1"), sub_finished("s1"), sub_started("s2", parent="s1")),
+        c.VERIFY_SUBAGENT,
+        "already ended",
+    )
 
 
 def test_run_error_abandons_open_invocations() -> None:
-    check([started("r1"), sub_started("s1"), error(), *in_run(sub_started("s1"),
-                                                                sub_finished("s1"), run_id="r2")])
+    check(
+        [
+            started("r1"),
+            sub_started("s1"),
+            error(),
+            *in_run(sub_started("s1"), sub_finished("s1"), run_id="r2"),
+        ]
+    )
 
 
 # -- outcomes -------------------------------------------------------------------------
@@ -491,8 +538,9 @@ def test_run_error_abandons_open_invocations() -> None:
 
 def test_interrupt_ids_are_unique_within_the_run() -> None:
     check(in_run(**interrupted(interrupt("i1"), interrupt("i2"))))
-    error = rejected(in_run(**interrupted(interrupt("i1"), interrupt("i1"))), c.VERIFY_INTERRUPT,
-                     "'i1'")
+    error = rejected(
+        in_run(**interrupted(interrupt("i1"), interrupt("i1"))), c.VERIFY_INTERRUPT, "'i1'"
+    )
     assert error.pointer == "/outcome/interrupts/1/id"
 
 
@@ -501,10 +549,14 @@ def test_a_suspended_subagents_interrupts_are_the_runs() -> None:
     body = (sub_started("s1"), suspended)
     check(in_run(*body, **interrupted(interrupt("i1", "s1"))))
     check(in_run(*body, **interrupted(interrupt("i1"))))  # untagged: no disagreement stated
-    rejected(in_run(*body, **interrupted(interrupt("i2"))), c.VERIFY_INTERRUPT,
-             "no interrupt with that id")
-    rejected(in_run(*body, **interrupted(interrupt("i1", "s2"))), c.VERIFY_INTERRUPT,
-             "subagent 's2'")
+    rejected(
+        in_run(*body, **interrupted(interrupt("i2"))),
+        c.VERIFY_INTERRUPT,
+        "no interrupt with that id",
+    )
+    rejected(
+        in_run(*body, **interrupted(interrupt("i1", "s2"))), c.VERIFY_INTERRUPT, "subagent 's2'"
+    )
     rejected(in_run(*body), c.VERIFY_INTERRUPT, "finished as success")
     rejected(in_run(*body, outcome={"type": "success"}), c.VERIFY_INTERRUPT)
     check(in_run(*body, outcome={"type": "cancelled"}))
@@ -543,12 +595,16 @@ def test_run_records_say_how_each_run_ended() -> None:
         *in_run(run_id="b", outcome={"type": "success"}),
         *in_run(run_id="c", outcome={"type": "cancelled"}),
         *in_run(run_id="d", **interrupted(interrupt("i"))),
-        started("e"), error("nope"),
+        started("e"),
+        error("nope"),
     ]
     runs = check(events).runs
     assert [(r.run_id, r.thread_id, str(r.status)) for r in runs] == [
-        ("a", "t", "finished"), ("b", "t", "finished"), ("c", "t", "cancelled"),
-        ("d", "t", "interrupted"), ("e", "t", "error"),
+        ("a", "t", "finished"),
+        ("b", "t", "finished"),
+        ("c", "t", "cancelled"),
+        ("d", "t", "interrupted"),
+        ("e", "t", "error"),
     ]
     assert runs[3].outcome == {"type": "interrupt", "interrupts": [interrupt("i")]}
     assert runs[4].to_dict()["error"] == "nope"
@@ -560,20 +616,31 @@ def test_run_records_say_how_each_run_ended() -> None:
 def test_a_result_answers_a_closed_call() -> None:
     check(in_run(*call("c"), result("c", "r")))
     start, args, end = call("c")
-    error = rejected(in_run(start, args, result("c", "r"), end), c.VERIFY_TOOL_RESULT,
-                     "still open")
+    error = rejected(in_run(start, args, result("c", "r"), end), c.VERIFY_TOOL_RESULT, "still open")
     assert error.pointer == "/toolCallId"
 
 
 def test_a_result_answers_a_call_the_consumer_knows() -> None:
-    history = {"threadId": "t", "runId": "r1", "messages": [
-        {"id": "a1", "role": "assistant",
-         "toolCalls": [{"id": "old", "type": "function",
-                        "function": {"name": "f", "arguments": "{}"}}]},
-    ]}
+    history = {
+        "threadId": "t",
+        "runId": "r1",
+        "messages": [
+            {
+                "id": "a1",
+                "role": "assistant",
+                "toolCalls": [
+                    {"id": "old", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+        ],
+    }
     check(in_run(result("old", "r")), run_input=history)
-    rejected(in_run(result("nowhere", "r")), c.VERIFY_TOOL_RESULT, "no tool call has that id",
-             run_input=history)
+    rejected(
+        in_run(result("nowhere", "r")),
+        c.VERIFY_TOOL_RESULT,
+        "no tool call has that id",
+        run_input=history,
+    )
     check([started(input=history), result("old", "r"), finished()])  # an echoed input
     # From an earlier run on the stream, or from a messages snapshot.
     check([*in_run(*call("c"), run_id="r0"), *in_run(result("c", "r"))])
@@ -586,8 +653,12 @@ def test_a_frontend_tool_call_is_not_answered_in_the_stream() -> None:
     frontend = [{**call("c")[0], "toolCallName": "confirm"}, *call("c")[1:]]
     check(in_run(*frontend), run_input=run_input)  # left for the application: fine
     check(in_run(*call("c"), result("c", "r")), run_input=run_input)  # an agent-side tool
-    rejected(in_run(*frontend, result("c", "r")), c.VERIFY_TOOL_RESULT, "frontend tool",
-             run_input=run_input)
+    rejected(
+        in_run(*frontend, result("c", "r")),
+        c.VERIFY_TOOL_RESULT,
+        "frontend tool",
+        run_input=run_input,
+    )
     echoed = started(input={"threadId": "t", "runId": "r1", **run_input})
     rejected([echoed, *frontend, result("c", "r")], c.VERIFY_TOOL_RESULT, "frontend tool")
 
@@ -599,8 +670,11 @@ def test_a_result_for_a_call_unseen_without_history_warns() -> None:
 
 
 def test_a_result_mints_a_new_message() -> None:
-    rejected(in_run(*text("m"), *call("c"), result("c", "m")), c.VERIFY_MESSAGE_ID,
-             "already names a assistant message")
+    rejected(
+        in_run(*text("m"), *call("c"), result("c", "m")),
+        c.VERIFY_MESSAGE_ID,
+        "already names a assistant message",
+    )
     rejected(in_run(*call("c"), result("c", "r"), result("c", "r")), c.VERIFY_MESSAGE_ID)
 
 
@@ -640,14 +714,23 @@ def test_chunked_subagent_lanes_verify_cleanly_through_the_pipeline() -> None:
     """Expand closes a subagent's chunk streams no later than its terminal event, so the
     ends it synthesizes agree with their owners and nothing outlives its invocation."""
     events = [
-        started(), sub_started("s1"), sub_started("s2"),
+        started(),
+        sub_started("s1"),
+        sub_started("s2"),
         {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "subagentRunId": "s1", "delta": "a"},
         {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "subagentRunId": "s2", "delta": "b"},
-        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "toolCallName": "f",
-         "parentMessageId": "m1", "subagentRunId": "s1", "delta": "{}"},
+        {
+            "type": "TOOL_CALL_CHUNK",
+            "toolCallId": "c",
+            "toolCallName": "f",
+            "parentMessageId": "m1",
+            "subagentRunId": "s1",
+            "delta": "{}",
+        },
         {"type": "SUBAGENT_ERROR", "subagentRunId": "s1", "message": "failed"},
         {"type": "TEXT_MESSAGE_CHUNK", "subagentRunId": "s2", "delta": "c"},
-        sub_finished("s2"), finished(),
+        sub_finished("s2"),
+        finished(),
     ]
     result = run(b"".join(orjson.dumps(e) + b"\n" for e in events))
     assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
@@ -676,8 +759,16 @@ def test_open_items_are_bounded_by_max_open_items(kind: str) -> None:
     assert "max_open_items" in str(info.value)
     # Closing makes room again: the limit is on what is open at once.
     stage = Verify(StreamContext(Options(limits=Limits(max_open_items=1))))
-    events = in_run(*text("a"), *call("b"), STEP, STEP_END, sub_started("s1"),
-                    sub_finished("s1"), sub_started("s2"), sub_finished("s2"))
+    events = in_run(
+        *text("a"),
+        *call("b"),
+        STEP,
+        STEP_END,
+        sub_started("s1"),
+        sub_finished("s1"),
+        sub_started("s2"),
+        sub_finished("s2"),
+    )
     anyio.run(stage.process, Batch(events, list(range(len(events)))))
 
 
@@ -685,8 +776,10 @@ def test_an_event_it_cannot_read_is_rejected_not_a_crash() -> None:
     # Only reachable when enforce is missing from the pipeline.
     missing = {"type": "TEXT_MESSAGE_CONTENT", "delta": "x"}
     rejected(in_run(missing), c.VERIFY_UNREADABLE, "messageId")
-    rejected(in_run({"type": "TEXT_MESSAGE_START", "messageId": ["not", "hashable"]}),
-             c.VERIFY_UNREADABLE)
+    rejected(
+        in_run({"type": "TEXT_MESSAGE_START", "messageId": ["not", "hashable"]}),
+        c.VERIFY_UNREADABLE,
+    )
 
 
 def test_the_cli_prints_one_line_per_run(tmp_path: Any) -> None:
@@ -702,7 +795,9 @@ def test_the_cli_prints_one_line_per_run(tmp_path: Any) -> None:
     out = io.StringIO()
     main(["check", str(path), "--format", "json"], out)
     assert [r["status"] for r in orjson.loads(out.getvalue())["runs"]] == [
-        "error", "interrupted", "truncated",
+        "error",
+        "interrupted",
+        "truncated",
     ]
 
 
@@ -729,9 +824,18 @@ def test_a_valid_stream_cut_inside_a_run_is_truncated(events: list[Event], data:
 
 
 _STRUCTURAL = {
-    "RUN_STARTED", "RUN_FINISHED", "STEP_STARTED", "STEP_FINISHED", "REASONING_START",
-    "REASONING_END", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "TOOL_CALL_START",
-    "TOOL_CALL_END", "REASONING_MESSAGE_START", "REASONING_MESSAGE_END",
+    "RUN_STARTED",
+    "RUN_FINISHED",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "REASONING_START",
+    "REASONING_END",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_END",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_END",
 }
 
 
@@ -744,8 +848,9 @@ def test_losing_any_opener_or_closer_is_caught(events: list[Event], data: Any) -
     positions = [i for i, event in enumerate(events) if event["type"] in _STRUCTURAL]
     position = data.draw(st.sampled_from(positions))
     kind = events[position]["type"]
-    terminal = next(e["type"] for e in events[position:] if e["type"] in ("RUN_FINISHED",
-                                                                          "RUN_ERROR"))
+    terminal = next(
+        e["type"] for e in events[position:] if e["type"] in ("RUN_FINISHED", "RUN_ERROR")
+    )
     closer = kind.endswith(("_END", "_FINISHED")) and kind != "RUN_FINISHED"
     before = [e["type"] for e in events[:position] if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
     bare_error = (

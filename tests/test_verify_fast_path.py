@@ -13,10 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
-
-from pipeline import Batch, Options, StreamContext, StreamRejected
-from pipeline import catalog as c
-from stages.verify import Verify
+from agui_pipeline import Batch, Options, StreamContext, StreamRejected
+from agui_pipeline import catalog as c
+from agui_pipeline.stages.verify import Verify
 
 Event = dict[str, Any]
 
@@ -54,8 +53,9 @@ def test_a_continuation_that_cannot_be_read_is_judged_by_its_tag_before_its_item
         {"type": "SUBAGENT_STARTED", "subagentRunId": "s1"},
         {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"},
     ]
-    code, index, _ = verdict([*ended, {"type": "TEXT_MESSAGE_CONTENT", "delta": "x",
-                                       "subagentRunId": "s1"}])
+    code, index, _ = verdict(
+        [*ended, {"type": "TEXT_MESSAGE_CONTENT", "delta": "x", "subagentRunId": "s1"}]
+    )
     assert (code, index) == (c.VERIFY_SUBAGENT.id, 3)
 
 
@@ -69,10 +69,14 @@ def test_an_unhashable_item_id_is_unreadable_at_its_own_frame() -> None:
     ("last", "expected"),
     [
         (content("m2"), c.VERIFY_TEXT_MESSAGE),  # nothing open under that id
-        ({"type": "REASONING_MESSAGE_CONTENT", "messageId": "m1", "delta": "x"},
-         c.VERIFY_REASONING),  # open, but as a text message
-        ({"type": "TOOL_CALL_ARGS", "toolCallId": "m1", "delta": "x"},
-         c.VERIFY_TOOL_CALL),  # ids of calls and messages are separate
+        (
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m1", "delta": "x"},
+            c.VERIFY_REASONING,
+        ),  # open, but as a text message
+        (
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "m1", "delta": "x"},
+            c.VERIFY_TOOL_CALL,
+        ),  # ids of calls and messages are separate
         (content(subagentRunId="s9"), c.VERIFY_ATTRIBUTION),  # open under the parent agent
     ],
 )

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+from agui_pipeline import Pipeline
 from conftest import SCHEMA_PATH, run
 from jsonschema import Draft202012Validator
 
@@ -19,7 +20,6 @@ from benchmarks.workload import (
     events,
     iter_sse_chunks,
 )
-from pipeline import Pipeline
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +73,19 @@ def test_token_deltas_dominate_and_every_kind_occurs() -> None:
     kinds = Counter(event["type"] for event in events(20_000))
     assert kinds["TEXT_MESSAGE_CONTENT"] > 0.5 * sum(kinds.values())
     for kind in (
-        "RUN_STARTED", "RUN_FINISHED", "STEP_STARTED", "STEP_FINISHED",
-        "REASONING_START", "REASONING_MESSAGE_CONTENT", "REASONING_END",
-        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
-        "STATE_SNAPSHOT", "STATE_DELTA",
+        "RUN_STARTED",
+        "RUN_FINISHED",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "REASONING_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
     ):
         assert kinds[kind], kind
     assert kinds["RUN_STARTED"] >= 5
