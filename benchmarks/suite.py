@@ -71,7 +71,7 @@ async def _consume(pipeline: Pipeline, reads: Source) -> int:
     async with pipeline.open(reads) as stream:
         async for batch in stream.batches():
             count += len(batch)
-    if stream.verdict is None or not stream.verdict.completed:
+    if not stream.verdict.completed:
         raise RuntimeError(f"the benchmark stream was not accepted: {stream.verdict}")
     return count
 

@@ -44,7 +44,7 @@ from .catalog import (
     RECONCILE_INPUT_REFUSED,
     Code,
 )
-from .errors import Diagnostic
+from .errors import AguiPipelineError, Diagnostic
 
 _MAX_SAFE_INTEGER = 9007199254740991
 
@@ -232,7 +232,7 @@ CapabilitiesSource = AgentCapabilities | Mapping[str, Any] | bytes | str | os.Pa
 """A declaration as the caller has it: a model, a dict, JSON bytes or text, or a file path."""
 
 
-class DeclarationUnusable(ValueError):
+class DeclarationUnusable(AguiPipelineError, ValueError):
     """A known field of the declaration carries a value the schema rejects."""
 
     def __init__(self, pointer: str, reason: str) -> None:

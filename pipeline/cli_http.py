@@ -18,7 +18,7 @@ import anyio
 import orjson
 
 from .errors import Diagnostic
-from .stage import Event
+from .events import AnyEvent
 
 
 def parse_headers(values: Sequence[str]) -> dict[str, str]:
@@ -66,7 +66,7 @@ class Progress:
     def diagnostic(self, _diagnostic: Diagnostic) -> None:
         self.diagnostics += 1
 
-    async def write(self, events: Sequence[Event]) -> None:
+    async def write(self, events: Sequence[AnyEvent]) -> None:
         self.events += len(events)
         for event in events:
             if event.get("type") == "RUN_STARTED":

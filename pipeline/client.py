@@ -32,7 +32,7 @@ import orjson
 
 from .catalog import TRANSPORT_CONNECTION_LOST, TRANSPORT_CONTENT_TYPE
 from .engine import EventStream, Pipeline, RunResult
-from .errors import Diagnostic
+from .errors import AguiPipelineError, Diagnostic
 from .run_input import prepare_input
 from .stage import Event, StreamContext
 
@@ -41,7 +41,7 @@ BODY_EXCERPT = 2048
 """Bytes of an error response kept on :class:`HttpStatusError`."""
 
 
-class RequestFailed(Exception):
+class RequestFailed(AguiPipelineError):
     """The request produced no event stream: the run never started (or was never seen to)."""
 
     def __init__(self, url: str, message: str) -> None:

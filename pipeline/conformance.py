@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,7 +37,7 @@ import anyio
 import orjson
 
 from .engine import Outcome, Pipeline, RunResult
-from .errors import Diagnostic, InputRejected
+from .errors import AguiPipelineError, Diagnostic, InputRejected
 from .patch import json_equal
 from .run_input import prepare_input
 from .sources import Source
@@ -96,7 +96,7 @@ DEVIATIONS: dict[str, Deviation] = {
 # -- fixtures ----------------------------------------------------------------------------
 
 
-class FixtureError(Exception):
+class FixtureError(AguiPipelineError):
     """A fixture file that cannot be read as a fixture."""
 
 
@@ -407,9 +407,9 @@ def _messages_match(replay: Replay, expected: Any) -> str | None:
 
 def _state_match(replay: Replay, expected: Any) -> str | None:
     result = replay.result
-    if result is None or result.conversation is None:
+    if result is None or result.materialised is None:
         return "no Conversation was materialised"
-    return subset_mismatch(expected, result.conversation.state, "")
+    return subset_mismatch(expected, result.materialised.state, "")
 
 
 def _request_match(replay: Replay, expected: Any) -> str | None:
@@ -491,15 +491,15 @@ def _error_message(replay: Replay) -> str | None:
     return replay.result.verdict.message
 
 
-def _events(replay: Replay) -> list[dict[str, Any]]:
+def _events(replay: Replay) -> Sequence[Mapping[str, Any]]:
     return [] if replay.result is None else replay.result.events
 
 
 def _messages(replay: Replay) -> list[dict[str, Any]] | None:
     result = replay.result
-    if result is None or result.conversation is None:
+    if result is None or result.materialised is None:
         return None
-    messages: list[dict[str, Any]] = result.conversation.messages
+    messages: list[dict[str, Any]] = result.materialised.messages
     return messages
 
 

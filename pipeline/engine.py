@@ -18,28 +18,33 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
+from types import TracebackType
 from typing import Any
 
 import anyio
 
+from .capabilities import CapabilitiesSource, Declaration
 from .catalog import SOURCE_IDLE_TIMEOUT
-from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
-from .sources import Source, iter_chunks, may_stall
+from .conversation import Conversation
+from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated, UsageError
+from .events import AnyEvent
+from .options import UNSET, Limits, Options, Unset, changed
+from .sources import Source, check_source, iter_chunks, may_stall
 from .stage import (
     Batch,
     Counters,
     DecoderFactory,
     Event,
-    Options,
     RunRecord,
     Stage,
     StageFactory,
     StreamContext,
     empty_batch,
 )
+from .subscribers import HandlerMap, Handlers, Sink, delivered
 
 
 class Outcome(StrEnum):
@@ -68,9 +73,8 @@ class Verdict:
 
     @property
     def code(self) -> str | None:
-        if isinstance(self.error, StreamRejected):
-            return self.error.code
-        return None if self.error is None else "dispatch.handler-failed"
+        """The catalog code of the error (``dispatch.handler-failed`` for a handler's)."""
+        return None if self.error is None else self.error.code
 
     @property
     def message(self) -> str | None:
@@ -98,17 +102,32 @@ class Verdict:
 class RunResult:
     """Everything one stream produced: what was delivered, what was said, the verdict."""
 
-    events: list[Event]
+    events: list[AnyEvent]
     verdict: Verdict
     diagnostics: list[Diagnostic]
     counters: Counters
-    conversation: Any = None
-    """The materialised conversation, when the pipeline has a stage that builds one."""
     transport: str | None = None
     suppressed: dict[str, int] = field(default_factory=dict)
     """Diagnostics over the ``max_diagnostics`` limit, counted by code."""
     runs: list[RunRecord] = field(default_factory=list)
     """The runs on the stream in order, with how each ended (kept by verify)."""
+    materialised: Conversation | None = field(default=None, repr=False)
+    """The Conversation, or ``None`` when the pipeline builds none (see :attr:`conversation`)."""
+
+    @property
+    def conversation(self) -> Conversation:
+        """The materialised Conversation: messages, state, pending interrupts.
+
+        Raises :class:`~agui_pipeline.UsageError` when the pipeline builds none
+        (``Pipeline(conversation=False)``, or no dispatch stage); the
+        ``materialised`` field is the same value, ``None`` in those cases.
+        """
+        if self.materialised is None:
+            raise UsageError(
+                "this result has no Conversation: the pipeline was made with "
+                "conversation=False, or without the dispatch stage that builds it"
+            )
+        return self.materialised
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -123,46 +142,82 @@ class RunResult:
 class EventStream:
     """One stream going through a pipeline, read as it arrives.
 
-    Iterate it for delivered events (``async for event in stream``), or
-    :meth:`batches` for the lists as each read delivers them. Use it as an
-    async context manager so the source is closed even if you stop early::
+    Read it inside ``async with``, which closes the source however the block
+    ends (a ``break``, an exception, a cancellation); the verdict is there once
+    the stream has been read to its end::
 
         async with pipeline.open(source) as stream:
-            async for event in stream:
+            async for event in stream:     # each delivered event, an AnyEvent
                 ...
-        print(stream.verdict)
+        print(stream.verdict.outcome)
+
+    :meth:`batches` gives the lists as each read delivers them instead, and
+    :meth:`drain` judges a stream without keeping its events (no ``async with``
+    needed). Iterating outside ``async with`` raises
+    :class:`~agui_pipeline.UsageError` before anything is opened, so an
+    abandoned loop cannot leave a file or a connection open.
     """
 
     def __init__(self, pipeline: Pipeline, source: Source, ctx: StreamContext) -> None:
+        check_source(source)
         self._pipeline = pipeline
         self._source = source
         self.context = ctx
-        self.verdict: Verdict | None = None
-        """Set once the stream has ended (``None`` while it is still being read)."""
+        self._verdict: Verdict | None = None
+        self._entered = False
+        self._closed = False
         self._batches: AsyncGenerator[Batch, None] | None = None
-        self._pending: Iterator[Event] = iter(())
+        self._pending: Iterator[AnyEvent] = iter(())
 
     # -- reading ------------------------------------------------------------
 
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has been read to its end (and so has a :attr:`verdict`)."""
+        return self._verdict is not None
+
+    @property
+    def verdict(self) -> Verdict:
+        """How the consumer judged the stream; :class:`~agui_pipeline.UsageError` before its end."""
+        if self._verdict is None:
+            if self._closed:
+                raise UsageError(
+                    "the stream was closed before its end (the loop stopped early): "
+                    "it has no verdict"
+                )
+            raise UsageError("the stream has not ended: read it to the end or use drain()")
+        return self._verdict
+
     def batches(self) -> AsyncIterator[Batch]:
-        """Delivered events, one batch per read."""
+        """Delivered events, one batch per read (inside ``async with``, like iteration)."""
+        if self._closed:
+            raise UsageError("the stream was closed: a stream is read once, inside async with")
         if self._batches is None:
+            if not self._entered:
+                raise UsageError(
+                    "read an EventStream inside `async with pipeline.open(source) as "
+                    "stream:`, which closes the source when the block ends; or use "
+                    "await pipeline.run(source) or await stream.drain()"
+                )
             self._batches = self._run()
         return self._batches
 
     def __aiter__(self) -> EventStream:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> AnyEvent:
         for event in self._pending:
             return event
         async for batch in self.batches():
-            self._pending = iter(batch.events)
+            self._pending = iter(delivered(batch.events))
             for event in self._pending:
                 return event
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
+        """Close the source (a file, a connection, your iterator); reading stops here."""
+        self._closed = True
+        self._pending = iter(())
         if self._batches is not None:
             await self._batches.aclose()
 
@@ -182,22 +237,29 @@ class EventStream:
     def result(self, events: list[Event]) -> RunResult:
         """The :class:`RunResult` of this stream once read to its end, with ``events`` delivered."""
         ctx = self.context
-        assert self.verdict is not None, "the stream has not been read to its end"
         return RunResult(
-            events=events,
+            events=delivered(events),
             verdict=self.verdict,
             diagnostics=ctx.diagnostics,
             counters=ctx.counters,
-            conversation=ctx.conversation,
             transport=ctx.transport,
             suppressed=ctx.suppressed,
             runs=ctx.runs,
+            materialised=ctx.conversation,
         )
 
     async def __aenter__(self) -> EventStream:
+        if self._closed:
+            raise UsageError("the stream was closed: a stream is read once")
+        self._entered = True
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         await self.aclose()
 
     # -- the engine ---------------------------------------------------------
@@ -241,12 +303,12 @@ class EventStream:
                     yield batch
         except _Ended as ended:
             # Set before the last yield: a consumer may stop reading right there.
-            self.verdict = _verdict_of(ended.error)
+            self._verdict = _verdict_of(ended.error)
             if ended.delivered.events:
                 counters.delivered += len(ended.delivered.events)
                 yield ended.delivered
             return
-        self.verdict = Verdict(Outcome.COMPLETED)
+        self._verdict = Verdict(Outcome.COMPLETED)
 
 
 class _Ended(Exception):
@@ -392,7 +454,8 @@ class Pipeline:
         result = await pipeline.run(Path("run.sse"))
 
     A ``Pipeline`` is immutable and can run many streams at once; the methods
-    that change the stage list return a new one.
+    that change the stage list or the settings return a new one, and a copy
+    shares nothing that can change (its :class:`~agui_pipeline.Options` is frozen).
     """
 
     def __init__(
@@ -400,11 +463,36 @@ class Pipeline:
         *,
         middleware: Sequence[StageFactory] = (),
         options: Options | None = None,
-        **settings: Any,
+        limits: Limits | Unset = UNSET,
+        framing: str | Unset | None = UNSET,
+        idle_timeout: float | Unset | None = UNSET,
+        peer_max_protocol_version: str | Unset | None = UNSET,
+        on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
+        handlers: Handlers | HandlerMap | Unset | None = UNSET,
+        sinks: Sequence[Sink] | Unset = UNSET,
+        conversation: bool | Unset = UNSET,
+        capabilities: Declaration | CapabilitiesSource | Unset | None = UNSET,
     ) -> None:
-        """``settings`` are :class:`~agui_pipeline.stage.Options` fields, e.g.
-        ``Pipeline(idle_timeout=30, limits=Limits(max_frame_bytes=1 << 20))``."""
-        self.options = replace(options, **settings) if options else Options(**settings)
+        """Each setting is the :class:`~agui_pipeline.Options` field of that name, over
+        ``options`` when given: ``Pipeline(idle_timeout=30, limits=Limits(max_depth=64))``.
+
+        The settings are read here, once: the capabilities declaration is loaded,
+        the handler registry closed, the sinks fixed.
+        """
+        self.options: Options = changed(
+            options or Options(),
+            {
+                "limits": limits,
+                "framing": framing,
+                "idle_timeout": idle_timeout,
+                "peer_max_protocol_version": peer_max_protocol_version,
+                "on_diagnostic": on_diagnostic,
+                "handlers": handlers,
+                "sinks": sinks,
+                "conversation": conversation,
+                "capabilities": capabilities,
+            },
+        )
         self.decoder: DecoderFactory = _default_decoder()
         self._stages: list[tuple[str, StageFactory]] = _default_stages()
         for factory in middleware:
@@ -449,10 +537,35 @@ class Pipeline:
         del copy._stages[self._position(anchor)]
         return copy
 
-    def with_options(self, **changes: Any) -> Pipeline:
-        """A copy with some :class:`~agui_pipeline.stage.Options` changed."""
+    def with_options(
+        self,
+        *,
+        limits: Limits | Unset = UNSET,
+        framing: str | Unset | None = UNSET,
+        idle_timeout: float | Unset | None = UNSET,
+        peer_max_protocol_version: str | Unset | None = UNSET,
+        on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
+        handlers: Handlers | HandlerMap | Unset | None = UNSET,
+        sinks: Sequence[Sink] | Unset = UNSET,
+        conversation: bool | Unset = UNSET,
+        capabilities: Declaration | CapabilitiesSource | Unset | None = UNSET,
+    ) -> Pipeline:
+        """A copy with the settings passed changed (the same names as ``Pipeline(...)``)."""
         copy = self._copy()
-        copy.options = replace(self.options, **changes)
+        copy.options = changed(
+            self.options,
+            {
+                "limits": limits,
+                "framing": framing,
+                "idle_timeout": idle_timeout,
+                "peer_max_protocol_version": peer_max_protocol_version,
+                "on_diagnostic": on_diagnostic,
+                "handlers": handlers,
+                "sinks": sinks,
+                "conversation": conversation,
+                "capabilities": capabilities,
+            },
+        )
         return copy
 
     def _position(self, anchor: str) -> int:
@@ -491,11 +604,19 @@ class Pipeline:
         return StreamContext(self.options, run_input)
 
     def open(self, source: Source, *, run_input: dict[str, Any] | None = None) -> EventStream:
-        """Start one stream; iterate the result for delivered events."""
+        """One stream, read inside ``async with pipeline.open(source) as stream:``.
+
+        Nothing is opened until the stream is read; a value no reader takes
+        raises ``TypeError`` here.
+        """
         return EventStream(self, source, self.context(run_input))
 
     async def run(self, source: Source, *, run_input: dict[str, Any] | None = None) -> RunResult:
-        """Read a whole stream and return the delivered events, diagnostics and verdict."""
+        """Read a whole stream and return the delivered events, diagnostics and verdict.
+
+        ``source`` is a path (``Path`` or ``str``), ``"-"`` for stdin, the stream's
+        bytes, or an iterable of chunks (see :data:`~agui_pipeline.Source`).
+        """
         events: list[Event] = []
         async with self.open(source, run_input=run_input) as stream:
             async for batch in stream.batches():
@@ -518,10 +639,12 @@ CANONICAL_ORDER = [
 ]
 
 
-def run_sync(source: Source, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResult:
+def run_sync(
+    source: Source, pipeline: Pipeline | None = None, *, run_input: dict[str, Any] | None = None
+) -> RunResult:
     """Run one stream to the end from synchronous code (starts an event loop)."""
     chosen = pipeline or Pipeline()
-    return anyio.run(lambda: chosen.run(source, **kwargs))
+    return anyio.run(lambda: chosen.run(source, run_input=run_input))
 
 
 __all__ = [
@@ -530,6 +653,5 @@ __all__ = [
     "Pipeline",
     "RunResult",
     "Verdict",
-    "empty_batch",
     "run_sync",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .catalog import Code, Severity
+from .catalog import HANDLER_FAILED, Code, Severity
 
 if TYPE_CHECKING:
     from .stage import Batch
@@ -56,6 +56,25 @@ class Diagnostic:
         return record
 
 
+class AguiPipelineError(Exception):
+    """The root of every error this library raises on purpose.
+
+    ``except AguiPipelineError`` catches a rejected stream, a failed handler, a
+    malformed run input, an unusable declaration, a failed request and a
+    misused stream, and nothing that is a bug (a ``KeyError`` in a stage of
+    yours surfaces as itself).
+    """
+
+
+class UsageError(AguiPipelineError, RuntimeError):
+    """The API was used out of order; the message says which rule was broken.
+
+    For example: a stream is read inside ``async with pipeline.open(source) as
+    stream:``, its verdict once it has ended, and a handler registry is filled
+    before a pipeline takes it.
+    """
+
+
 def _render(
     code: str, message: str, event_index: int | None, pointer: str | None, spec: str
 ) -> str:
@@ -69,7 +88,7 @@ def _render(
     return f"{code}: {message}{place}{page}"
 
 
-class StreamRejected(Exception):
+class StreamRejected(AguiPipelineError):
     """The consumer rejects the stream: a malformed known value or a broken sequence.
 
     ``accepted`` is set by the stage that raised it when the stage had already
@@ -114,7 +133,7 @@ class StreamTruncated(StreamRejected):
     """
 
 
-class HandlerFailed(Exception):
+class HandlerFailed(AguiPipelineError):
     """Application code raised while handling a delivered event.
 
     Not a verdict on the stream: the events were valid, the consumer's own
@@ -122,6 +141,8 @@ class HandlerFailed(Exception):
     """
 
     def __init__(self, event_index: int | None, event_type: str, error: BaseException) -> None:
+        self.code = HANDLER_FAILED.id
+        self.spec = HANDLER_FAILED.spec
         self.event_index = event_index
         self.event_type = event_type
         self.error = error
@@ -133,7 +154,7 @@ class HandlerFailed(Exception):
         )
 
 
-class InputRejected(Exception):
+class InputRejected(AguiPipelineError):
     """The run input the consumer was about to send is malformed; nothing was sent.
 
     ``/spec/1.1/basic/processing`` ("Outgoing material"): a known field of the

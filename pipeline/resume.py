@@ -29,8 +29,8 @@ from .errors import InputRejected
 
 def pending_interrupts(result: RunResult) -> list[dict[str, Any]]:
     """The interrupts the stream's last run ended with (empty when it did not end on one)."""
-    if result.conversation is not None:
-        return list(result.conversation.interrupts)
+    if result.materialised is not None:
+        return list(result.materialised.interrupts)
     interrupts: list[dict[str, Any]] = []
     for event in result.events:
         kind = event.get("type")
@@ -111,7 +111,7 @@ def resume_input(
         else:
             entry = {"interruptId": interrupt_id, "status": "cancelled"}
         resume.append(entry)
-    conversation = result.conversation
+    conversation = result.materialised
     continued = {
         key: value
         for key, value in previous.items()

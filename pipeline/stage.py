@@ -14,16 +14,16 @@ context is its own factory.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .capabilities import CapabilitiesSource, Declaration
 from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
 from .errors import Diagnostic, StreamRejected
-from .subscribers import HandlerMap, Handlers, Sink
+from .options import Limits as Limits
+from .options import Options as Options
 
 if TYPE_CHECKING:
     from .stages.metadata import ItemMetadata
@@ -126,33 +126,6 @@ def empty_batch() -> Batch:
     return Batch([], [])
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Bounds that keep a hostile producer from exhausting memory.
-
-    Exceeding one rejects the stream with a ``limit.*`` code naming the limit
-    and the value seen.
-    """
-
-    max_frame_bytes: int = 16 * 1024 * 1024
-    """Largest single frame (one SSE event, one JSON line)."""
-    max_document_bytes: int = 256 * 1024 * 1024
-    """Largest JSON array document, which must be read whole before decoding."""
-    max_diagnostics: int = 10_000
-    """Diagnostics kept on the result; later ones are counted, not stored."""
-    max_depth: int = 128
-    """Deepest nesting of arrays and objects in one event (orjson itself stops at 1024,
-    and cannot re-encode past 255, so a sink could not pass a deeper event on)."""
-    max_open_items: int = 10_000
-    """Messages, tool calls, reasoning spans, steps and subagents open at once."""
-    max_text_chars: int = 64 * 1024 * 1024
-    """Longest text the Conversation accumulates for one message or one tool call's
-    arguments, in characters."""
-    max_state_bytes: int = 64 * 1024 * 1024
-    """Largest state document the Conversation holds, as JSON bytes (to within a
-    sixteenth: the state is measured when what patches inserted reaches the limit)."""
-
-
 @dataclass(slots=True)
 class Counters:
     """What happened to the events of one stream, for the accounting on the result."""
@@ -216,37 +189,6 @@ class RunRecord:
             "outcome": self.outcome,
             "error": self.error,
         }
-
-
-@dataclass(slots=True)
-class Options:
-    """Configuration shared by the stages of a pipeline, fixed for its lifetime."""
-
-    limits: Limits = field(default_factory=Limits)
-    framing: str | None = None
-    """Force ``"sse"``, ``"jsonl"`` or ``"json"``; ``None`` detects from the first bytes."""
-    idle_timeout: float | None = 300.0
-    """Seconds without a byte from a live source (a socket, a pipe, an async iterable)
-    after which the stream is ended and judged as it stands — a run still open is
-    truncated, never a hang. ``None`` waits forever."""
-    peer_max_protocol_version: str | None = None
-    """The newest protocol version the peer speaks, when the consumer knows it is older."""
-    on_diagnostic: Callable[[Diagnostic], None] | None = None
-    """Called with every diagnostic as it is made (for logging or progress)."""
-    handlers: Handlers | HandlerMap | None = None
-    """Application callbacks by event type, run by dispatch (``"*"``: every event)."""
-    sinks: Sequence[Sink] = ()
-    """Where dispatch re-encodes delivered events (``SseSink``, ``JsonLinesSink``)."""
-    conversation: bool = True
-    """Materialise the Conversation (messages, state, interrupts) in dispatch."""
-    capabilities: Declaration | CapabilitiesSource | None = None
-    """The agent's ``AgentCapabilities`` declaration — a model, a dict, JSON bytes or a file
-    path — read once here; reconcile compares each stream with it (never rejecting)."""
-
-    def __post_init__(self) -> None:
-        # Read the declaration once per pipeline, not once per stream.
-        if self.capabilities is not None:
-            self.capabilities = Declaration.read(self.capabilities)
 
 
 class StreamContext:

@@ -22,8 +22,9 @@ from typing import Any, ClassVar
 
 from agui_pipeline.conversation import Conversation
 from agui_pipeline.errors import HandlerFailed, StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext
-from agui_pipeline.subscribers import EVERY, Handler, Handlers
+from agui_pipeline.events import AnyEvent
+from agui_pipeline.stage import Batch, Stage, StreamContext
+from agui_pipeline.subscribers import EVERY, Handler, Handlers, delivered
 
 
 class Dispatch(Stage):
@@ -43,7 +44,7 @@ class Dispatch(Stage):
         self._by_type: dict[str, tuple[Handler, ...]] = {
             event_type: handlers + self._every for event_type, handlers in table.items()
         }
-        self._writers: tuple[Callable[[Sequence[Event]], Awaitable[None]], ...] = tuple(
+        self._writers: tuple[Callable[[Sequence[AnyEvent]], Awaitable[None]], ...] = tuple(
             sink.write for sink in options.sinks
         )
         self._handled = bool(table or self._every)
@@ -102,7 +103,7 @@ class Dispatch(Stage):
     async def _write(self, batch: Batch) -> None:
         try:
             for write in self._writers:
-                await write(batch.events)
+                await write(delivered(batch.events))
         except Exception as error:
             first: Any = batch.events[0].get("type")
             failure = HandlerFailed(batch.indices[0], f"{first} (in a sink)", error)

@@ -15,6 +15,7 @@ from agui_pipeline import (
     Stage,
     StreamContext,
     StreamRejected,
+    UsageError,
     run_sync,
 )
 from agui_pipeline.catalog import PARSE_NOT_JSON
@@ -72,7 +73,7 @@ async def test_delivers_events_in_order_under_each_backend() -> None:
     async with bare().open(b"".join(frames(EVENTS))) as stream:
         seen = [event async for event in stream]
     assert seen == EVENTS
-    assert stream.verdict is not None and stream.verdict.outcome is Outcome.COMPLETED
+    assert stream.verdict.outcome is Outcome.COMPLETED
 
 
 async def test_a_batch_is_what_one_read_delivered() -> None:
@@ -136,7 +137,7 @@ async def test_reading_stops_when_the_consumer_stops() -> None:
 async def test_cancellation_closes_the_source_and_leaves_no_task() -> None:
     tasks_before = _tasks()
     closed = anyio.Event()
-    delivered: list[dict[str, Any]] = []
+    delivered: list[Any] = []
 
     async def stalled() -> AsyncIterator[bytes]:
         try:
@@ -153,7 +154,9 @@ async def test_cancellation_closes_the_source_and_leaves_no_task() -> None:
     assert scope.cancelled_caught
     assert closed.is_set()
     assert delivered == EVENTS[:1]
-    assert stream.verdict is None  # never judged: the consumer abandoned it
+    assert not stream.ended  # never judged: the consumer abandoned it
+    with pytest.raises(UsageError, match="closed before its end"):
+        stream.verdict  # noqa: B018
     assert _tasks() == tasks_before
 
 

@@ -721,7 +721,7 @@ CHUNK_FIXTURES = sorted(
 def test_chunk_fixtures(path: Any) -> None:
     fixture = json.loads(path.read_text(encoding="utf-8"))
     expect = fixture["expect"]
-    result = run("\n".join(json.dumps(event) for event in fixture["stream"]) + "\n")
+    result = run(("\n".join(json.dumps(event) for event in fixture["stream"]) + "\n").encode())
     if expect["outcome"] == "failed":
         assert result.verdict.outcome is Outcome.REJECTED
         assert result.verdict.code is not None and result.verdict.code.startswith("expand.")
