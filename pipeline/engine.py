@@ -479,7 +479,7 @@ class Pipeline:
         The settings are read here, once: the capabilities declaration is loaded,
         the handler registry closed, the sinks fixed.
         """
-        self.options: Options = changed(
+        self._options: Options = changed(
             options or Options(),
             {
                 "limits": limits,
@@ -497,6 +497,11 @@ class Pipeline:
         self._stages: list[tuple[str, StageFactory]] = _default_stages()
         for factory in middleware:
             self._stages = self.insert_before(MIDDLEWARE_SLOT, factory)._stages
+
+    @property
+    def options(self) -> Options:
+        """The settings, frozen and read once (change them with :meth:`with_options`)."""
+        return self._options
 
     # -- the stage list -------------------------------------------------------
 
@@ -552,8 +557,8 @@ class Pipeline:
     ) -> Pipeline:
         """A copy with the settings passed changed (the same names as ``Pipeline(...)``)."""
         copy = self._copy()
-        copy.options = changed(
-            self.options,
+        copy._options = changed(
+            self._options,
             {
                 "limits": limits,
                 "framing": framing,
@@ -592,7 +597,7 @@ class Pipeline:
 
     def _copy(self) -> Pipeline:
         copy = object.__new__(Pipeline)
-        copy.options = self.options
+        copy._options = self._options
         copy.decoder = self.decoder
         copy._stages = list(self._stages)
         return copy

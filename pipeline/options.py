@@ -87,6 +87,9 @@ class Unset(Enum):
 
     UNSET = "unset"
 
+    def __repr__(self) -> str:
+        return "UNSET"
+
 
 UNSET: Final = Unset.UNSET
 """A setting the caller did not pass: the pipeline keeps the value it has (or the default)."""

@@ -145,6 +145,8 @@ def test_copies_of_a_pipeline_share_nothing_that_can_change() -> None:
         original.options.idle_timeout = 1.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         original.options.limits.max_depth = 1  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        original.options = Options()  # type: ignore[misc]
     assert original.options.conversation and not copy.options.conversation
     assert isinstance(original.options.sinks, tuple)
 
