@@ -18,8 +18,6 @@ from .capabilities import CapabilitiesSource, Declaration
 from .errors import Diagnostic
 from .subscribers import HandlerMap, Handlers, Sink
 
-__all__ = ["Limits", "Options"]
-
 
 @dataclass(frozen=True, slots=True)
 class Limits:
