@@ -30,21 +30,68 @@ class Code:
     severity: Severity
     spec: str
     title: str
+    advice: str = ""
+    """What to do about it, when the code's own words say more than its section's."""
 
     def __str__(self) -> str:
         return self.id
+
+    @property
+    def what_to_do(self) -> str:
+        """What a producer (or the consumer's operator) should do about this finding."""
+        return self.advice or ADVICE[self.id.partition(".")[0]]
+
+    @property
+    def url(self) -> str:
+        return spec_url(self.spec)
 
 
 ALL: dict[str, Code] = {}
 
 
-def _code(id: str, severity: Severity, spec: str, title: str) -> Code:
+def _code(id: str, severity: Severity, spec: str, title: str, advice: str = "") -> Code:
     if id in ALL:
         raise ValueError(f"diagnostic code {id!r} defined twice")
-    entry = Code(id, severity, spec, title)
+    entry = Code(id, severity, spec, title, advice)
     ALL[id] = entry
     return entry
 
+
+SPEC_SITE = "https://ag-ui.com"
+"""Where the spec pages are published (the origin ``schema.json``'s ``$id`` names)."""
+
+
+def spec_url(page: str) -> str:
+    """The published URL of a spec page given as ``/spec/1.1/...`` (a URL stays as it is)."""
+    return page if "://" in page else SPEC_SITE + page
+
+
+ADVICE: dict[str, str] = {
+    "parse": "Fix the producer's framing: every frame must hold one complete JSON object "
+    "(SSE: `data:` lines ended by a blank line; JSON lines: one object per line).",
+    "source": "Check the producer is still sending; raise idle_timeout if a long silence "
+    "is expected.",
+    "limit": "Either the producer sends far more than a UI can use, or the limit is too low "
+    "for this workload: raise it in Limits if the size is legitimate.",
+    "compat": "Nothing was lost on the consumer's side; update the producer to the current "
+    "shapes (DEPRECATIONS.md) to silence it.",
+    "input": "Fix the run input the application builds: send only what schema.json's "
+    "RunAgentInput describes.",
+    "enforce": "Fix the producer to send only what schema.json describes, spelt as it is "
+    "spelt there; values of a known field must have its type.",
+    "expand": "Give the first chunk of each item every field its opener needs, and keep ids "
+    "consistent across chunks.",
+    "verify": "Fix the order of events in the producer: open before continuing, close what "
+    "was opened, one run at a time (lifecycle.mdx and the event's page).",
+    "reconcile": "Make the agent's capabilities declaration say what the agent really does, "
+    "or change the agent to match it.",
+    "conversation": "Fix the producer's state or activity updates: patches must apply to the "
+    "document the consumer holds (send a snapshot first).",
+    "dispatch": "A handler of your application raised: fix the handler; the stream was valid.",
+    "transport": "Fix the endpoint: answer with text/event-stream and keep the connection "
+    "open until the run ends.",
+}
+"""What to do, by section (the part of a code before the dot)."""
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -212,6 +259,8 @@ ENFORCE_STRIPPED = _code(
     _W,
     PROCESSING,
     "an undescribed property or an unrecognised union member or value was stripped",
+    advice="Remove the member from the producer, or spell it as schema.json does: the message "
+    "names the path, and suggests the known field one edit away (messageID → messageId).",
 )
 ENFORCE_DROPPED = _code(
     "enforce.unrecognised-required",
@@ -375,6 +424,9 @@ VERIFY_TOOL_RESULT = _code(
     _E,
     TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call still open, one nothing names, or a frontend tool call",
+    advice="End a call (TOOL_CALL_END) before answering it, answer only calls that exist, and "
+    "never answer a tool the run input declared: the application runs it and answers in the next "
+    "run's input. Check a recording with --input so the declared tools are known.",
 )
 VERIFY_TOOL_RESULT_UNSEEN = _code(
     "verify.tool-result-unseen",
@@ -405,6 +457,8 @@ VERIFY_TRUNCATED = _code(
     _E,
     TRANSPORTS,
     "the stream ended while a run was active, or before any event: the run has no outcome",
+    advice="End every run with RUN_FINISHED or RUN_ERROR before closing the connection; if the "
+    "connection drops, the run is lost and must be retried.",
 )
 
 # --- reconcile --------------------------------------------------------------
@@ -428,6 +482,7 @@ RECONCILE_FALSE_CONTRADICTED = _code(
     _W,
     CAPABILITIES,
     "the stream uses a capability the declaration explicitly sets to false",
+    advice="Set the capability to true in the declaration, or stop using it in the agent.",
 )
 RECONCILE_UNLISTED_TOOL = _code(
     "reconcile.unlisted-tool",
@@ -488,6 +543,8 @@ CONVERSATION_STATE_PATCH = _code(
     _W,
     SNAPSHOTS,
     "a well-formed STATE_DELTA did not apply; the state was left exactly as it was",
+    advice="Send STATE_SNAPSHOT before deltas, and patch paths that exist in it. For a recording, "
+    "pass the run input's state with --input: the deltas apply to that baseline.",
 )
 CONVERSATION_ACTIVITY_PATCH = _code(
     "conversation.activity-patch-failed",
