@@ -75,16 +75,16 @@ def markdown() -> str:
         "`--rule CODE=off|info|warning|error` (or `[tool.agui-pipeline] rules` in",
         "pyproject.toml) can change. `agui-pipeline explain CODE` prints one entry.",
     ]
-    section = None
+    sections: dict[str, list[catalog.Code]] = {}
     for entry in catalog.ALL.values():
-        prefix = entry.id.partition(".")[0]
-        if prefix != section:
-            section = prefix
-            lines += ["", f"## {prefix}", ""]
-            if prefix in catalog.ADVICE:
-                lines += [catalog.ADVICE[prefix], ""]
-        lines.append(
-            f"- **`{entry.id}`** ({entry.severity}) — {entry.title}. "
-            f"[{entry.spec}]({entry.url})" + (f"  \n  {entry.advice}" if entry.advice else "")
-        )
+        sections.setdefault(entry.id.partition(".")[0], []).append(entry)
+    for prefix, entries in sections.items():
+        lines += ["", f"## {prefix}", ""]
+        if prefix in catalog.ADVICE:
+            lines += [catalog.ADVICE[prefix], ""]
+        for entry in entries:
+            lines.append(
+                f"- **`{entry.id}`** ({entry.severity}) — {entry.title}. "
+                f"[{entry.spec}]({entry.url})" + (f"  \n  {entry.advice}" if entry.advice else "")
+            )
     return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ suite has a ``stream`` test case, failed when the source fails the check
 (its verdict, or the ``--fail-on`` gate), errored when it could not be read;
 and one test case per run, failed when the run ended with ``RUN_ERROR`` and
 ``--fail-on run-error`` (or stricter) is in force. The text report goes in
-the suite's ``<system-out>``. Element and attribute names are the ones pytest
+the ``stream`` case's ``<system-out>``. Element and attribute names are the ones pytest
 writes, so whatever reads pytest's reports reads these.
 """
 
@@ -30,6 +30,9 @@ def _text(value: str) -> str:
 
 def _attr(value: str) -> str:
     return quoteattr(_NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", value))
+
+
+_NO_OUTCOME = (RunStatus.OPEN, RunStatus.TRUNCATED)
 
 
 def document_open(many: bool) -> str:
@@ -62,7 +65,7 @@ def write_suite(
             failed = None
             if run.status is RunStatus.ERROR and fail_on_run_error:
                 failed = f"the run ended with RUN_ERROR: {run.error}"
-            elif run.status is RunStatus.OPEN and result.verdict.outcome is not Outcome.COMPLETED:
+            elif run.status in _NO_OUTCOME and result.verdict.outcome is not Outcome.COMPLETED:
                 failed = f"the run has no outcome: the stream was {result.verdict.outcome}"
             cases.append((run_name, failed, None))
     failed_count = sum(1 for _, failure, _ in cases if failure)
@@ -73,15 +76,13 @@ def write_suite(
         f'timestamp="{datetime.now(UTC).isoformat(timespec="seconds")}" '
         f"hostname={_attr(socket.gethostname())}>\n"
     )
-    for case, failure, problem in cases:
-        out.write(f'    <testcase classname={_attr(name)} name={_attr(case)} time="0"')
-        if failure is None and problem is None:
-            out.write(" />\n")
-            continue
-        out.write(">\n")
+    for position, (case, failure, problem) in enumerate(cases):
+        out.write(f'    <testcase classname={_attr(name)} name={_attr(case)} time="0">\n')
+        if position == 0:
+            out.write(f"      <system-out>{_text(text)}</system-out>\n")
         if failure is not None:
             out.write(f"      <failure message={_attr(failure)}>{_text(text)}</failure>\n")
         if problem is not None:
             out.write(f"      <error message={_attr(problem)}>{_text(problem)}</error>\n")
         out.write("    </testcase>\n")
-    out.write(f"    <system-out>{_text(text)}</system-out>\n  </testsuite>\n")
+    out.write("  </testsuite>\n")
