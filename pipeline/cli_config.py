@@ -64,7 +64,10 @@ class Gate:
         """Why ``result`` fails the check (empty: it passes); ``result`` is already tuned."""
         reasons: list[str] = []
         if result.verdict.outcome is not Outcome.COMPLETED:
-            reasons.append(f"the stream was {result.verdict.outcome}")
+            code = result.verdict.code
+            reasons.append(
+                f"the stream was {result.verdict.outcome}" + (f" ({code})" if code else "")
+            )
         counts = self.counts(result)
         if counts["error"]:
             reasons.append(f"{counts['error']} diagnostic(s) raised to error by --rule")

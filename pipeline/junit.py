@@ -81,7 +81,7 @@ def write_suite(
         if position == 0:
             out.write(f"      <system-out>{_text(text)}</system-out>\n")
         if failure is not None:
-            out.write(f"      <failure message={_attr(failure)}>{_text(text)}</failure>\n")
+            out.write(f"      <failure message={_attr(failure)}>{_text(failure)}</failure>\n")
         if problem is not None:
             out.write(f"      <error message={_attr(problem)}>{_text(problem)}</error>\n")
         out.write("    </testcase>\n")

@@ -42,7 +42,10 @@ def test_junit_carries_a_failure_for_a_truncated_stream(tmp_path: Path) -> None:
     stream, run = failed.findall("testcase")
     assert (stream.get("name"), run.get("name")) == ("stream", "run r")
     failure = stream.find("failure")
-    assert failure is not None and failure.get("message") == "the stream was truncated"
+    assert (
+        failure is not None
+        and failure.get("message") == "the stream was truncated (verify.truncated)"
+    )
     assert "verify.truncated" in (failure.text or "")
     system_out = stream.find("system-out")
     assert system_out is not None and f"{truncated}: truncated" in (system_out.text or "")
