@@ -15,7 +15,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO
@@ -416,12 +417,8 @@ def _junit_report(checked: Checked, settings: Settings, out: TextIO) -> None:
 
 def _plain_text(checked: Checked, settings: Settings) -> str:
     buffer = io.StringIO()
-    _text_report(checked, Settings(**{**_fields(settings), "style": Style()}), buffer)
+    _text_report(checked, replace(settings, style=Style(), quiet=False), buffer)
     return buffer.getvalue()
-
-
-def _fields(settings: Settings) -> dict[str, Any]:
-    return {name: getattr(settings, name) for name in Settings.__dataclass_fields__}
 
 
 REPORTS: dict[str, Report] = {
@@ -609,13 +606,16 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     worst = EXIT_OK
     parallel = args.jobs > 1 and many
     progress = not parallel and (args.progress or sys.stderr.isatty())
-    with ProcessPoolExecutor(args.jobs) if parallel else _NoPool() as pool:
-        # Stdin belongs to this process; every other source may go to a worker.
-        futures: dict[int, Future[tuple[int, str]]] = {
-            position: pool.submit(_render, name, settings)
-            for position, name in enumerate(args.sources)
-            if parallel and name != "-"
-        }
+    with ExitStack() as stack:
+        futures: dict[int, Future[tuple[int, str]]] = {}
+        if parallel:
+            # Stdin belongs to this process; every other source goes to a worker.
+            pool = stack.enter_context(ProcessPoolExecutor(args.jobs))
+            futures = {
+                position: pool.submit(_render, name, settings)
+                for position, name in enumerate(args.sources)
+                if name != "-"
+            }
         for position, name in enumerate(args.sources):
             if position:
                 out.write(report.between)
@@ -633,19 +633,6 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             worst = max(worst, status)
     out.write(report.close(many))
     return worst
-
-
-class _NoPool:
-    """Stands in for the process pool when sources are checked one by one."""
-
-    def __enter__(self) -> _NoPool:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-    def submit(self, *args: Any) -> Future[tuple[int, str]]:
-        raise AssertionError("no pool: sources are checked in this process")
 
 
 # -- serve ------------------------------------------------------------------------------

@@ -6,6 +6,12 @@ rule is its catalog code; the rejection that ended the stream, if any, is an
 on in the stream file (found by re-reading the file's framing), with the event
 index and JSON pointer as a logical location; a reconcile finding also points
 at the field of the capabilities declaration it is about.
+
+Fit for code scanning: file URIs are relative to a root folder (the current
+directory, or ``--sarif-root``) through the ``SRCROOT`` base id, a file
+outside it gets an absolute ``file://`` URI; rules carry ``help`` and
+``helpUri`` (the spec page); the driver carries the package version; and a
+result has a ``region`` only where its line is known.
 """
 
 from __future__ import annotations
