@@ -2,7 +2,10 @@
 
 A code is the stable name a caller matches on: it never changes meaning
 between releases. Each entry records its default severity and the spec page
-the rule comes from (paths as the corpus spells them, ``/spec/1.1/...``).
+the rule comes from (paths as the corpus spells them, ``/spec/1.1/...``),
+and what to do about it (its own ``advice``, or its section's in
+:data:`ADVICE`) — ``agui-pipeline explain CODE`` prints it, and
+``docs/diagnostics.md`` is generated from this module.
 Stages import the entries they emit; nothing else mints a code.
 
 Sections follow the flow of stages. Add a code to its stage's section.
@@ -101,7 +104,14 @@ HTTP_SSE = "/spec/1.1/basic/transports/http-sse"
 
 # --- source and parse -------------------------------------------------------
 
-PARSE_NOT_JSON = _code("parse.not-json", _E, HTTP_SSE, "a frame's bytes are not a JSON document")
+PARSE_NOT_JSON = _code(
+    "parse.not-json",
+    _E,
+    HTTP_SSE,
+    "a frame's bytes are not a JSON document",
+    advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
+    "truncated write or an unescaped newline inside a data: line).",
+)
 PARSE_NOT_OBJECT = _code(
     "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
 )
@@ -167,6 +177,7 @@ COMPAT_RETIRED_EVENT = _code(
     _W,
     VERSIONING,
     "a retired THINKING_* event was translated into its REASONING_* replacement",
+    advice="Emit REASONING_* events instead of the retired THINKING_* ones.",
 )
 COMPAT_RETIRED_NULL = _code(
     "compat.retired-null",
@@ -253,6 +264,8 @@ ENFORCE_UNKNOWN_EVENT = _code(
     _W,
     PROCESSING,
     "an event of a type this consumer does not recognise was dropped",
+    advice="Send only the event types of the protocol version you declare; for your own data use "
+    "CUSTOM or RAW events.",
 )
 ENFORCE_STRIPPED = _code(
     "enforce.stripped",
@@ -273,12 +286,15 @@ ENFORCE_MALFORMED = _code(
     _E,
     PROCESSING,
     "a described field holds a value the schema rejects",
+    advice="Send the field with the type schema.json gives it; the message names the path, what "
+    "was expected and what arrived.",
 )
 ENFORCE_NULL_OPTIONAL = _code(
     "enforce.null-optional",
     _E,
     EVENT_MODEL,
     "an optional field was sent as null; absent means absent, the field must be omitted",
+    advice="Leave an optional field out instead of sending null: absent means absent.",
 )
 
 # --- expand -----------------------------------------------------------------
@@ -291,6 +307,8 @@ EXPAND_FIRST_CHUNK = _code(
     _E,
     STREAMING,
     "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
+    advice="Put the opening fields (messageId and role, or toolCallId and toolCallName) on the "
+    "first chunk of each item.",
 )
 EXPAND_CONFLICTING_REPEAT = _code(
     "expand.conflicting-repeat",
@@ -330,6 +348,8 @@ VERIFY_FIRST_EVENT = _code(
     _E,
     LIFECYCLE,
     "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
+    advice="Send RUN_STARTED first: every event belongs to a run, and a run opens with it "
+    "(RUN_ERROR may open a stream that fails before a run begins).",
 )
 VERIFY_NESTED_RUN = _code(
     "verify.nested-run", _E, LIFECYCLE, "a RUN_STARTED arrived while a run was still active"
@@ -339,6 +359,8 @@ VERIFY_AFTER_CLOSE = _code(
     _E,
     LIFECYCLE,
     "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
+    advice="Start a new run (RUN_STARTED) before sending more events once a run has finished or "
+    "failed.",
 )
 VERIFY_RUN_IDENTITY = _code(
     "verify.run-identity",
@@ -364,6 +386,8 @@ VERIFY_OPEN_AT_FINISH = _code(
     _E,
     LIFECYCLE,
     "RUN_FINISHED arrived while something the run opened was still open",
+    advice="End what the run opened (text messages, tool calls, reasoning, steps, subagents) "
+    "before RUN_FINISHED; the message names what is still open.",
 )
 VERIFY_STEP = _code(
     "verify.step",
@@ -376,12 +400,16 @@ VERIFY_TEXT_MESSAGE = _code(
     _E,
     TEXT_MESSAGES,
     "a text message was opened while open, or continued or closed while not open",
+    advice="Send TEXT_MESSAGE_START, then its CONTENT, then TEXT_MESSAGE_END, for the same "
+    "messageId; do not reopen a message that is open.",
 )
 VERIFY_TOOL_CALL = _code(
     "verify.tool-call-sequence",
     _E,
     TOOL_CALLS,
     "a tool call was opened while open, or continued or closed while not open",
+    advice="Send TOOL_CALL_START, then its ARGS, then TOOL_CALL_END, for the same toolCallId; do "
+    "not reopen a call that is open.",
 )
 VERIFY_REASONING = _code(
     "verify.reasoning-sequence",
@@ -418,6 +446,7 @@ VERIFY_PENDING_CALLS = _code(
     _E,
     TOOL_CALLS,
     "pendingToolCallIds is not exactly the calls the run started and did not answer",
+    advice="List in pendingToolCallIds exactly the tool calls the run started and did not answer.",
 )
 VERIFY_TOOL_RESULT = _code(
     "verify.tool-result",
@@ -433,6 +462,8 @@ VERIFY_TOOL_RESULT_UNSEEN = _code(
     _W,
     TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call this consumer cannot see (no run input to look in)",
+    advice="Pass the run input with --input (or from the client) so the answered call can be found"
+    " in the history; if it is not there, the producer answers a call that does not exist.",
 )
 VERIFY_CANCELLED_RESULT = _code(
     "verify.cancelled-result",
@@ -489,6 +520,8 @@ RECONCILE_UNLISTED_TOOL = _code(
     _W,
     CAPABILITIES,
     "a tool was called that is in neither tools.items nor the run input's tools",
+    advice="List the tool in the declaration's tools.items, or have the application declare it in "
+    "the run input, or stop calling it.",
 )
 RECONCILE_CLIENT_TOOL = _code(
     "reconcile.client-tool",
@@ -582,12 +615,15 @@ TRANSPORT_CONTENT_TYPE = _code(
     _W,
     HTTP_SSE,
     "the response is not text/event-stream; its body was read by the framing it shows",
+    advice="Answer with Content-Type: text/event-stream, as the HTTP binding requires.",
 )
 TRANSPORT_CONNECTION_LOST = _code(
     "transport.connection-lost",
     _W,
     HTTP_SSE,
     "the connection failed mid-body; the stream ended there and is judged as it stands",
+    advice="Find what closed the connection (a proxy timeout, a crashed worker); send keep-alive "
+    "comments during long pauses.",
 )
 RESUME_UNCOVERED = _code(
     "input.resume-uncovered",
