@@ -13,6 +13,7 @@ import argparse
 import io
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
@@ -451,11 +452,14 @@ def _add_check(commands: Any) -> None:
     check = commands.add_parser(
         "check",
         help="run the pipeline over streams and report verdicts and diagnostics",
-        description="Run the default pipeline over each SOURCE and report the verdict and "
-        "every diagnostic. A SOURCE is a stream file (SSE, JSON lines or a JSON array), - for "
-        "stdin, a conformance fixture (a JSON object with 'stream' and 'input'), or an agent's "
-        "http(s) URL. Options also read from [tool.agui-pipeline] in ./pyproject.toml "
-        "(fail-on, max-warnings, rules = {CODE = LEVEL}); the command line wins.",
+        description=textwrap.fill(
+            "Run the default pipeline over each SOURCE and report the verdict and "
+            "every diagnostic. A SOURCE is a stream file (SSE, JSON lines or a JSON array), - for "
+            "stdin, a conformance fixture (a JSON object with 'stream' and 'input'), or an agent's "
+            "http(s) URL. Options also read from [tool.agui-pipeline] in ./pyproject.toml "
+            "(fail-on, max-warnings, rules = {CODE = LEVEL}); the command line wins.",
+            78,
+        ),
         epilog=EXIT_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
