@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -527,15 +528,33 @@ def _show(value: Any) -> str:
 # -- the command line ---------------------------------------------------------------------
 
 
+CORPUS_HELP = """\
+where the corpus lives:
+  The official AG-UI conformance corpus is published with the specification in
+  the AG-UI repository (github.com/ag-ui-protocol/ag-ui), folder
+  spec/1.1/conformance: one JSON fixture per file under streams/, and a README
+  describing the format. Clone or download the repository and point PATH at it:
+
+    agui-pipeline conformance ag-ui/spec/1.1/conformance/streams
+
+  Any folder of fixtures in the same format works. `agui-pipeline check FIXTURE`
+  checks one fixture's stream against its input, as an ordinary source."""
+
+
 def add_command(commands: Any) -> None:
     """Register ``agui-pipeline conformance PATH... [--json]``."""
     command = commands.add_parser(
         "conformance",
         help="replay conformance corpus fixtures and check what each expects",
-        description="Replay each fixture (a file, or every *.json in a folder) through the "
-        "default pipeline and check every key of its 'expect'. Prints 'ok NAME' or "
-        "'FAIL NAME: ...' per fixture and 'N passed, M failed' last. Exit status 0 only "
-        "when every fixture passed.",
+        description=textwrap.fill(
+            "Replay each fixture (a file, or every *.json in a folder) through the default "
+            "pipeline and check every key of its 'expect'. Prints 'ok NAME' or "
+            "'FAIL NAME: ...' per fixture and 'N passed, M failed' last. Exit status 0 only "
+            "when every fixture passed.",
+            78,
+        ),
+        epilog=CORPUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     command.add_argument("paths", nargs="+", metavar="PATH", help="a fixture file or folder")
     command.add_argument("--json", action="store_true", help="print a JSON report instead")

@@ -37,7 +37,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from operator import is_
 from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Union
@@ -423,7 +423,8 @@ class _Object(_Node):
             if node is None:
                 if not self.is_open:
                     del value[key]
-                    removed.append((here, f"a property schema.json#{self.name} does not describe"))
+                    why = f"a property schema.json#{self.name} does not describe"
+                    removed.append((here, why + _did_you_mean(key, self.fields)))
                 continue
             member = value[key]
             if member is None and not node.nullable and key not in self.required:
@@ -445,6 +446,30 @@ class _Object(_Node):
                     removed.append((here, _because(here, unrecognised)))
         if carried is not None:
             raise carried
+
+
+def _did_you_mean(key: str, known: Iterable[str]) -> str:
+    """``" (did you mean messageId?)"`` when ``key`` is one edit from a known field.
+
+    Only on the strip path, which is already the slow one.
+    """
+    for name in known:
+        if _one_edit(key, name):
+            return f" (did you mean {name}?)"
+    return ""
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether one insertion, deletion or substitution turns ``a`` into ``b``."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    for position, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            skip = position + (len(a) == len(b))
+            return a[skip:] == b[position + 1 :]
+    return True  # b is a with one character added at the end
 
 
 class _Union(_Node):
