@@ -97,7 +97,9 @@ def copy_json(value: Any) -> Any:
 
     One orjson round trip, several times faster than ``copy.deepcopy``; a
     value orjson cannot write (nested deeper than 255 levels, or holding
-    something JSON cannot spell) is copied by a loop instead.
+    something JSON cannot spell) is copied by a loop instead. A float JSON
+    cannot spell (``nan``, ``inf``; never decoded, only made in Python) comes
+    back as ``null``, as orjson writes it.
     """
     if type(value) is not dict and type(value) is not list:
         return value

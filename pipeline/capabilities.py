@@ -14,7 +14,9 @@
 
 A declaration is a document read rarely, so it is a pydantic model (strict: a
 JSON ``"true"`` is not ``true``). Field names are the schema's own camelCase
-names, so a declaration reads the same in Python as in JSON.
+names, so a declaration reads the same in Python as in JSON. ``DeclaredTool``
+and ``DeclaredSubagent`` spell again ``events.Tool`` and ``events.SubagentInfo``;
+``tests/test_schema_agreement.py`` holds them to those ``TypedDict``\\ s.
 """
 
 from __future__ import annotations

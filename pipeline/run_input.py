@@ -32,6 +32,13 @@ In order, on a copy of the caller's mapping:
 
 The strip tables come from the models' own field lists, so the two cannot
 drift apart: whatever survives step 3 is exactly what the model describes.
+
+The models spell again the shapes :mod:`agui_pipeline.events` states as
+``TypedDict``\\ s (the one statement of structure, which enforce compiles):
+each ``Input<Name>`` mirrors ``events.<Name>``, and ``RunAgentInput`` mirrors
+``events.RunAgentInput``. A typed public model has to write its fields out;
+``tests/test_schema_agreement.py`` holds every model to its ``TypedDict``,
+member by member, so the two spellings stay one schema.
 """
 
 from __future__ import annotations
