@@ -80,7 +80,7 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {shown(value)}"
     if isinstance(value, int) and value.bit_length() > 64:
-        return shown(value)
+        return f"number ({shown(value)})"
     if isinstance(value, int | float):
         return f"number {shown(value)}"
     if isinstance(value, str):

@@ -397,7 +397,7 @@ class _Boundary:
                 f"expected the run input as a JSON object, found {describe(raw)}",
                 pointer="",
             )
-        body: dict[str, Any] = _json_copy(raw, "")
+        body: dict[str, Any] = _copy_input(raw, "")
         upgrade_input(body, "", self._retired)
         self._input(body)
         self._validate(body)
@@ -654,8 +654,12 @@ MAX_DEPTH = 255
 """Deepest nesting the input may have: orjson, which encodes it, stops there."""
 
 
-def _json_copy(value: Any, pointer: str, depth: int = 0) -> Any:
-    """A deep copy of JSON data; anything JSON cannot carry is a malformed input."""
+def _copy_input(value: Any, pointer: str, depth: int = 0) -> Any:
+    """A deep copy of the caller's input, refusing what JSON cannot carry (malformed input).
+
+    Not :func:`~agui_pipeline._json.copy_json`: this one checks as it copies
+    and names the offending member's pointer.
+    """
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
@@ -677,10 +681,10 @@ def _json_copy(value: Any, pointer: str, depth: int = 0) -> Any:
                     f"expected string keys at {pointer or '/'}, found the key {key!r}",
                     pointer=pointer,
                 )
-            copy[key] = _json_copy(member, f"{pointer}/{escape(key)}", depth + 1)
+            copy[key] = _copy_input(member, f"{pointer}/{escape(key)}", depth + 1)
         return copy
     elif isinstance(value, list | tuple):
-        return [_json_copy(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)]
+        return [_copy_input(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)]
     raise InputRejected(
         INPUT_MALFORMED,
         f"expected a JSON value at {pointer or '/'}, found {describe(value)}; nothing was sent",

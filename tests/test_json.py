@@ -63,7 +63,7 @@ def test_a_path_joins_into_a_pointer() -> None:
         ([1], "array"),
         ({"a": 1}, "object"),
         ({1, 2}, "Python set"),
-        (2**100, "an integer of 101 bits"),
+        (2**100, "number (an integer of 101 bits)"),
     ],
 )
 def test_a_found_value_is_described_by_its_json_type(value: Any, described: str) -> None:
