@@ -168,20 +168,3 @@ class InputRejected(AguiPipelineError):
         self.detail = message
         self.pointer = pointer
         super().__init__(_render(self.code, message, None, pointer, self.spec))
-
-
-def json_kind(value: Any) -> str:
-    """How error text names the kind of a decoded JSON value ("an array", "null", ...)."""
-    if value is None:
-        return "null"
-    return _JSON_KINDS.get(type(value), type(value).__name__)
-
-
-_JSON_KINDS = {
-    bool: "a boolean",
-    int: "a number",
-    float: "a number",
-    str: "a string",
-    list: "an array",
-    dict: "an object",
-}

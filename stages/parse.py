@@ -26,6 +26,7 @@ from operator import lt
 from typing import Any, ClassVar
 
 import orjson
+from agui_pipeline._json import describe
 from agui_pipeline.catalog import (
     LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
@@ -35,7 +36,7 @@ from agui_pipeline.catalog import (
     PARSE_NOT_OBJECT,
     PARSE_UNKNOWN_FRAMING,
 )
-from agui_pipeline.errors import StreamRejected, json_kind
+from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
 
 FRAMINGS = ("sse", "jsonl", "json")
@@ -204,7 +205,7 @@ class Parse(Decoder):
         if type(document) is not list:
             raise StreamRejected(
                 PARSE_NOT_ARRAY,
-                f"expected a JSON array of event objects, found {json_kind(document)}",
+                f"expected a JSON array of event objects, found {describe(document)}",
                 event_index=0,
             )
         if _depth(document) - 1 > self.ctx.limits.max_depth:
@@ -298,8 +299,7 @@ class Parse(Decoder):
                 if type(value) is not dict:
                     rejection = StreamRejected(
                         PARSE_NOT_OBJECT,
-                        f"expected a JSON object (one event) in the frame, found "
-                        f"{json_kind(value)}",
+                        f"expected a JSON object (one event) in the frame, found {describe(value)}",
                     )
                     raise self._rejected_at(rejection, values, position)
         events: list[Event] = values

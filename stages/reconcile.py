@@ -52,6 +52,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any, ClassVar
 
+from agui_pipeline._json import shown
 from agui_pipeline.capabilities import (
     AgentCapabilities,
     Declaration,
@@ -293,7 +294,7 @@ class Reconcile(Stage):
         self.ctx.report(
             code,
             f"{what}, but the declaration says {field}: "
-            f"{_json(self._declared.get(field))} (the event is delivered as it is; "
+            f"{shown(self._declared.get(field))} (the event is delivered as it is; "
             "only the first such event of the run is reported)",
             event_index=index,
             pointer=pointer,
@@ -331,13 +332,13 @@ class Reconcile(Stage):
         self._done("TOOL_CALL_RESULT")
         self._used[field] = index
         if self._declared.get(field) is False:
-            others = ", ".join(_short(other) for other in list(calls)[:3])
+            others = ", ".join(shown(other) for other in list(calls)[:3])
             self._complain(
                 RECONCILE_PARALLEL_CALLS,
                 field,
                 index,
                 "/toolCallId",
-                f"tool call {_short(call_id)} started while {others} had not been answered "
+                f"tool call {shown(call_id)} started while {others} had not been answered "
                 "(no TOOL_CALL_RESULT yet)",
             )
 
@@ -355,7 +356,7 @@ class Reconcile(Stage):
                         field,
                         index,
                         "/toolCallName",
-                        f"the agent called {_short(name)}, one of the application's tools from the "
+                        f"the agent called {shown(name)}, one of the application's tools from the "
                         "run input",
                     )
         else:
@@ -370,7 +371,7 @@ class Reconcile(Stage):
                 self._named.add(name)
                 self.ctx.report(
                     RECONCILE_UNLISTED_TOOL,
-                    f"the agent called {_short(name)}, which is in neither the declaration's "
+                    f"the agent called {shown(name)}, which is in neither the declaration's "
                     f"/tools/items ({_names(items)}) nor "
                     + (
                         f"the run input's tools ({_names(app)})"
@@ -402,7 +403,7 @@ class Reconcile(Stage):
                 "/reasoning/streaming",
                 index,
                 "/delta",
-                f"reasoning message {_short(message_id)} was streamed in more than one delta",
+                f"reasoning message {shown(message_id)} was streamed in more than one delta",
             )
         else:
             seen.add(message_id)
@@ -437,7 +438,7 @@ class Reconcile(Stage):
             self._named.add(name)
             self.ctx.report(
                 RECONCILE_UNLISTED_SUBAGENT,
-                f"the agent started subagent {_short(name)}, which the declaration's "
+                f"the agent started subagent {shown(name)}, which the declaration's "
                 f"/multiAgent/subagents ({_names(names)}) does not list",
                 event_index=index,
                 pointer="/name",
@@ -488,7 +489,7 @@ class Reconcile(Stage):
         undeclared = [f for f in OBSERVABLE if f in used and f not in declared]
         run = "a run with no RUN_STARTED"
         if self._run_id is not None:
-            run = f"run {_short(self._run_id)}"
+            run = f"run {shown(self._run_id)}"
         parts = [
             f"exercised {_list(exercised)}",
             f"declared but not exercised (fine) {_list(idle)}",
@@ -525,25 +526,11 @@ def _tool_names(run_input: dict[str, Any]) -> set[Any]:
 
 
 def _names(names: set[Any]) -> str:
-    shown = sorted(_short(name) for name in names)
-    if not shown:
+    quoted = sorted(shown(name) for name in names)
+    if not quoted:
         return "none"
-    return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
-
-
-def _short(value: Any) -> str:
-    """A producer-supplied value for a message, cut short: a message never grows with it."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return ", ".join(quoted[:8]) + (f" and {len(quoted) - 8} more" if len(quoted) > 8 else "")
 
 
 def _list(fields: list[str]) -> str:
     return ", ".join(fields) if fields else "none"
-
-
-def _json(value: Any) -> str:
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return f"[{len(value)} entries]"
-    return repr(value)

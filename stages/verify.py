@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
+from agui_pipeline._json import MISSING
 from agui_pipeline.catalog import (
     LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
@@ -92,7 +93,6 @@ _ATTRIBUTED, _RUNNING, _ENDED = range(3)
 
 _TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
 _SUBAGENT_EVENTS = frozenset({"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
-_MISSING: Any = object()
 
 Handler = Callable[[Event, int, Owner], None]
 
@@ -220,7 +220,7 @@ class Verify(Stage):
                 event_index=self._end_index,
                 pointer="",
             )
-        handlers, missing = self._handlers, _MISSING
+        handlers, missing = self._handlers, MISSING
         open_text, open_reasoning, open_calls = (
             self._open_text,
             self._open_reasoning,
@@ -671,8 +671,8 @@ class Verify(Stage):
         self._open_text[message_id] = self._open_message(event, index, tag, "text")
 
     def _text_continue(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_text.get(event["messageId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_text.get(event["messageId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_TEXT_MESSAGE, self._open_text, event, "messageId", "text message", index
             )
@@ -689,8 +689,8 @@ class Verify(Stage):
         self._open_reasoning[message_id] = self._open_message(event, index, tag, "reasoning")
 
     def _reasoning_continue(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_reasoning.get(event["messageId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_reasoning.get(event["messageId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_REASONING,
                 self._open_reasoning,
@@ -712,8 +712,8 @@ class Verify(Stage):
         self._open_spans[event["messageId"]] = tag
 
     def _span_end(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_spans.get(event["messageId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_spans.get(event["messageId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_REASONING, self._open_spans, event, "messageId", "reasoning span", index
             )
@@ -802,8 +802,8 @@ class Verify(Stage):
         return owner
 
     def _call_continue(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_calls.get(event["toolCallId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_calls.get(event["toolCallId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_TOOL_CALL, self._open_calls, event, "toolCallId", "tool call", index
             )

@@ -68,7 +68,7 @@ def test_agent_resource(files: dict[str, Path]) -> None:
     status, text = check(str(files["stream"]), "--agent-resource", str(files["resource"]))
     assert status == 0
     assert "reconcile.unlisted-subagent" in text
-    assert "'billing'" in text
+    assert '"billing"' in text
 
 
 def test_sarif_report(files: dict[str, Path]) -> None:

@@ -142,8 +142,8 @@ def test_forced_framing_is_used() -> None:
     ("frame", "code", "found"),
     [
         (b"not json", "parse.not-json", "do not decode"),
-        (b"[1, 2]", "parse.not-object", "an array"),
-        (b'"text"', "parse.not-object", "a string"),
+        (b"[1, 2]", "parse.not-object", "found array"),
+        (b'"text"', "parse.not-object", 'found string "text"'),
         (b"null", "parse.not-object", "null"),
         (b'{"type": "RUN_STARTED"', "parse.not-json", "do not decode"),
     ],
@@ -255,4 +255,4 @@ def test_a_whole_frame_larger_than_the_limit_in_one_read_is_rejected() -> None:
 def test_an_object_document_is_named_as_json_names_it() -> None:
     with pytest.raises(StreamRejected) as raised:
         decode([b'{"type": "X"}'], framing="json")
-    assert "found an object" in str(raised.value)
+    assert "found object" in str(raised.value)
