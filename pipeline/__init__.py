@@ -37,7 +37,16 @@ from .stage import (
     Stage,
     StreamContext,
 )
-from .subscribers import Handlers, JsonLinesSink, Sink, SseSink, encode_json_lines, encode_sse
+from .subscribers import (
+    Handlers,
+    JsonLinesSink,
+    ProtoSink,
+    Sink,
+    SseSink,
+    encode_json_lines,
+    encode_proto,
+    encode_sse,
+)
 
 if TYPE_CHECKING:
     from .client import HttpAgent, HttpStatusError, RequestFailed
@@ -79,6 +88,7 @@ __all__ = [
     "Outcome",
     "Pipeline",
     "PreparedInput",
+    "ProtoSink",
     "RequestFailed",
     "RunAgentInput",
     "RunRecord",
@@ -96,6 +106,7 @@ __all__ = [
     "capabilities_from_agent_resource",
     "check_run_input",
     "encode_json_lines",
+    "encode_proto",
     "encode_sse",
     "pending_interrupts",
     "prepare_input",

@@ -157,6 +157,12 @@ def add_serve(commands: Any) -> None:
         "--content-type", default="text/event-stream", help="the response Content-Type"
     )
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
+    serve.add_argument(
+        "--proto",
+        action="store_true",
+        help="answer in protobuf frames when the request's Accept admits "
+        "application/vnd.ag-ui.event+proto (SSE otherwise); needs the 'proto' extra",
+    )
 
 
 def run_serve(args: argparse.Namespace) -> None:
@@ -177,6 +183,7 @@ def run_serve(args: argparse.Namespace) -> None:
         status=args.status,
         content_type=args.content_type,
         token=args.token,
+        proto=args.proto,
     )
 
     def listening(url: str) -> None:
