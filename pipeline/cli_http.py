@@ -103,8 +103,11 @@ def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
     run_input = read_input(args.input)
     progress = Progress(sys.stderr) if args.progress or sys.stderr.isatty() else None
     sinks: list[Sink] = [progress] if progress else []
+    # --framing proto asks the agent for the binary binding; the response's Content-Type
+    # then picks the parser (an agent without the binding answers SSE).
+    binary = args.framing == "proto"
     pipeline = Pipeline(
-        framing=args.framing,
+        framing=None if binary else args.framing,
         peer_max_protocol_version=args.peer_version,
         capabilities=capabilities,
         sinks=sinks,
@@ -113,7 +116,7 @@ def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
 
     async def main() -> Any:
         async with (
-            HttpAgent(args.source, pipeline=pipeline, headers=headers) as agent,
+            HttpAgent(args.source, pipeline=pipeline, headers=headers, binary=binary) as agent,
             agent.open(run_input) as stream,
         ):
             return await stream.drain()  # the report needs no events: keep none
