@@ -35,6 +35,11 @@ __all__ = ["DecodeError", "FrameInvalid", "UnknownArm", "decode", "encode", "enc
 _ENVELOPE = agui_pb2.Event
 _EVENT_TYPE = agui_pb2.EventType
 _PATCH_OP = agui_pb2.JsonPatchOperationType
+_ARMS = {field.name for field in _ENVELOPE.DESCRIPTOR.oneofs_by_name["event"].fields}
+_TYPE_NAMES = {value.number: value.name for value in _EVENT_TYPE.DESCRIPTOR.values}
+_ARM_TYPES = {arm: (arm.upper(), _EVENT_TYPE.Value(arm.upper())) for arm in _ARMS}
+"""Each envelope arm's event type, by name and by number (looked up once, not per frame:
+``EnumTypeWrapper.values()`` builds a list on every call)."""
 _STRUCT = Struct.DESCRIPTOR
 _VALUE = Value.DESCRIPTOR
 _MAX_SAFE = 2**53
@@ -80,21 +85,25 @@ def decode(data: bytes, dropped: Callable[[str], None] | None = None) -> dict[st
             raise UnknownArm(_first_field_number(data))
         raise FrameInvalid("the frame is empty: it carries no event")
     body = getattr(envelope, arm)
-    event_type = arm.upper()
+    event_type, expected = _ARM_TYPES[arm]
     event: dict[str, Any] = {"type": event_type}
     if body.HasField("base_event"):
-        base = body.base_event
-        declared = _EVENT_TYPE.Name(base.type) if base.type in _EVENT_TYPE.values() else base.type
-        if declared != event_type:
+        declared = 0  # proto3 does not send the default, TEXT_MESSAGE_START
+        for field, value in body.base_event.ListFields():  # one call for the four members
+            name = field.name
+            if name == "type":
+                declared = value
+            elif name == "timestamp":
+                event["timestamp"] = value
+            elif name == "raw_event":
+                event["rawEvent"] = _value(value)
+            else:
+                event["metadata"] = _struct(value)
+        if declared != expected:
             raise FrameInvalid(
-                f"the envelope arm {arm!r} holds an event whose base_event.type is {declared}"
+                f"the envelope arm {arm!r} holds an event whose base_event.type is "
+                f"{_TYPE_NAMES.get(declared, declared)}"
             )
-        if base.HasField("timestamp"):
-            event["timestamp"] = base.timestamp
-        if base.HasField("raw_event"):
-            event["rawEvent"] = _value(base.raw_event)
-        if base.HasField("metadata"):
-            event["metadata"] = _struct(base.metadata)
     event.update(_message(body, skip="base_event"))
     _restore(event, dropped or _ignore)
     return event
@@ -305,9 +314,6 @@ def encode(event: Mapping[str, Any]) -> bytes:
     except (TypeError, ValueError, AttributeError) as error:
         raise ValueError(f"the {kind} event has no protobuf wire form: {error}") from None
     return envelope.SerializeToString()
-
-
-_ARMS = {field.name for field in _ENVELOPE.DESCRIPTOR.oneofs_by_name["event"].fields}
 
 
 def encode_frames(events: Iterable[Mapping[str, Any]]) -> bytes:
