@@ -24,6 +24,8 @@ from agui_pipeline.cli import main as cli_main
 from agui_pipeline.client import HttpAgent
 from agui_pipeline.serve import Replay, ReplayServer
 from agui_pipeline.subscribers import encode_sse
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import CORPUS, SCHEMA_PATH, SPEC
 
@@ -202,6 +204,30 @@ def test_a_hostile_length_is_refused_before_it_is_buffered() -> None:
     assert result.verdict.code == "limit.frame-bytes"
 
 
+def test_nesting_past_the_decoders_depth_is_fatal_not_a_crash() -> None:
+    """upb stops at 100 message levels, about 50 levels of JSON inside a Value: a narrowing."""
+    deep: Any = "x"
+    for _ in range(60):
+        deep = [deep]
+    result = run(encode_frames([*RUN[:1], {"type": "CUSTOM", "name": "n", "value": deep}]))
+    assert result.verdict.code == "parse.proto-frame" and result.verdict.event_index == 1
+    assert "MaxDepth" in str(result.verdict.message)
+
+
+@given(
+    payloads=st.lists(st.binary(max_size=40), max_size=4),
+    tail=st.binary(max_size=8),
+    cut=st.integers(0, 200),
+)
+def test_hostile_frames_get_a_verdict_never_an_exception(
+    payloads: list[bytes], tail: bytes, cut: int
+) -> None:
+    """Well-framed garbage (so the bytes reach the decoder), then perhaps a partial frame."""
+    body = encode_frames(RUN[:1]) + b"".join(map(frame, payloads)) + tail
+    result = run([body[:cut], body[cut:]])
+    assert result.verdict.outcome in (Outcome.COMPLETED, Outcome.REJECTED, Outcome.TRUNCATED)
+
+
 def test_an_unknown_envelope_arm_is_dropped_with_a_warning() -> None:
     future = b"\xc2\x02\x02\x08\x01"  # field 40, length-delimited: an arm this build predates
     body = encode_frames(RUN[:1]) + frame(future) + encode_frames(RUN[1:])
@@ -339,6 +365,14 @@ async def test_a_proto_server_answers_sse_to_a_client_that_did_not_ask() -> None
         accept = server.replay.requests[-1][0]["accept"]
     assert accept == "text/event-stream"
     assert result.transport == "http+sse" and result.events == RUN
+
+
+def test_check_asks_an_agent_for_protobuf(capsys: pytest.CaptureFixture[str]) -> None:
+    with ReplayServer(Replay(RUN, proto=True)) as server:
+        assert cli_main(["check", "--framing", "proto", server.url]) == 0
+        assert "(http+proto)" in capsys.readouterr().out
+        assert cli_main(["check", server.url]) == 0
+        assert "(http+sse)" in capsys.readouterr().out
 
 
 # -- the reference package ----------------------------------------------------------

@@ -101,7 +101,7 @@ class ProtoFrames(Decoder):
             )
             return
         except (DecodeError, FrameInvalid, RecursionError) as error:
-            detail = error if isinstance(error, FrameInvalid) else "not a protobuf Event message"
+            detail = error if isinstance(error, FrameInvalid) else f"not an Event message ({error})"
             raise self._fail(
                 PARSE_PROTO_FRAME,
                 f"expected one encoded AG-UI Event in frame {index} ({len(payload)} bytes); "
