@@ -238,6 +238,24 @@ def test_an_unknown_envelope_arm_is_dropped_with_a_warning() -> None:
     assert warning.event_index == 1 and "arm 40" in warning.message
 
 
+def test_a_content_part_of_an_unknown_arm_is_dropped_with_a_warning() -> None:
+    envelope = agui_pb2.Event()
+    snapshot = envelope.messages_snapshot
+    snapshot.base_event.type = agui_pb2.MESSAGES_SNAPSHOT
+    message = snapshot.messages.add(id="u", role="user")
+    message.content_parts.add().text.text = "hi"
+    message.content_parts.add()  # no arm this build knows: a later part kind
+    result = run(frame(envelope.SerializeToString()))
+    assert result.events == [
+        {
+            "type": "MESSAGES_SNAPSHOT",
+            "messages": [{"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        }
+    ]
+    warning = next(d for d in result.diagnostics if d.code == "parse.proto-unknown-arm")
+    assert warning.pointer == "/messages/0/content/1"
+
+
 def test_a_field_the_wire_schema_predates_is_skipped_silently() -> None:
     start = agui_pb2.Event.FromString(encode(RUN[3])).text_message_start.SerializeToString()
     start += b"\x92\x03\x03new"  # field 50 of TextMessageStartEvent: unknown to this build
