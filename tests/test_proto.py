@@ -245,8 +245,8 @@ def test_a_content_part_of_an_unknown_arm_is_dropped_with_a_warning() -> None:
     message = snapshot.messages.add(id="u", role="user")
     message.content_parts.add().text.text = "hi"
     message.content_parts.add()  # no arm this build knows: a later part kind
-    result = run(frame(envelope.SerializeToString()))
-    assert result.events == [
+    result = run(encode_frames(RUN[:1]) + frame(envelope.SerializeToString()))
+    assert result.events[1:] == [
         {
             "type": "MESSAGES_SNAPSHOT",
             "messages": [{"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}]}],
