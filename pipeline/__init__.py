@@ -105,9 +105,11 @@ from .subscribers import (
     EventHandler,
     Handlers,
     JsonLinesSink,
+    ProtoSink,
     Sink,
     SseSink,
     encode_json_lines,
+    encode_proto,
     encode_sse,
 )
 
@@ -170,6 +172,7 @@ __all__ = [
     "Outcome",
     "Pipeline",
     "PreparedInput",
+    "ProtoSink",
     "RawEvent",
     "ReasoningEncryptedValueEvent",
     "ReasoningEndEvent",
@@ -233,6 +236,7 @@ __all__ = [
     "capabilities_from_agent_resource",
     "check_run_input",
     "encode_json_lines",
+    "encode_proto",
     "encode_sse",
     "pending_interrupts",
     "prepare_input",

@@ -101,6 +101,7 @@ _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 PROCESSING = "/spec/1.1/basic/processing"
 TRANSPORTS = "/spec/1.1/basic/transports"
 HTTP_SSE = "/spec/1.1/basic/transports/http-sse"
+HTTP_PROTOBUF = "/spec/1.1/basic/transports/http-protobuf"
 
 # --- source and parse -------------------------------------------------------
 
@@ -129,6 +130,24 @@ PARSE_INCOMPLETE_FRAME = _code(
     _W,
     HTTP_SSE,
     "the stream ended inside a frame; the partial frame was discarded",
+)
+PARSE_PROTO_FRAME = _code(
+    "parse.proto-frame",
+    _E,
+    HTTP_PROTOBUF,
+    "a protobuf frame's bytes do not decode as one event",
+)
+PARSE_PROTO_UNKNOWN_ARM = _code(
+    "parse.proto-unknown-arm",
+    _W,
+    HTTP_PROTOBUF,
+    "a protobuf frame holds an event or content part this build's wire schema predates; dropped",
+)
+PARSE_PROTO_INCOMPLETE_FRAME = _code(
+    "parse.proto-incomplete-frame",
+    _W,
+    HTTP_PROTOBUF,
+    "the body ended inside a protobuf frame (a truncated run); the partial frame was discarded",
 )
 SOURCE_IDLE_TIMEOUT = _code(
     "source.idle-timeout",

@@ -473,8 +473,9 @@ def _add_check(commands: Any) -> None:
     )
     check.add_argument(
         "--framing",
-        choices=["sse", "jsonl", "json"],
-        help="the stream's framing (default: detected from the first bytes)",
+        choices=["sse", "jsonl", "json", "proto"],
+        help="the stream's framing (default: detected from the first bytes; proto, "
+        "length-prefixed protobuf frames, is never detected and needs the 'proto' extra)",
     )
     check.add_argument(
         "--peer-version",

@@ -98,8 +98,11 @@ def check_url(
     from .subscribers import Sink
 
     sinks: list[Sink] = [progress] if progress else []
+    # --framing proto asks the agent for the binary binding; the response's Content-Type
+    # then picks the parser (an agent without the binding answers SSE).
+    binary = framing == "proto"
     pipeline = Pipeline(
-        framing=framing,
+        framing=None if binary else framing,
         peer_max_protocol_version=peer_version,
         capabilities=capabilities,
         sinks=sinks,
@@ -109,7 +112,9 @@ def check_url(
 
     async def main() -> Any:
         async with (
-            HttpAgent(url, pipeline=pipeline, headers=parse_headers(headers)) as agent,
+            HttpAgent(
+                url, pipeline=pipeline, headers=parse_headers(headers), binary=binary
+            ) as agent,
             agent.open(body) as stream,
         ):
             return await stream.drain()  # the report needs no events: keep none
@@ -158,6 +163,12 @@ def add_serve(commands: Any) -> None:
         "--content-type", default="text/event-stream", help="the response Content-Type"
     )
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
+    serve.add_argument(
+        "--proto",
+        action="store_true",
+        help="answer in protobuf frames when the request's Accept admits "
+        "application/vnd.ag-ui.event+proto (SSE otherwise); needs the 'proto' extra",
+    )
 
 
 def run_serve(args: argparse.Namespace) -> None:
@@ -178,6 +189,7 @@ def run_serve(args: argparse.Namespace) -> None:
         status=args.status,
         content_type=args.content_type,
         token=args.token,
+        proto=args.proto,
     )
 
     def listening(url: str) -> None:

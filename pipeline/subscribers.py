@@ -300,6 +300,17 @@ def encode_json_lines(events: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join([orjson.dumps(event) + b"\n" for event in events])
 
 
+def encode_proto(events: Iterable[Mapping[str, Any]]) -> bytes:
+    """Frames as the HTTP + Protobuf binding writes them (needs the ``proto`` extra).
+
+    ``/spec/1.1/basic/transports/http-protobuf``: a 4-byte big-endian length,
+    then one encoded event; a member the wire schema does not model is not sent.
+    """
+    from ._proto.codec import encode_frames
+
+    return encode_frames(events)
+
+
 Target = Any
 """Where a sink writes: an object with an async ``send(bytes)`` (an anyio byte
 stream), an object with ``write(bytes)`` (a binary file, sync or async), or a
@@ -332,6 +343,13 @@ class SseSink(EncodingSink):
 
     def __init__(self, target: Target) -> None:
         super().__init__(target, encode_sse)
+
+
+class ProtoSink(EncodingSink):
+    """Writes delivered events as protobuf frames (``application/vnd.ag-ui.event+proto``)."""
+
+    def __init__(self, target: Target) -> None:
+        super().__init__(target, encode_proto)
 
 
 class JsonLinesSink(EncodingSink):

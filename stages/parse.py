@@ -13,6 +13,10 @@ Framings, detected from the first non-blank byte unless forced:
   ends a frame. Producers must use LF; CR and CRLF are tolerated.
 - JSON lines: one object per line.
 - A JSON array document: read whole, then each element is a frame.
+- Protobuf (``/spec/1.1/basic/transports/http-protobuf``): length-prefixed
+  binary frames, never detected — chosen by ``framing="proto"`` or by the HTTP
+  client from the response's ``Content-Type``; read by
+  :mod:`agui_pipeline._proto.framing` (the ``proto`` extra).
 
 Chunk boundaries may fall anywhere, including inside a multi-byte UTF-8
 character: bytes are only decoded once a whole frame is in hand.
@@ -27,6 +31,7 @@ from typing import Any, ClassVar
 
 import orjson
 from agui_pipeline._json import describe
+from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.catalog import (
     LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
@@ -39,7 +44,7 @@ from agui_pipeline.catalog import (
 from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
 
-FRAMINGS = ("sse", "jsonl", "json")
+FRAMINGS = ("sse", "jsonl", "json", "proto")
 _BLANK = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
 _loads = orjson.loads
@@ -66,10 +71,17 @@ class Parse(Decoder):
         self._depth_bytes = 2 * ctx.limits.max_depth
         if self.framing is not None:
             ctx.transport = self.framing
+        self._proto: Decoder | None = None
+        if self.framing == "proto" or ctx.transport == PROTO_TRANSPORT:
+            from agui_pipeline._proto.framing import ProtoFrames  # needs the proto extra
+
+            self._proto = ProtoFrames(ctx)
 
     # -- public -------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> Batch:
+        if self._proto is not None:
+            return self._proto.feed(chunk)
         if not self._started:
             chunk = self._start(chunk)
             if not chunk:
@@ -83,6 +95,8 @@ class Parse(Decoder):
         return self._feed_document(chunk)
 
     def finish(self) -> Batch:
+        if self._proto is not None:
+            return self._proto.finish()
         if not self._started:
             rest = self._start(b"", at_end=True)
             if not rest:
