@@ -9,24 +9,33 @@ Each stream gets fresh stage instances (a stage keeps per-stream state, such
 as which messages are open), built by calling a *stage factory* with the
 stream's :class:`StreamContext`. A stage class whose ``__init__`` takes the
 context is its own factory.
+
+The contract, kept by the engine (``agui_pipeline.engine``) rather than by
+each stage: a stage *returns* the events it keeps, and when it rejects part
+way through a batch it says what it kept before the fault with
+:func:`reject_after`. Anything else it raises is a bug and surfaces as
+itself, with the stage's name in a note.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .capabilities import CapabilitiesSource, Declaration
 from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
-from .errors import Diagnostic, StreamRejected
+from .errors import Diagnostic, HandlerFailed, StreamRejected
+from .item_metadata import ItemMetadata
 from .subscribers import HandlerMap, Handlers, Sink
 
 if TYPE_CHECKING:
-    from .stages.metadata import ItemMetadata
+    from .conversation import Conversation
+
+T = TypeVar("T")
 
 Event = dict[str, Any]
 """An event at run time: the plain dict the JSON decoder produced.
@@ -67,8 +76,9 @@ class Batch:
         Read once per batch and shared: several stages choose what to do by
         type, and a pass over the events costs as much as the choice. A stage
         that changes an event's ``type`` (or an event) in place and returns the
-        same batch calls :meth:`changed` (the engine does so after every stage
-        that is not one of the built-in ones).
+        same batch calls :meth:`changed`. Your own stages need not: the engine
+        forgets both caches after every stage that is not a built-in one, and a
+        test (``tests/test_batch_types.py``) holds the built-in ones to it.
         """
         types = self._types
         if types is None:
@@ -80,6 +90,22 @@ class Batch:
         """Every event is known to be a ``dict``: the decoder made the batch from JSON
         objects and no stage has changed it since (enforce then skips asking)."""
         return self._objects
+
+    def by_type(self, table: Mapping[str, T], start: int = 0) -> list[T | None]:
+        """``table``'s entry for the type of each event from ``start`` on (``None`` for none).
+
+        The batch pre-scan several stages open with: one ``map`` over
+        :attr:`types` runs in C, about 60 instructions an event against about
+        150 for a Python loop asking the same, and most events (the deltas) have
+        no entry, so the stage's own loop visits only the few that do
+        (``itertools.compress``). A type that is not a string has no entry.
+        """
+        types = self.types if start == 0 else self.types[start:]
+        try:
+            return list(map(table.get, types))
+        except TypeError:  # an unhashable type (a list, an object): only before enforce
+            get = table.get
+            return [get(kind) if type(kind) is str else None for kind in types]
 
     def changed(self) -> None:
         """Forget what :attr:`types` and :attr:`objects` knew: events changed in place."""
@@ -268,8 +294,8 @@ class StreamContext:
         self.suppressed: dict[str, int] = {}
         """Diagnostics past ``limits.max_diagnostics``, counted by code."""
         self.counters = Counters()
-        self.conversation: Any = None
-        """The materialised conversation, once a stage provides one."""
+        self.conversation: Conversation | None = None
+        """The materialised conversation, once dispatch provides one (``Options.conversation``)."""
         self.item_metadata: ItemMetadata | None = None
         """Each item's merged metadata, once the metadata stage provides it."""
         self.runs: list[RunRecord] = []
@@ -316,21 +342,52 @@ class StreamContext:
     def reject(
         code: Code, message: str, *, event_index: int | None = None, pointer: str | None = None
     ) -> StreamRejected:
-        """Build the rejection for ``raise``; the message names what was expected."""
+        """Build the rejection for ``raise``; the message names what was expected.
+
+        Raised as it is, it says nothing of what the stage kept of the batch: the
+        engine then delivers the events before it only from a stage that
+        :attr:`~Stage.passes_through`, and nothing of the batch from any other
+        (see :func:`reject_after`).
+        """
         return StreamRejected(code, message, event_index=event_index, pointer=pointer)
+
+
+Fault = TypeVar("Fault", StreamRejected, HandlerFailed)
+
+
+def reject_after(kept: Batch, fault: Fault) -> Fault:
+    """``fault``, saying that ``kept`` is what the stage kept of its batch before it.
+
+    The one way a stage that changes its batch (drops, strips, synthesizes,
+    redacts) ends the stream part way through it and still has the events
+    before the fault delivered::
+
+        raise reject_after(Batch(out, out_indices), self.ctx.reject(CODE, "...", event_index=i))
+
+    ``kept`` goes on through the stages after this one; nothing the stage
+    removed can reach the application, whatever it raises.
+    """
+    fault.kept = kept
+    return fault
 
 
 class Stage:
     """Base class for a stage between parse and the application.
 
-    Override :meth:`process`; override :meth:`finish` when the stage has
-    something to say at end of stream. To reject, ``raise ctx.reject(...)``
-    with the event index; a stage that changes the batch (drops, strips,
-    synthesizes) sets ``accepted`` on the rejection to what it had already
-    produced from the batch, so those events are still delivered.
+    Override :meth:`process`, which returns the events the stage keeps;
+    override :meth:`finish` when the stage has something to say at end of
+    stream. To reject, ``raise reject_after(kept, ctx.reject(...))`` with the
+    events kept so far and the event index (:func:`reject_after`). A stage
+    that only checks or observes says so with :attr:`passes_through` and may
+    ``raise ctx.reject(...)`` alone. Any other exception is a bug: it
+    propagates, noted with the stage's name, and the stream has no verdict.
     """
 
     name: ClassVar[str] = "stage"
+    passes_through: ClassVar[bool] = False
+    """The stage returns every event it is given, unchanged, in order: what it keeps
+    before a rejection is the batch's events before the rejected one. Left ``False``,
+    a rejection raised without :func:`reject_after` delivers nothing of the batch."""
 
     def __init__(self, ctx: StreamContext) -> None:
         self.ctx = ctx
@@ -352,6 +409,8 @@ class Decoder:
         self.ctx = ctx
 
     def feed(self, chunk: bytes) -> Batch:
+        """The events of one read; a rejection says what was decoded before the bad
+        frame with :func:`reject_after` (without it, nothing of the read is delivered)."""
         raise NotImplementedError
 
     def finish(self) -> Batch:

@@ -56,6 +56,8 @@ class Recorder(Stage):
 
 def rejecting_at(index: int, name: str) -> type[Stage]:
     class RejectAt(Stage):
+        passes_through: ClassVar[bool] = True  # it only checks: what it keeps is the input
+
         async def process(self, batch: Batch) -> Batch:
             for position, event in enumerate(batch.events):
                 if event.get("n") == index:
