@@ -340,35 +340,32 @@ def _after_fault(
     1    parse rejects a frame                            the events decoded before it (``kept``);
                                                           nothing of the read if parse did not say
     2    a stage rejects mid-batch with ``reject_after``  ``kept``: what it kept before the fault
-    3    a stage that :attr:`~Stage.passes_through`       ``given``'s events before the rejected one
-         rejects without ``kept``
-    4    any other stage rejects without ``kept``         nothing of the batch: fail closed (a
-                                                          redaction it made may not leak)
-    5    a stage's ``finish()`` rejects (truncation)      everything it passed, then ``kept`` if any
-    6    dispatch: a handler or sink raises               the events handled before it (``kept``)
-    7    a later stage faults on what went on             that fault is the verdict (it is earlier
+                                                          (verify: the batch before the fault)
+    3    a stage rejects without ``kept``                 nothing of the batch: fail closed (a
+                                                          redaction it made cannot leak)
+    4    a stage's ``finish()`` rejects (truncation)      everything it passed, then ``kept`` if any
+    5    dispatch: a handler or sink raises               the events handled before it (``kept``)
+    6    a later stage faults on what went on             that fault is the verdict (it is earlier
                                                           in the stream); this rule applies to it
-    8    a stage raises anything else (a bug)             nothing: it propagates as itself, noted
+    7    a stage raises anything else (a bug)             nothing: it propagates as itself, noted
                                                           with the stage's name; no verdict
     ===  ===============================================  ==========================================
 
-    Rows 7 and 8 are ``_through``'s. The events from the fault on count as
+    Rows 6 and 7 are ``_through``'s. The events from the fault on count as
     ``discarded``, as do all of a batch that fails closed.
     """
     kept = fault.kept
     fault.kept = None  # said once: the fault travels on as the verdict
     if step is None:  # row 1: the decoder counts what it read
         return kept or empty_batch()
-    if at_finish:  # row 5
+    if at_finish:  # row 4
         return given if kept is None else given + kept
     counters = step.ctx.counters
-    if kept is None:
-        if not step.passes_through:  # row 4
-            counters.discarded += len(given)
-            return empty_batch()
-        kept = given.before(fault.event_index)  # row 3
+    if kept is None:  # row 3
+        counters.discarded += len(given)
+        return empty_batch()
     counters.discarded += len(given) - len(given.before(fault.event_index))
-    return kept  # rows 2 and 6
+    return kept  # rows 2 and 5
 
 
 def _default_stages() -> list[tuple[str, StageFactory]]:

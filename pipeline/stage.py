@@ -346,10 +346,9 @@ class StreamContext:
     ) -> StreamRejected:
         """Build the rejection for ``raise``; the message names what was expected.
 
-        Raised as it is, it says nothing of what the stage kept of the batch: the
-        engine then delivers the events before it only from a stage that
-        :attr:`~Stage.passes_through`, and nothing of the batch from any other
-        (see :func:`reject_after`).
+        Raised as it is, it says nothing of what the stage kept of its batch, and
+        the engine delivers nothing of that batch from the stage on (it fails
+        closed); :func:`reject_after` says what was kept.
         """
         return StreamRejected(code, message, event_index=event_index, pointer=pointer)
 
@@ -360,11 +359,13 @@ Fault = TypeVar("Fault", StreamRejected, HandlerFailed)
 def reject_after(kept: Batch, fault: Fault) -> Fault:
     """``fault``, saying that ``kept`` is what the stage kept of its batch before it.
 
-    The one way a stage that changes its batch (drops, strips, synthesizes,
-    redacts) ends the stream part way through it and still has the events
-    before the fault delivered::
+    The one way a stage ends the stream part way through its batch and still has
+    the events before the fault delivered. A stage that changes its batch (drops,
+    strips, synthesizes, redacts) passes what it built so far; one that only
+    checks, the batch's events before the fault::
 
         raise reject_after(Batch(out, out_indices), self.ctx.reject(CODE, "...", event_index=i))
+        raise reject_after(batch.before(i), self.ctx.reject(CODE, "...", event_index=i))
 
     ``kept`` goes on through the stages after this one; nothing the stage
     removed can reach the application, whatever it raises.
@@ -379,17 +380,13 @@ class Stage:
     Override :meth:`process`, which returns the events the stage keeps;
     override :meth:`finish` when the stage has something to say at end of
     stream. To reject, ``raise reject_after(kept, ctx.reject(...))`` with the
-    events kept so far and the event index (:func:`reject_after`). A stage
-    that only checks or observes says so with :attr:`passes_through` and may
-    ``raise ctx.reject(...)`` alone. Any other exception is a bug: it
+    events kept so far and the event index (:func:`reject_after`); a stage
+    that only checks passes ``batch.before(index)``. Raised without it, a
+    rejection delivers nothing of the batch. Any other exception is a bug: it
     propagates, noted with the stage's name, and the stream has no verdict.
     """
 
     name: ClassVar[str] = "stage"
-    passes_through: ClassVar[bool] = False
-    """The stage returns every event it is given, unchanged, in order: what it keeps
-    before a rejection is the batch's events before the rejected one. Left ``False``,
-    a rejection raised without :func:`reject_after` delivers nothing of the batch."""
 
     def __init__(self, ctx: StreamContext) -> None:
         self.ctx = ctx

@@ -30,7 +30,6 @@ class Dispatch(Stage):
     """Delivers each batch to the Conversation, the handlers and the sinks."""
 
     name: ClassVar[str] = "dispatch"
-    passes_through: ClassVar[bool] = True
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)

@@ -74,7 +74,6 @@ class Metadata(Stage):
     """Accumulates per-item metadata in ``ctx.item_metadata``; passes events through unchanged."""
 
     name: ClassVar[str] = "metadata"
-    passes_through: ClassVar[bool] = True
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)

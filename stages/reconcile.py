@@ -147,7 +147,6 @@ class Reconcile(Stage):
     """Compare each run with the declaration in ``Options.capabilities``; report, never reject."""
 
     name: ClassVar[str] = "reconcile"
-    passes_through: ClassVar[bool] = True
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)

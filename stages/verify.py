@@ -4,7 +4,11 @@ Verification runs after chunk expansion (``/spec/1.1/basic/processing``): what
 it checks — that items open before they continue and close after — only
 exists once a chunk has become the events it stands for. Every event reaching
 it is schema-valid (enforce saw it first), so this stage judges order and
-identity only, and every violation is fatal with the page of the rule:
+identity only, and every violation is fatal with the page of the rule.
+(A pipeline without enforce may hand it an event it cannot read: that is
+rejected as ``verify.unreadable-event`` only when enforce would not have
+delivered the event, ``enforce.would_deliver``; an exception on any other
+event is verify's own bug and propagates as itself.)
 
 - runs (``/spec/1.1/events/lifecycle``): the stream opens with ``RUN_STARTED``
   or ``RUN_ERROR``; no run starts inside another; after ``RUN_FINISHED`` only a
@@ -78,6 +82,7 @@ from agui_pipeline.stage import (
     Stage,
     StreamContext,
     empty_batch,
+    reject_after,
 )
 
 from .enforce import would_deliver
@@ -116,7 +121,6 @@ class Verify(Stage):
     """Rejects any event that breaks the protocol's sequencing rules; passes the rest."""
 
     name: ClassVar[str] = "verify"
-    passes_through: ClassVar[bool] = True
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)
@@ -227,6 +231,15 @@ class Verify(Stage):
     # -- the stage ----------------------------------------------------------------
 
     async def process(self, batch: Batch) -> Batch:
+        try:
+            self._check(batch)
+        except StreamRejected as rejection:
+            # Every event passes verify unchanged: what it kept is the batch before the fault.
+            raise reject_after(batch.before(rejection.event_index), rejection) from None
+        return batch
+
+    def _check(self, batch: Batch) -> None:
+        """Judge every event of ``batch`` in turn; raise at the first that breaks a rule."""
         events, indices = batch.events, batch.indices
         if len(indices) != len(events):
             raise self.ctx.reject(
@@ -298,7 +311,6 @@ class Verify(Stage):
             ) from None
         if indices:
             self._end_index = indices[-1] + 1
-        return batch
 
     async def finish(self) -> Batch:
         """A run still open here has no outcome: the stream is truncated, never completed."""

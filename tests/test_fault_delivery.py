@@ -45,7 +45,6 @@ class Recorder(Stage):
     """After the stage under test: every event that went on from it."""
 
     name: ClassVar[str] = "recorder"
-    passes_through: ClassVar[bool] = True
     seen: ClassVar[list[Event]] = []
 
     async def process(self, batch: Batch) -> Batch:
@@ -92,7 +91,7 @@ def with_recorder(*middleware: type[Stage]) -> Pipeline:
     return Pipeline(middleware=[*middleware, Recorder])
 
 
-# -- row 4 and the redaction case ----------------------------------------------------------
+# -- row 3 and the redaction case ----------------------------------------------------------
 
 
 def test_a_redaction_then_a_rejection_never_delivers_the_redacted_event() -> None:
@@ -101,7 +100,7 @@ def test_a_redaction_then_a_rejection_never_delivers_the_redacted_event() -> Non
     assert result.verdict.event_index == 5
     assert SECRET not in result.events
     assert SECRET not in Recorder.seen
-    # Row 4: the stage did not say what it kept, so nothing of that batch goes on.
+    # Row 3: the stage did not say what it kept, so nothing of that batch goes on.
     assert result.events == [] and Recorder.seen == []
     counters = result.counters
     assert counters.discarded == 7  # the whole read
@@ -138,32 +137,31 @@ def test_row_1_a_parse_rejection_delivers_the_frames_before_it_through_every_sta
     assert result.events == [START, *TEXT] == Recorder.seen
 
 
-# -- row 3 ---------------------------------------------------------------------------------
+# -- row 2, a checking stage -------------------------------------------------------------
 
 
-def test_row_3_a_pass_through_stage_rejecting_delivers_the_events_before_the_fault() -> None:
-    # verify passes its events through: a nested RUN_STARTED rejects at its own index.
+def test_row_2_a_checking_stage_rejecting_delivers_the_events_before_the_fault() -> None:
+    # verify keeps its batch before the fault: a nested RUN_STARTED rejects at its index.
     result = run(sse(START, *TEXT, START, END), with_recorder())
     assert result.verdict.code == "verify.nested-run"
     assert result.verdict.event_index == 4
     assert result.events == [START, *TEXT]
 
 
-# -- row 5 ---------------------------------------------------------------------------------
+# -- row 4 ---------------------------------------------------------------------------------
 
 
 class TailThenReject(Stage):
     """At end of stream: a tail event kept, then a rejection."""
 
     name: ClassVar[str] = "tail"
-    passes_through: ClassVar[bool] = True
 
     async def finish(self) -> Batch:
         tail = Batch([{"type": "CUSTOM", "name": "tail", "value": 0}], [99])
         raise reject_after(tail, rejection(self, 99))
 
 
-def test_row_5_a_rejection_at_finish_keeps_everything_passed_and_its_tail() -> None:
+def test_row_4_a_rejection_at_finish_keeps_everything_passed_and_its_tail() -> None:
     # verify's own finish: a truncated run, every event delivered.
     truncated = run(sse(START, *TEXT))
     assert truncated.verdict.outcome is Outcome.TRUNCATED
@@ -173,10 +171,10 @@ def test_row_5_a_rejection_at_finish_keeps_everything_passed_and_its_tail() -> N
     assert result.events == [START, *TEXT, END, {"type": "CUSTOM", "name": "tail", "value": 0}]
 
 
-# -- row 6 ---------------------------------------------------------------------------------
+# -- row 5 ---------------------------------------------------------------------------------
 
 
-def test_row_6_a_handler_failure_delivers_the_events_handled_before_it() -> None:
+def test_row_5_a_handler_failure_delivers_the_events_handled_before_it() -> None:
     def fails(event: Event) -> None:
         raise RuntimeError("the application's bug")
 
@@ -188,23 +186,22 @@ def test_row_6_a_handler_failure_delivers_the_events_handled_before_it() -> None
     assert isinstance(result.verdict.error.__cause__, RuntimeError)
 
 
-# -- row 7 ---------------------------------------------------------------------------------
+# -- row 6 ---------------------------------------------------------------------------------
 
 
 class RejectsTextStart(Stage):
     """After RedactAndSay: rejects the TEXT_MESSAGE_START it kept (an earlier fault)."""
 
     name: ClassVar[str] = "rejects-text-start"
-    passes_through: ClassVar[bool] = True
 
     async def process(self, batch: Batch) -> Batch:
         for event, index in zip(batch.events, batch.indices, strict=True):
             if event["type"] == "TEXT_MESSAGE_START":
-                raise rejection(self, index)
+                raise reject_after(batch.before(index), rejection(self, index))
         return batch
 
 
-def test_row_7_a_later_stage_finding_an_earlier_fault_in_the_kept_events_wins() -> None:
+def test_row_6_a_later_stage_finding_an_earlier_fault_in_the_kept_events_wins() -> None:
     result = run(
         sse(START, SECRET, *TEXT, LATER, END), with_recorder(RedactAndSay, RejectsTextStart)
     )
@@ -213,7 +210,7 @@ def test_row_7_a_later_stage_finding_an_earlier_fault_in_the_kept_events_wins() 
     assert result.events == [START] == Recorder.seen
 
 
-# -- row 8: bugs are bugs -------------------------------------------------------------------
+# -- row 7: bugs are bugs -------------------------------------------------------------------
 
 
 class Typo(Stage):
@@ -224,7 +221,7 @@ class Typo(Stage):
 
 
 @pytest.mark.anyio
-async def test_row_8_a_keyerror_in_a_stage_surfaces_with_its_name_and_no_verdict() -> None:
+async def test_row_7_a_keyerror_in_a_stage_surfaces_with_its_name_and_no_verdict() -> None:
     pipeline = Pipeline(middleware=[Typo])
     stream = pipeline.open(sse(START, END))
     with pytest.raises(KeyError) as raised:
@@ -277,7 +274,6 @@ class CachesAreFresh(Stage):
     read finds (it runs before the engine forgets the caches after it, a user's stage)."""
 
     name: ClassVar[str] = "caches-are-fresh"
-    passes_through: ClassVar[bool] = True
     checked: ClassVar[int] = 0
 
     async def process(self, batch: Batch) -> Batch:
