@@ -97,10 +97,10 @@ class Batch:
         The batch pre-scan compat, expand and reconcile open with: one ``map``
         over :attr:`types` runs in C, and most events (the deltas) have no
         entry, so the stage's own Python loop visits only the few that do
-        (``itertools.compress``). It pays where that loop would do more than a
-        test or two per event (issue 7's callgrind counts: a C-level pass costs
-        about 200–350 instructions an element, a Python stage loop 500–650). A
-        type that is not a string has no entry.
+        (``itertools.compress``). Measured (``python -m benchmarks.instructions``):
+        the whole pipeline runs 289 instructions an event fewer than with a list
+        comprehension doing the same lookups. A type that is not a string has no
+        entry.
         """
         types = self.types if start == 0 else self.types[start:]
         try:

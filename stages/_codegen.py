@@ -4,9 +4,10 @@ What it buys: enforce's checks are written once, as the event ``TypedDict``\\ s
 (``agui_pipeline.events``), and compiled into straight-line functions — each
 member read by subscript with its test inlined, the delta events checked
 inside the batch loop without a call — instead of walking the schema's nodes
-per event. With it enforce costs about 3,100 instructions an event on the
-benchmark workload (``python -m benchmarks.instructions --upto enforce``,
-less ``--upto compat``).
+per event. Measured on the benchmark workload (``python -m
+benchmarks.instructions --upto enforce``, less ``--upto compat``): enforce
+costs 3,178 instructions an event with the generated checks, 21,915 walking
+the nodes.
 
 Every generated function's source is kept, to read or debug::
 
