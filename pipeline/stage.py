@@ -281,8 +281,24 @@ class StreamContext:
     """Per-stream state every stage can see: options, diagnostics, accounting.
 
     Stages talk to each other only through events and this object; a field
-    here is one a later stage or the result needs from an earlier one.
+    here is one a later stage or the result needs from an earlier one. The
+    fields are declared here, typed, and nothing else can be attached
+    (``__slots__``): what stages share is part of the contract.
     """
+
+    __slots__ = (
+        "__weakref__",  # a benchmark or a tool may key its own records by stream
+        "conversation",
+        "counters",
+        "diagnostics",
+        "item_metadata",
+        "limits",
+        "options",
+        "run_input",
+        "runs",
+        "suppressed",
+        "transport",
+    )
 
     def __init__(self, options: Options, run_input: dict[str, Any] | None = None) -> None:
         self.options = options

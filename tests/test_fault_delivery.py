@@ -266,6 +266,12 @@ def test_a_decoder_bug_surfaces_with_its_name(monkeypatch: pytest.MonkeyPatch) -
     assert "raised in the 'parse' stage (the decoder)" in raised.value.__notes__
 
 
+def test_what_stages_share_is_declared_on_the_context_not_attached() -> None:
+    ctx = Pipeline().context()
+    with pytest.raises(AttributeError):
+        ctx.read_at = 1.0  # type: ignore[attr-defined]
+
+
 # -- Batch.types and Batch.objects after each built-in stage ---------------------------------
 
 
