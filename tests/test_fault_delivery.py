@@ -256,6 +256,20 @@ def test_a_typo_in_reconcile_surfaces_instead_of_vanishing(
     assert "raised in the 'reconcile' stage" in raised.value.__notes__
 
 
+def test_a_malformed_event_reconcile_cannot_read_is_passed_over_without_enforce() -> None:
+    # Only reachable with enforce (and verify) removed: the producer's fault, not a bug.
+    unhashable = {
+        "type": "TOOL_CALL_START",
+        "toolCallId": "c",
+        "toolCallName": "get_weather",
+        "subagentRunId": ["not", "hashable"],
+    }
+    pipeline = Pipeline(capabilities=DECLARATION).without("enforce").without("verify")
+    result = run(sse(START, unhashable, END), pipeline)
+    assert result.verdict.completed
+    assert result.events == [START, unhashable, END]
+
+
 def test_a_decoder_bug_surfaces_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: Parse, chunk: bytes) -> Batch:
         raise AttributeError("a decoder's own bug")
