@@ -78,7 +78,7 @@ class Batch:
         that changes an event's ``type`` (or an event) in place and returns the
         same batch calls :meth:`changed`. Your own stages need not: the engine
         forgets both caches after every stage that is not a built-in one, and a
-        test (``tests/test_batch_types.py``) holds the built-in ones to it.
+        test (``tests/test_fault_delivery.py``) holds the built-in ones to it.
         """
         types = self._types
         if types is None:
