@@ -100,7 +100,17 @@ from .options import Limits, Options
 from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
-from .stage import Batch, Counters, Decoder, Event, RunRecord, RunStatus, Stage, StreamContext
+from .stage import (
+    Batch,
+    Counters,
+    Decoder,
+    Event,
+    RunRecord,
+    RunStatus,
+    Stage,
+    StreamContext,
+    reject_after,
+)
 from .subscribers import (
     EventHandler,
     Handlers,
@@ -240,6 +250,7 @@ __all__ = [
     "encode_sse",
     "pending_interrupts",
     "prepare_input",
+    "reject_after",
     "resume_input",
     "run_sync",
 ]

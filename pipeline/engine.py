@@ -36,6 +36,7 @@ from .sources import Source, check_source, iter_chunks, may_stall
 from .stage import (
     Batch,
     Counters,
+    Decoder,
     DecoderFactory,
     Event,
     RunRecord,
@@ -293,17 +294,17 @@ class EventStream:
                             event_index=counters.read,
                         )
                         break
-                    batch = await _through(stages, 0, await _decode(stages, decoder.feed, chunk))
+                    batch = await _read(decoder, stages, chunk)
                     if batch.events:
                         counters.delivered += len(batch.events)
                         yield batch
-                batch = await _finish(stages, await _decode(stages, decoder.finish))
+                batch = await _read(decoder, stages, None)
                 if batch.events:
                     counters.delivered += len(batch.events)
                     yield batch
         except _Ended as ended:
             # Set before the last yield: a consumer may stop reading right there.
-            self._verdict = _verdict_of(ended.error)
+            self._verdict = _verdict_of(ended.fault)
             if ended.delivered.events:
                 counters.delivered += len(ended.delivered.events)
                 yield ended.delivered
@@ -311,101 +312,122 @@ class EventStream:
         self._verdict = Verdict(Outcome.COMPLETED)
 
 
+# How one read travels: ``_read`` decodes it and hands the batch to ``_through``, which
+# runs it through every stage in one loop. When a step faults, ``_after_fault`` says what
+# of its batch goes on, and ``_through`` carries that through the stages after it before
+# ending the stream with ``_Ended`` — caught once, in ``EventStream._run``.
+
+Fault = StreamRejected | HandlerFailed
+
+
 class _Ended(Exception):
     """Internal: the stream ended early; carries what to deliver before the verdict."""
 
-    def __init__(self, error: StreamRejected | HandlerFailed, delivered: Batch) -> None:
-        self.error = error
+    def __init__(self, fault: Fault, delivered: Batch) -> None:
+        self.fault = fault
         self.delivered = delivered
 
 
-def _verdict_of(error: StreamRejected | HandlerFailed) -> Verdict:
-    if isinstance(error, StreamTruncated):
-        return Verdict(Outcome.TRUNCATED, error)
-    if isinstance(error, StreamRejected):
-        return Verdict(Outcome.REJECTED, error)
-    return Verdict(Outcome.HANDLER_FAILED, error)
+def _verdict_of(fault: Fault) -> Verdict:
+    if isinstance(fault, StreamTruncated):
+        return Verdict(Outcome.TRUNCATED, fault)
+    if isinstance(fault, StreamRejected):
+        return Verdict(Outcome.REJECTED, fault)
+    return Verdict(Outcome.HANDLER_FAILED, fault)
 
 
-async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
-    """Run ``batch`` through ``stages[start:]``.
+async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:
+    """One read decoded and run through every stage; ``None``: the end of the stream."""
+    try:
+        batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
+    except StreamRejected as fault:
+        raise _Ended(
+            fault, await _through(stages, _after_fault(fault, None, empty_batch()))
+        ) from None
+    except Exception as error:
+        error.add_note(f"raised in the {decoder.name!r} stage (the decoder)")
+        raise
+    return await _through(stages, batch, flush=chunk is None)
 
-    When a stage ends the stream, what it had already accepted from the batch
-    still goes through the stages after it — a stage further on may find an
-    earlier fault, and then that one is the verdict.
+
+async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) -> Batch:
+    """``batch`` through every stage in turn; with ``flush`` (the end of the stream), each
+    stage's :meth:`~Stage.finish` right after it has seen the batch, its tail going on.
+
+    After a fault, what the faulting stage kept (``_after_fault``) still goes through
+    the stages after it, unflushed: a later stage may find an earlier fault there, and
+    then that one is the verdict. A stage's other exceptions propagate, noted with its
+    name. After a stage that is not built in, what the batch knew of its events
+    (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place.
     """
-    position = start
-    try:
-        # One loop, one await per stage: this runs once per read, often for one event.
-        for position in range(start, len(stages)):
-            if not batch.events:
-                return batch
-            batch = await _process(stages[position], batch)
-    except (StreamRejected, HandlerFailed) as error:
-        # ``batch`` is still what the failing stage was given.
-        raise await _stage_ended(stages, position, batch, error) from None
-    return batch
-
-
-async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
-    """One stage on one batch (at end of stream, between flushes)."""
-    try:
-        return await _process(stages[position], batch)
-    except (StreamRejected, HandlerFailed) as error:
-        raise await _stage_ended(stages, position, batch, error) from None
-
-
-async def _process(stage: Stage, batch: Batch) -> Batch:
-    """``stage`` on ``batch``; after a stage of yours, what the batch knew of its events
-    (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place."""
-    batch = await stage.process(batch)
-    if type(stage) not in _built_in_stages():
-        batch.changed()
-    return batch
-
-
-async def _stage_ended(
-    stages: list[Stage], position: int, batch: Batch, error: StreamRejected | HandlerFailed
-) -> _Ended:
-    kept = batch.before(error.event_index)
-    # The batch's events from the fault on were taken in and go no further.
-    stages[position].ctx.counters.discarded += len(batch) - len(kept)
-    accepted = kept if error.accepted is None else error.accepted
-    return await _ended(stages, position, accepted, error)
-
-
-async def _decode(stages: list[Stage], decode: Callable[..., Batch], *chunk: bytes) -> Batch:
-    """Decode one read (or the end of the stream) into a batch."""
-    try:
-        return decode(*chunk)
-    except StreamRejected as error:
-        raise await _ended(stages, -1, error.accepted or empty_batch(), error) from None
-
-
-async def _finish(stages: list[Stage], batch: Batch) -> Batch:
-    """End of stream: flush each stage in order, each one's tail going on downstream."""
-    for position, stage in enumerate(stages):
-        if batch.events:
-            batch = await _step(stages, position, batch)
+    fault: Fault | None = None
+    built_in = _built_in_stages()
+    # One loop, one await per stage: this runs once per read, often for one event.
+    for stage in stages:
+        given, finishing = batch, False
         try:
-            tail = await stage.finish()
+            if batch.events:
+                batch = await stage.process(batch)
+                if type(stage) not in built_in:
+                    batch.changed()
+            if flush:
+                finishing = True
+                tail = await stage.finish()
+                if tail.events:
+                    batch = batch + tail
         except (StreamRejected, HandlerFailed) as error:
-            # Raised at end of stream (a truncated run, say): everything the
-            # stage passed stays delivered.
-            if error.accepted is not None:
-                batch = batch + error.accepted
-            raise await _ended(stages, position, batch, error) from None
-        if tail.events:
-            batch = batch + tail
+            fault, flush = error, False
+            batch = _after_fault(error, stage, batch if finishing else given, at_finish=finishing)
+        except Exception as error:
+            error.add_note(f"raised in the {stage.name!r} stage")
+            raise
+    if fault is not None:
+        raise _Ended(fault, batch)
     return batch
 
 
-async def _ended(
-    stages: list[Stage], position: int, accepted: Batch, error: StreamRejected | HandlerFailed
-) -> _Ended:
-    """The stream ends at ``stages[position]``: deliver ``accepted`` through the rest."""
-    error.accepted = None
-    return _Ended(error, await _through(stages, position + 1, accepted))
+def _after_fault(
+    fault: Fault, step: Stage | None, given: Batch, *, at_finish: bool = False
+) -> Batch:
+    """The engine's fault-delivery rule: what of a faulting step's batch goes on downstream.
+
+    ``step`` is the stage (``None``: the decoder); ``given`` is what it had been
+    handed — or, at ``finish()`` (``at_finish``), what it had already passed.
+    ``fault.kept`` is set only by :func:`~agui_pipeline.stage.reject_after`. What
+    goes on is delivered once the stages after ``step`` have passed it (``_through``):
+
+    ===  ===============================================  ==========================================
+    row  the fault                                        what goes on to the stages after
+    ===  ===============================================  ==========================================
+    1    parse rejects a frame                            the events decoded before it (``kept``);
+                                                          nothing of the read if parse did not say
+    2    a stage rejects mid-batch with ``reject_after``  ``kept``: what it kept before the fault
+                                                          (verify: the batch before the fault)
+    3    a stage rejects without ``kept``                 nothing of the batch: fail closed (a
+                                                          redaction it made cannot leak)
+    4    a stage's ``finish()`` rejects (truncation)      everything it passed, then ``kept`` if any
+    5    dispatch: a handler or sink raises               the events handled before it (``kept``)
+    6    a later stage faults on what went on             that fault is the verdict (it is earlier
+                                                          in the stream); this rule applies to it
+    7    a stage raises anything else (a bug)             nothing: it propagates as itself, noted
+                                                          with the stage's name; no verdict
+    ===  ===============================================  ==========================================
+
+    Rows 6 and 7 are ``_through``'s. The events from the fault on count as
+    ``discarded``, as do all of a batch that fails closed.
+    """
+    kept = fault.kept
+    fault.kept = None  # said once: the fault travels on as the verdict
+    if step is None:  # row 1: the decoder counts what it read
+        return kept or empty_batch()
+    if at_finish:  # row 4
+        return given if kept is None else given + kept
+    counters = step.ctx.counters
+    if kept is None:  # row 3
+        counters.discarded += len(given)
+        return empty_batch()
+    counters.discarded += len(given) - len(given.before(fault.event_index))
+    return kept  # rows 2 and 5
 
 
 def _default_stages() -> list[tuple[str, StageFactory]]:

@@ -91,11 +91,10 @@ def _render(
 class StreamRejected(AguiPipelineError):
     """The consumer rejects the stream: a malformed known value or a broken sequence.
 
-    ``accepted`` is set by the stage that raised it when the stage had already
-    passed some events of the current batch: the engine still hands those on,
-    so every event before the fault is delivered. When it is ``None`` the
-    engine assumes the stage passes events through unchanged and delivers the
-    events of the batch read before ``event_index``.
+    ``kept`` is what the raising stage kept of its batch before the fault,
+    set by :func:`agui_pipeline.stage.reject_after`; the engine hands those
+    events on. ``None`` says nothing, and the engine then delivers nothing of
+    the batch from that stage on (unless the stage passes its events through).
     """
 
     def __init__(
@@ -111,7 +110,7 @@ class StreamRejected(AguiPipelineError):
         self.detail = message
         self.event_index = event_index
         self.pointer = pointer
-        self.accepted: Batch | None = None
+        self.kept: Batch | None = None
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -146,7 +145,7 @@ class HandlerFailed(AguiPipelineError):
         self.event_index = event_index
         self.event_type = event_type
         self.error = error
-        self.accepted: Batch | None = None
+        self.kept: Batch | None = None
         """The events of the batch handled before the failing one (set by dispatch)."""
         super().__init__(
             f"a handler for {event_type} (event {event_index}) raised "

@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ._proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ._proto import admits as admits_proto
 from .errors import StreamRejected
-from .stage import Event, Options, StreamContext
+from .stage import Event
 
 KEEP_ALIVE = b": keep-alive\n\n"
 REQUIRED_INPUT = ("threadId", "runId", "messages")
@@ -49,10 +49,11 @@ def read_recording(data: bytes | Path) -> list[Event]:
     Raises ``ValueError`` naming the frame parse refused, so a recording is
     never served half-read by accident.
     """
-    from .stages.parse import Parse
+    from .engine import Pipeline  # the pipeline's own decoder: pipeline/ imports no stage
 
     raw = data.read_bytes() if isinstance(data, Path) else data
-    decoder = Parse(StreamContext(Options()))
+    pipeline = Pipeline()
+    decoder = pipeline.decoder(pipeline.context())
     try:
         batch = decoder.feed(raw) + decoder.finish()
     except StreamRejected as error:

@@ -94,13 +94,13 @@ class Compat(Stage):
 
     async def process(self, batch: Batch) -> Batch:
         events, indices = batch.events, batch.indices
+        # Most events need nothing from the boundary. Two C-level passes say which
+        # do: their handlers (by type), and whether any carries a rawEvent (it may be
+        # the retired 'rawEvent: null', looked for on the exact path).
+        found: list[Any] = batch.by_type(_HANDLERS)
         try:
-            # Most events need nothing from the boundary. Two C-level passes say which
-            # do: their handlers (by type), and whether any carries a rawEvent (it may be
-            # the retired 'rawEvent: null', looked for on the exact path).
-            found: list[Any] = list(map(_HANDLERS.get, batch.types))
             exact = any(map(dict.__contains__, events, repeat("rawEvent")))
-        except TypeError:  # an unhashable type, an event that is not an object
+        except TypeError:  # an event that is not an object
             exact = True
         if exact:
             self._each(events, indices)

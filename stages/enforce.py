@@ -33,6 +33,7 @@ is malformed — only reached when ``clean`` said no).
 
 from __future__ import annotations
 
+import copy
 import re
 import types
 import typing
@@ -52,7 +53,9 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage
+from agui_pipeline.stage import Batch, Event, Stage, reject_after
+
+from ._codegen import define
 
 # --- what a walk raises ---------------------------------------------------------
 
@@ -342,8 +345,8 @@ class _Object(_Node):
         """
         namespace: dict[str, Any] = {}
         body = self.clean_lines(namespace, ok="return True", bad="return False")
-        exec("\n".join(["def clean(v):", *(f"    {line}" for line in body)]), namespace)
-        return typing.cast(Callable[[Any], bool], namespace["clean"])
+        lines = ["def clean(v):", *(f"    {line}" for line in body)]
+        return typing.cast(Callable[[Any], bool], define(f"clean {self.name}", lines, namespace))
 
     def clean_lines(
         self, namespace: dict[str, Any], *, ok: str, bad: str, known_dict: bool = False
@@ -626,8 +629,8 @@ def _generate_scan(known_dicts: bool) -> Callable[[list[Event], list[Any]], int]
         "        return len(events)",
         "    return _position(events, v)",
     ]
-    exec("\n".join(lines), namespace)
-    return typing.cast(Callable[[list[Event], list[Any]], int], namespace["scan"])
+    label = "scan (events known to be dicts)" if known_dicts else "scan"
+    return typing.cast(Callable[[list[Event], list[Any]], int], define(label, lines, namespace))
 
 
 def _position(events: list[Event], event: Event) -> int:
@@ -637,6 +640,27 @@ def _position(events: list[Event], event: Event) -> int:
 
 _scan = _generate_scan(known_dicts=False)
 _scan_objects = _generate_scan(known_dicts=True)
+
+
+def would_deliver(event: Any) -> bool:
+    """Whether enforce delivers ``event`` (perhaps stripped) rather than drop or reject it.
+
+    For a stage after enforce that finds an event it cannot read: in a pipeline
+    without enforce that is the producer's malformed event, to be judged as such;
+    in any other case it is the stage's own bug, to surface as itself. Off the
+    hot path: asked only once an exception is in hand.
+    """
+    kind = event.get("type") if type(event) is dict else None
+    node = _EVENTS.members.get(kind) if type(kind) is str else None
+    if node is None:
+        return False
+    if node.clean(event):
+        return True
+    try:
+        node.walk(copy.deepcopy(event), "", [])  # walk strips in place
+    except (_Malformed, _Unrecognised):
+        return False
+    return True
 
 
 # --- the stage --------------------------------------------------------------------------
@@ -669,8 +693,7 @@ class Enforce(Stage):
                 try:
                     keep = self._judge(event, index)
                 except StreamRejected as rejection:
-                    rejection.accepted = Batch(out_events, out_indices)
-                    raise
+                    raise reject_after(Batch(out_events, out_indices), rejection) from None
                 if not keep:
                     continue
             out_events.append(event)

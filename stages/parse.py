@@ -42,7 +42,15 @@ from agui_pipeline.catalog import (
     PARSE_UNKNOWN_FRAMING,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
+from agui_pipeline.stage import (
+    Batch,
+    Decoder,
+    Event,
+    StreamContext,
+    empty_batch,
+    read_types,
+    reject_after,
+)
 
 FRAMINGS = ("sse", "jsonl", "json", "proto")
 _BLANK = b" \t\r\n"
@@ -279,8 +287,7 @@ class Parse(Decoder):
     ) -> StreamRejected:
         """``problem`` placed at frame ``position`` of ``events``, the frames before it kept."""
         problem.event_index = self._next_index + position
-        problem.accepted = self._accept(events[:position])
-        return problem
+        return reject_after(self._accept(events[:position]), problem)
 
     def _decode_until_failure(self, payloads: list[bytes]) -> list[Any]:
         """Slow path: find the frame that failed, keeping the frames before it."""

@@ -73,6 +73,8 @@ from agui_pipeline.catalog import (
 )
 from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
 
+from .enforce import would_deliver
+
 OBSERVABLE = (
     "/transport/streaming",
     "/transport/httpBinary",
@@ -200,21 +202,18 @@ class Reconcile(Stage):
     def _dispatch(self, batch: Batch, start: int) -> int | None:
         """Hand ``batch.events[start:]`` to their handlers; where a new run restores the
         handler table, the position to look the rest of the batch up again from."""
-        events, indices, types = batch.events, batch.indices, batch.types
-        get = self._handlers.get
-        rest = types if start == 0 else types[start:]
-        try:
-            # Event type → handler for the whole batch in C; most types have none.
-            found: list[Any] = list(map(get, rest))
-        except TypeError:  # an unhashable type (a pipeline without enforcement)
-            found = [_handler_of(get, kind) for kind in rest]
+        events, indices = batch.events, batch.indices
+        found: list[Any] = batch.by_type(self._handlers, start)  # compress skips the Nones
         for offset in compress(range(len(found)), found):
             position = start + offset
             try:
                 found[offset](events[position], indices[position])
             except (AttributeError, TypeError, KeyError, ValueError):
-                # Material enforcement would have rejected (a pipeline without it):
-                # reconcile has nothing to say about it, and never fails the stream.
+                # What reading a malformed event raises: material enforce would have
+                # rejected, in a pipeline without it. Reconcile has nothing to say about
+                # that and never fails the stream; on any other event it is a bug.
+                if would_deliver(events[position]):
+                    raise
                 continue
             if self._retable:
                 self._retable = False
@@ -507,14 +506,6 @@ class Reconcile(Stage):
 
 
 Handler = Callable[[Event, int], None]
-
-
-def _handler_of(get: Callable[[Any], Handler | None], kind: Any) -> Handler | None:
-    """The tolerant lookup for a batch holding something that is not a typed event."""
-    try:
-        return get(kind)
-    except TypeError:
-        return None
 
 
 def _tool_names(run_input: dict[str, Any]) -> set[Any]:

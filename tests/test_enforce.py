@@ -41,7 +41,7 @@ def enforce(*events: dict[str, Any]) -> Outcome:
     try:
         out = anyio.run(stage.process, batch)
     except StreamRejected as error:
-        accepted = error.accepted.events if error.accepted is not None else []
+        accepted = error.kept.events if error.kept is not None else []
         return Outcome(accepted, ctx, error)
     return Outcome(out.events, ctx, None)
 

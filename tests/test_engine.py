@@ -20,6 +20,7 @@ from agui_pipeline import (
 )
 from agui_pipeline.catalog import PARSE_NOT_JSON
 from agui_pipeline.engine import CANONICAL_ORDER
+from agui_pipeline.stage import reject_after
 
 pytestmark = pytest.mark.anyio
 
@@ -60,9 +61,9 @@ def rejecting_at(index: int, name: str) -> type[Stage]:
         async def process(self, batch: Batch) -> Batch:
             for position, event in enumerate(batch.events):
                 if event.get("n") == index:
-                    raise self.ctx.reject(
-                        PARSE_NOT_JSON, f"{name} rejects", event_index=batch.indices[position]
-                    )
+                    at = batch.indices[position]
+                    rejection = self.ctx.reject(PARSE_NOT_JSON, f"{name} rejects", event_index=at)
+                    raise reject_after(batch.before(at), rejection)  # it only checks
             return batch
 
     RejectAt.name = name  # type: ignore[misc]

@@ -29,7 +29,7 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch
+from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, reject_after
 
 from .codec import DecodeError, FrameInvalid, UnknownArm, decode
 
@@ -134,8 +134,7 @@ class ProtoFrames(Decoder):
         rejection = StreamRejected(
             code, message, event_index=self._next_frame if at is None else at
         )
-        rejection.accepted = self._batch(events, indices)
-        return rejection
+        return reject_after(self._batch(events, indices), rejection)
 
     def _batch(self, events: list[Event], indices: list[int]) -> Batch:
         self.ctx.counters.read += len(events)

@@ -34,9 +34,11 @@ from agui_pipeline import (
     Verdict,
     check_run_input,
     prepare_input,
+    reject_after,
     resume_input,
     run_sync,
 )
+from agui_pipeline.catalog import PARSE_NOT_JSON  # or a Code of your own
 
 # -- Library -------------------------------------------------------------------------
 
@@ -80,6 +82,22 @@ class Tagger(Stage):
 
 
 pipeline = Pipeline(middleware=[Tagger])
+
+
+class Redactor(Stage):
+    name = "redactor"
+
+    async def process(self, batch: Batch) -> Batch:
+        kept = Batch([], [])
+        for event, index in zip(batch.events, batch.indices, strict=True):
+            if event.get("name") == "secret":
+                continue  # removed: never delivered, whatever happens next
+            if event.get("name") == "forbidden":
+                rejection = self.ctx.reject(PARSE_NOT_JSON, "...", event_index=index)
+                raise reject_after(kept, rejection)
+            kept.events.append(event)
+            kept.indices.append(index)
+        return kept
 
 
 # -- Compatibility and versions --------------------------------------------------------
