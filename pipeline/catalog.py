@@ -478,6 +478,67 @@ RECONCILE_RUN_SUMMARY = _code(
     "per run: declared capabilities exercised and not, and undeclared ones used",
 )
 
+# --- lint: what the stream says about itself ----------------------------------
+
+STATE = "/spec/1.1/events/state"
+
+LINT_SNAPSHOT_CONTRADICTS = _code(
+    "lint.snapshot-contradicts-stream",
+    _W,
+    STATE,
+    "a MESSAGES_SNAPSHOT restates a message or tool call this run streamed with other "
+    "content, arguments or name",
+)
+LINT_SECOND_RESULT = _code(
+    "lint.second-tool-result",
+    _W,
+    TOOL_CALLS,
+    "a second tool message answers one toolCallId (a TOOL_CALL_RESULT, or a snapshot's tool "
+    "message under a new id)",
+)
+LINT_REOPEN_DISAGREES = _code(
+    "lint.reopen-disagrees",
+    _W,
+    TOOL_CALLS,
+    "a reopened message or tool call disagrees with what it reopens (role, name, parent, owner)",
+)
+LINT_HISTORY_RESTREAMED = _code(
+    "lint.history-restreamed",
+    _W,
+    LIFECYCLE,
+    "a message or tool call the run input already held is streamed again as new material",
+)
+LINT_PENDING_OMITTED = _code(
+    "lint.pending-omitted",
+    _W,
+    TOOL_CALLS,
+    "a run finished with frontend tool calls unanswered and no pendingToolCallIds",
+)
+LINT_RUN_IDENTITY = _code(
+    "lint.run-identity",
+    _W,
+    "/spec/1.1/basic/run-input",
+    "the stream's threadId or runId is not the one its run input requested",
+)
+LINT_INTERRUPT_UNKNOWN_CALL = _code(
+    "lint.interrupt-unknown-call",
+    _W,
+    INTERRUPTS,
+    "an interrupt's toolCallId names a call neither the stream nor the input's history holds",
+)
+LINT_ARGUMENTS_NOT_JSON = _code(
+    "lint.arguments-not-json",
+    _W,
+    TOOL_CALLS,
+    "a tool call's complete argument text does not parse as JSON (a convention, not a rule)",
+)
+LINT_RUN_REPORT = _code(
+    "lint.run-report",
+    _I,
+    PROCESSING,
+    "per run that had lint findings: the findings by code, with counts",
+)
+
 # --- metadata and the conversation -------------------------------------------
 
 SNAPSHOTS = "/spec/1.1/basic/patterns/snapshots"

@@ -353,6 +353,7 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     from .stages.dispatch import Dispatch
     from .stages.enforce import Enforce
     from .stages.expand import Expand
+    from .stages.lint import Lint
     from .stages.metadata import Metadata
     from .stages.reconcile import Reconcile
     from .stages.verify import Verify
@@ -363,6 +364,7 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
         Expand,
         Verify,
         Reconcile,
+        Lint,
         Metadata,
         Dispatch,
     ]
@@ -513,6 +515,7 @@ CANONICAL_ORDER = [
     "expand",
     "verify",
     "reconcile",
+    "lint",
     "metadata",
     "dispatch",
 ]

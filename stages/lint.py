@@ -1,0 +1,490 @@
+"""lint — what the stream says about itself, and against its run input: producer diagnostics.
+
+Verification judges what a consumer must reject; this stage reports what the
+spec asks of the producer only, where a consumer accepts the stream but a UI
+shows the damage. It runs after verify, so it sees only events verification
+accepted, and it never drops, alters, delays or rejects one. Findings, each a
+warning with the event index, a pointer and the spec page:
+
+- ``lint.snapshot-contradicts-stream``: a ``MESSAGES_SNAPSHOT`` restates a
+  message or tool call streamed in this run with other content, arguments
+  (compared as JSON when both parse) or tool name (``/spec/1.1/events/state``);
+- ``lint.second-tool-result``: a second tool message for one ``toolCallId`` —
+  a second ``TOOL_CALL_RESULT``, or a snapshot's tool message under another id
+  than the streamed result's, or an answer to a call the input already answered
+  (``/spec/1.1/events/tool-calls``);
+- ``lint.reopen-disagrees``: a reopening ``TEXT_MESSAGE_START`` or
+  ``TOOL_CALL_START`` whose role, name, parent or owner differs from the item
+  it reopens, on the stream or in the input's history (text-messages,
+  tool-calls: "MUST agree", "a consumer is not required to detect");
+- ``lint.history-restreamed``: a message or call the input's history holds,
+  streamed again with the same content (``/spec/1.1/events/lifecycle``,
+  Several runs: history MUST be restated as snapshots);
+- ``lint.pending-omitted``: a run finishing as success with calls to the run
+  input's (frontend) tools unanswered and no ``pendingToolCallIds``
+  (tool-calls: SHOULD);
+- ``lint.run-identity``: a run's ``threadId`` other than the input's, or no
+  run on the stream carrying the input's ``runId`` (``/spec/1.1/basic/run-input``);
+- ``lint.interrupt-unknown-call``: an interrupt's ``toolCallId`` naming no call
+  the stream or the input's history holds (interrupt-resume);
+- ``lint.arguments-not-json``: a call started in the run whose complete
+  argument text does not parse as JSON. tool-calls.mdx calls JSON a convention
+  and such text no protocol violation, so this is never a verdict; it is a
+  warning because whoever executes the tool will parse that text, and a UI
+  shows it broken. Judged when the run ends (a reopened call appends), at the
+  call's last ``TOOL_CALL_END``; empty text (a call without arguments) passes.
+
+At the end of a run that had findings, ``lint.run-report`` (information)
+counts them by code; :func:`agui_pipeline.report.producer_report` groups a
+whole result's findings.
+
+Cost: one dict lookup by event type per event, for the whole batch at C
+speed; a content delta costs one list append (the run's streamed text is kept
+until the run ends, so a snapshot can be compared with it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from itertools import compress
+from typing import Any, ClassVar
+
+import orjson
+from agui_pipeline.catalog import (
+    LINT_ARGUMENTS_NOT_JSON,
+    LINT_HISTORY_RESTREAMED,
+    LINT_INTERRUPT_UNKNOWN_CALL,
+    LINT_PENDING_OMITTED,
+    LINT_REOPEN_DISAGREES,
+    LINT_RUN_IDENTITY,
+    LINT_RUN_REPORT,
+    LINT_SECOND_RESULT,
+    LINT_SNAPSHOT_CONTRADICTS,
+    Code,
+)
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+
+Handler = Callable[[Event, int], None]
+
+_MISSING: Any = object()
+
+
+class _Call:
+    """What the stream (or the input's history) established about one tool call."""
+
+    __slots__ = ("arguments", "name", "owner", "parent")
+
+    def __init__(self, name: Any, parent: Any, owner: Any, arguments: str | None) -> None:
+        self.name = name
+        self.parent = parent
+        self.owner = owner
+        self.arguments = arguments
+        """The history's argument text; ``None`` for a call first seen on the stream."""
+
+
+class Lint(Stage):
+    """Report producer mistakes the consumer accepts; never reject, delay or change an event."""
+
+    name: ClassVar[str] = "lint"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self._handlers: dict[Any, Handler] = {
+            "RUN_STARTED": self._run_started,
+            "RUN_FINISHED": self._run_finished,
+            "RUN_ERROR": self._run_error,
+            "TEXT_MESSAGE_START": self._message_start,
+            "REASONING_MESSAGE_START": self._message_start,
+            "TEXT_MESSAGE_CONTENT": self._message_content,
+            "REASONING_MESSAGE_CONTENT": self._message_content,
+            "TEXT_MESSAGE_END": self._message_end,
+            "REASONING_MESSAGE_END": self._message_end,
+            "TOOL_CALL_START": self._call_start,
+            "TOOL_CALL_ARGS": self._call_args,
+            "TOOL_CALL_END": self._call_end,
+            "TOOL_CALL_RESULT": self._call_result,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+        }
+        self._messages: dict[Any, tuple[Any, Any, Any]] = {}
+        """messageId → (role, name, owner) as first established on the stream or in history."""
+        self._history_text: dict[Any, str] = {}
+        """The input history's text content by messageId (to tell a restatement)."""
+        self._calls: dict[Any, _Call] = {}
+        self._answers: dict[Any, Any] = {}
+        """toolCallId → the messageId of the tool message that answered it."""
+        self._frontend_tools: set[Any] = set()
+        self._run_ids: list[Any] = []
+        self._last_start: int | None = None
+        self._reset_run()
+        run_input = ctx.run_input
+        if isinstance(run_input, dict):
+            self._learn_input(run_input)
+
+    def _reset_run(self) -> None:
+        self._texts: dict[Any, list[str]] = {}
+        """Messages opened in this run → the text streamed into them in it."""
+        self._new_messages: set[Any] = set()
+        """Of those, the ones this run introduced (a snapshot is compared with these)."""
+        self._args: dict[Any, list[str]] = {}
+        self._new_calls: dict[Any, bool] = {}
+        """Calls this run introduced, in order → whether their arguments were checked."""
+        self._ends: dict[Any, int] = {}
+        """Calls closed in this run → the event index of their last TOOL_CALL_END."""
+        self._run_findings: Counter[str] = Counter()
+
+    # -- the stage ----------------------------------------------------------------
+
+    async def process(self, batch: Batch) -> Batch:
+        events, indices = batch.events, batch.indices
+        get = self._handlers.get
+        # Event type → handler for the whole batch in C (verify has read every type).
+        found: list[Any] = list(map(get, batch.types))
+        for position in compress(range(len(found)), found):
+            found[position](events[position], indices[position])
+        return batch
+
+    async def finish(self) -> Batch:
+        wanted = self._input_run_id
+        if wanted is not None and self._run_ids and wanted not in self._run_ids:
+            self._report(
+                LINT_RUN_IDENTITY,
+                f"no run on the stream carries the run input's runId {_short(wanted)} "
+                f"(runs: {_ids(self._run_ids)}): the requested run echoes the input's runId",
+                self._last_start,
+                "/runId",
+            )
+        return await super().finish()
+
+    def _report(self, code: Code, message: str, index: int | None, pointer: str) -> None:
+        self._run_findings[code.id] += 1
+        self.ctx.report(code, message, event_index=index, pointer=pointer)
+
+    # -- the run input ------------------------------------------------------------
+
+    def _learn_input(self, run_input: dict[str, Any]) -> None:
+        """The history the stream continues, the application's tools, the requested run."""
+        self._input_thread = run_input.get("threadId")
+        self._input_run_id = run_input.get("runId")
+        for tool in _list(run_input.get("tools")):
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._frontend_tools.add(tool["name"])
+        for message in _list(run_input.get("messages")):
+            if not isinstance(message, dict):
+                continue
+            message_id, role = message.get("id"), message.get("role")
+            if not isinstance(message_id, str):
+                continue
+            self._messages.setdefault(
+                message_id, (role, message.get("name"), message.get("subagentRunId"))
+            )
+            if isinstance(message.get("content"), str):
+                self._history_text[message_id] = message["content"]
+            if role == "tool" and isinstance(message.get("toolCallId"), str):
+                self._answers.setdefault(message["toolCallId"], message_id)
+            for call in _list(message.get("toolCalls")) if role == "assistant" else ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(call.get("id"), str):
+                    arguments = function.get("arguments")
+                    self._calls.setdefault(
+                        call["id"],
+                        _Call(
+                            function.get("name"),
+                            message_id,
+                            message.get("subagentRunId"),
+                            arguments if isinstance(arguments, str) else "",
+                        ),
+                    )
+
+    _input_thread: Any = None
+    _input_run_id: Any = None
+
+    # -- runs ---------------------------------------------------------------------
+
+    def _run_started(self, event: Event, index: int) -> None:
+        self._reset_run()
+        self._last_start = index
+        self._run_ids.append(event.get("runId"))
+        echoed = event.get("input")
+        if isinstance(echoed, dict) and self.ctx.run_input is None:
+            self._learn_input(echoed)
+        wanted = self._input_thread
+        if wanted is not None and event.get("threadId") != wanted:
+            self._report(
+                LINT_RUN_IDENTITY,
+                f"RUN_STARTED carries threadId {_short(event.get('threadId'))} at /threadId, but "
+                f"the run input names thread {_short(wanted)}: every run on the stream carries "
+                "the input's threadId",
+                index,
+                "/threadId",
+            )
+
+    def _run_finished(self, event: Event, index: int) -> None:
+        outcome: dict[str, Any] = event.get("outcome") or {}
+        kind = outcome.get("type", "success")
+        if kind == "interrupt":
+            self._check_interrupts(outcome.get("interrupts") or (), index)
+        elif kind == "success" and not outcome.get("pendingToolCallIds"):
+            self._check_pending(index, "/outcome" if outcome else "")
+        self._end_run(index)
+
+    def _run_error(self, event: Event, index: int) -> None:
+        self._end_run(index)
+
+    def _end_run(self, index: int) -> None:
+        self._check_arguments()
+        findings = self._run_findings
+        if findings:
+            counts = ", ".join(f"{code} ×{count}" for code, count in sorted(findings.items()))
+            self.ctx.report(
+                LINT_RUN_REPORT,
+                f"run {_short(self._run_ids[-1] if self._run_ids else None)}: "
+                f"{sum(findings.values())} producer findings ({counts})",
+                event_index=index,
+                pointer="",
+            )
+        self._reset_run()
+
+    def _check_interrupts(self, interrupts: Any, index: int) -> None:
+        for position, interrupt in enumerate(interrupts):
+            call_id = interrupt.get("toolCallId") if isinstance(interrupt, dict) else None
+            if call_id is not None and call_id not in self._calls:
+                self._report(
+                    LINT_INTERRUPT_UNKNOWN_CALL,
+                    f"interrupt {_short(interrupt.get('id'))} asks about tool call "
+                    f"{_short(call_id)} at /outcome/interrupts/{position}/toolCallId, but no "
+                    "call has that id on the stream or in the input's history",
+                    index,
+                    f"/outcome/interrupts/{position}/toolCallId",
+                )
+
+    def _check_pending(self, index: int, pointer: str) -> None:
+        tools = self._frontend_tools
+        waiting = [
+            call_id
+            for call_id in self._new_calls
+            if self._calls[call_id].name in tools and call_id not in self._answers
+        ]
+        if waiting:
+            self._report(
+                LINT_PENDING_OMITTED,
+                f"the run leaves frontend tool calls {_ids(waiting)} for the application "
+                "to answer, but RUN_FINISHED carries no /outcome/pendingToolCallIds: a producer "
+                "SHOULD name the pending calls",
+                index,
+                pointer,
+            )
+
+    def _check_arguments(self) -> None:
+        """Each call this run started: its complete argument text, as a JSON document."""
+        for call_id in self._new_calls:
+            self._check_call(call_id)
+
+    def _check_call(self, call_id: Any) -> None:
+        """Once per call per run: the text as streamed (before a snapshot restates it)."""
+        if self._new_calls.get(call_id) or call_id not in self._ends:
+            return
+        self._new_calls[call_id] = True
+        text = "".join(self._args[call_id])
+        if text and _json(text) is _MISSING:
+            self._report(
+                LINT_ARGUMENTS_NOT_JSON,
+                f"tool call {_short(call_id)} ({_short(self._calls[call_id].name)}) closed with "
+                f"argument text that is not JSON: {_excerpt(text)}; whoever executes it parses "
+                "that text (JSON is the convention, not a rule)",
+                self._ends.get(call_id),
+                "/toolCallId",
+            )
+
+    # -- messages -----------------------------------------------------------------
+
+    def _message_start(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        role = event.get("role", "assistant")
+        name, owner = event.get("name"), event.get("subagentRunId")
+        known = self._messages.get(message_id)
+        if known is None:
+            self._messages[message_id] = (role, name, owner)
+            self._new_messages.add(message_id)
+        else:
+            pairs = (("role", known[0], role), ("name", known[1], name), ("owner", known[2], owner))
+            self._disagreement(event, index, "message", message_id, pairs)
+        self._texts.setdefault(message_id, [])
+
+    def _message_content(self, event: Event, index: int) -> None:
+        self._texts[event["messageId"]].append(event["delta"])
+
+    def _message_end(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        history = self._history_text.get(message_id)
+        if history and "".join(self._texts[message_id]) == history:
+            self._restreamed(event["type"], "message", message_id, index, "/messageId")
+
+    def _disagreement(
+        self,
+        event: Event,
+        index: int,
+        what: str,
+        item: Any,
+        pairs: tuple[tuple[str, Any, Any], ...],
+    ) -> None:
+        """A reopening start against the item it reopens; a value left out is no disagreement."""
+        differing = [
+            f"{field} {_short(new)} (was {_short(old)})"
+            for field, old, new in pairs
+            if new is not None and old is not None and new != old
+        ]
+        if differing:
+            self._report(
+                LINT_REOPEN_DISAGREES,
+                f"{event['type']} reopens {what} {_short(item)} with {'; '.join(differing)}: a "
+                f"reopening start MUST agree with the {what} it reopens",
+                index,
+                "",
+            )
+
+    def _restreamed(self, kind: str, what: str, item: Any, index: int, pointer: str) -> None:
+        self._report(
+            LINT_HISTORY_RESTREAMED,
+            f"{kind} closes {what} {_short(item)}, streamed again with what the run input's "
+            "history already holds: the Conversation now holds it twice; restate history with "
+            "MESSAGES_SNAPSHOT, stream only new material",
+            index,
+            pointer,
+        )
+
+    # -- tool calls ---------------------------------------------------------------
+
+    def _call_start(self, event: Event, index: int) -> None:
+        call_id = event["toolCallId"]
+        name, parent = event["toolCallName"], event.get("parentMessageId")
+        owner = event.get("subagentRunId")
+        known = self._calls.get(call_id)
+        if known is None:
+            self._calls[call_id] = _Call(name, parent, owner, None)
+            self._new_calls[call_id] = False
+        else:
+            pairs = (
+                ("toolCallName", known.name, name),
+                ("parentMessageId", known.parent, parent),
+                ("owner", known.owner, owner),
+            )
+            self._disagreement(event, index, "tool call", call_id, pairs)
+        self._args.setdefault(call_id, [])
+
+    def _call_args(self, event: Event, index: int) -> None:
+        self._args[event["toolCallId"]].append(event["delta"])
+
+    def _call_end(self, event: Event, index: int) -> None:
+        call_id = event["toolCallId"]
+        self._ends[call_id] = index
+        history = self._calls[call_id].arguments
+        if history and _same_arguments("".join(self._args[call_id]), history):
+            self._restreamed("TOOL_CALL_END", "tool call", call_id, index, "/toolCallId")
+
+    def _call_result(self, event: Event, index: int) -> None:
+        self._answer(event["toolCallId"], event["messageId"], index, "/toolCallId", "stream")
+
+    def _answer(self, call_id: Any, message_id: Any, index: int, pointer: str, by: str) -> None:
+        earlier = self._answers.setdefault(call_id, message_id)
+        if earlier != message_id:
+            self._report(
+                LINT_SECOND_RESULT,
+                f"tool message {_short(message_id)} ({by}) answers call {_short(call_id)} at "
+                f"{pointer}, already answered by tool message {_short(earlier)}: the "
+                "Conversation now holds two results for one call",
+                index,
+                pointer,
+            )
+
+    # -- snapshots ----------------------------------------------------------------
+
+    def _messages_snapshot(self, event: Event, index: int) -> None:
+        for position, message in enumerate(event["messages"]):
+            message_id, role = message.get("id"), message.get("role")
+            where = f"/messages/{position}"
+            if role == "tool":
+                self._answer(
+                    message.get("toolCallId"), message_id, index, where + "/toolCallId", "snapshot"
+                )
+                continue
+            streamed = self._texts.get(message_id)
+            if streamed is not None and message_id in self._new_messages:
+                restated = message.get("content")
+                restated = restated if isinstance(restated, str) else ""
+                text = "".join(streamed)
+                if restated != text:
+                    self._contradiction(
+                        index, where + "/content", f"message {_short(message_id)}", text, restated
+                    )
+                # Later deltas append to the restated content (state.mdx reconciliation).
+                self._texts[message_id] = [restated]
+            for number, call in enumerate(_list(message.get("toolCalls"))):
+                self._restated_call(call, index, f"{where}/toolCalls/{number}")
+
+    def _restated_call(self, call: Any, index: int, where: str) -> None:
+        call_id = call.get("id") if isinstance(call, dict) else None
+        streamed = self._args.get(call_id)
+        if streamed is None or call_id not in self._new_calls:
+            return
+        function = call.get("function") or {}
+        name, restated = function.get("name"), function.get("arguments")
+        restated = restated if isinstance(restated, str) else ""
+        text = "".join(streamed)
+        if not _same_arguments(text, restated):
+            self._contradiction(
+                index, where + "/function/arguments", f"tool call {_short(call_id)}", text, restated
+            )
+        self._check_call(call_id)
+        known = self._calls[call_id]
+        if name is not None and name != known.name:
+            self._contradiction(
+                index, where + "/function/name", f"tool call {_short(call_id)}", known.name, name
+            )
+        self._args[call_id] = [restated]
+
+    def _contradiction(
+        self, index: int, pointer: str, what: str, streamed: Any, restated: Any
+    ) -> None:
+        self._report(
+            LINT_SNAPSHOT_CONTRADICTS,
+            f"MESSAGES_SNAPSHOT restates {what} at {pointer} as {_excerpt(restated)}, but this run "
+            f"streamed {_excerpt(streamed)}: the UI showed one and now shows the other",
+            index,
+            pointer,
+        )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _json(text: str) -> Any:
+    """The JSON value of ``text``, or ``_MISSING`` when it is not a JSON document."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _MISSING
+
+
+def _same_arguments(streamed: str, restated: str) -> bool:
+    """The same text, or the same JSON value (a producer may re-serialise it)."""
+    if streamed == restated:
+        return True
+    value = _json(streamed)
+    return value is not _MISSING and value == _json(restated)
+
+
+def _short(value: Any) -> str:
+    """A producer-supplied value for a message, cut short: a message never grows with it."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _excerpt(value: Any) -> str:
+    return "empty text" if value == "" else _short(value)
+
+
+def _ids(ids: list[Any]) -> str:
+    shown = [_short(item) for item in ids[:5]]
+    return ", ".join(shown) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
