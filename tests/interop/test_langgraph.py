@@ -24,13 +24,13 @@ from tests.interop.conftest import drive, lint_codes, run_input, shown, user
 
 pytest.importorskip("ag_ui_langgraph", reason="the interop extra is not installed")
 
-from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
-from langchain_core.language_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult  # noqa: E402
-from langgraph.checkpoint.memory import MemorySaver  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+from fastapi import FastAPI
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 pytestmark = pytest.mark.interop
 
@@ -141,7 +141,7 @@ def test_backend_tool_dropped_first_chunk_and_state() -> None:
         ("tool", "sunny in Paris"),
     ]
     assert lint_codes(tool) == SNAPSHOT_AND_JSON
-    streamed = [d for d in tool.diagnostics if d.code == "lint.snapshot-contradicts-stream"][0]
+    streamed = next(d for d in tool.diagnostics if d.code == "lint.snapshot-contradicts-stream")
     assert "'\"Paris\"}'" in streamed.message and '{"city": "Paris"}' in streamed.message
     # The graph's state rides STATE_SNAPSHOT: the Conversation holds it.
     assert tool.conversation.state["messages"]

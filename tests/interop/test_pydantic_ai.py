@@ -17,19 +17,19 @@ from tests.interop.conftest import drive, lint_codes, run_input, shown, user
 
 pytest.importorskip("pydantic_ai.ui.ag_ui", reason="the interop extra is not installed")
 
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import ModelMessage  # noqa: E402
-from pydantic_ai.models.function import (  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import (
     AgentInfo,
     DeltaThinkingPart,
     DeltaToolCall,
 )
-from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel  # noqa: E402
-from pydantic_ai.ui.ag_ui import AGUIAdapter  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
-from starlette.requests import Request  # noqa: E402
-from starlette.responses import Response  # noqa: E402
-from starlette.routing import Route  # noqa: E402
+from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
+from pydantic_ai.ui.ag_ui import AGUIAdapter
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 pytestmark = pytest.mark.interop
 
