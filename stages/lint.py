@@ -39,15 +39,18 @@ counts them by code; :func:`agui_pipeline.report.producer_report` groups a
 whole result's findings.
 
 Cost: one dict lookup by event type per event, for the whole batch at C
-speed; a content delta costs one list append (the run's streamed text is kept
-until the run ends, so a snapshot can be compared with it).
+speed; a content delta is set aside by C-level passes and joined into its
+message's text only when something reads it (see ``Lint._set_aside``). The
+run's streamed text is kept until the run ends, so a snapshot can be compared
+with it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from itertools import compress
+from itertools import compress, groupby
+from operator import itemgetter
 from typing import Any, ClassVar
 
 import orjson
@@ -70,19 +73,6 @@ Handler = Callable[[Event, int], None]
 _MISSING: Any = object()
 
 
-class _Call:
-    """What the stream (or the input's history) established about one tool call."""
-
-    __slots__ = ("arguments", "name", "owner", "parent")
-
-    def __init__(self, name: Any, parent: Any, owner: Any, arguments: str | None) -> None:
-        self.name = name
-        self.parent = parent
-        self.owner = owner
-        self.arguments = arguments
-        """The history's argument text; ``None`` for a call first seen on the stream."""
-
-
 class Lint(Stage):
     """Report producer mistakes the consumer accepts; never reject, delay or change an event."""
 
@@ -96,26 +86,29 @@ class Lint(Stage):
             "RUN_ERROR": self._run_error,
             "TEXT_MESSAGE_START": self._message_start,
             "REASONING_MESSAGE_START": self._message_start,
-            "TEXT_MESSAGE_CONTENT": self._message_content,
-            "REASONING_MESSAGE_CONTENT": self._message_content,
             "TEXT_MESSAGE_END": self._message_end,
             "REASONING_MESSAGE_END": self._message_end,
             "TOOL_CALL_START": self._call_start,
-            "TOOL_CALL_ARGS": self._call_args,
             "TOOL_CALL_END": self._call_end,
             "TOOL_CALL_RESULT": self._call_result,
             "MESSAGES_SNAPSHOT": self._messages_snapshot,
         }
-        self._messages: dict[Any, tuple[Any, Any, Any]] = {}
-        """messageId → (role, name, owner) as first established on the stream or in history."""
+        self._messages: dict[Any, Event] = {}
+        """messageId → what first established it: its start event, or the history's message
+        (both spell ``role``, ``name``, ``subagentRunId`` alike; kept by reference, as an
+        object made per item would cost the collector more than the whole check)."""
         self._history_text: dict[Any, str] = {}
         """The input history's text content by messageId (to tell a restatement)."""
-        self._calls: dict[Any, _Call] = {}
+        self._calls: dict[Any, Event] = {}
+        """toolCallId → its first TOOL_CALL_START (or the same fields, for a history call)."""
+        self._history_args: dict[Any, str] = {}
         self._answers: dict[Any, Any] = {}
         """toolCallId → the messageId of the tool message that answered it."""
         self._frontend_tools: set[Any] = set()
         self._run_ids: list[Any] = []
         self._last_start: int | None = None
+        self._ordered = _ORDERED
+        """Event types whose handler needs the deltas before it set aside first."""
         self._reset_run()
         run_input = ctx.run_input
         if isinstance(run_input, dict):
@@ -123,7 +116,10 @@ class Lint(Stage):
 
     def _reset_run(self) -> None:
         self._texts: dict[Any, list[str]] = {}
-        """Messages opened in this run → the text streamed into them in it."""
+        """Messages opened in this run → the text streamed into them in it (as folded)."""
+        self._pending_texts: list[Event] = []
+        self._pending_args: list[Event] = []
+        """Content events of the run set aside, not yet folded into ``_texts`` / ``_args``."""
         self._new_messages: set[Any] = set()
         """Of those, the ones this run introduced (a snapshot is compared with these)."""
         self._args: dict[Any, list[str]] = {}
@@ -136,13 +132,35 @@ class Lint(Stage):
     # -- the stage ----------------------------------------------------------------
 
     async def process(self, batch: Batch) -> Batch:
-        events, indices = batch.events, batch.indices
-        get = self._handlers.get
-        # Event type → handler for the whole batch in C (verify has read every type).
-        found: list[Any] = list(map(get, batch.types))
+        events, indices, types = batch.events, batch.indices, batch.types
+        # Event type → handler for the whole batch in C (verify has read every type); the
+        # content deltas, nine events in ten, have none: they are set aside in between.
+        found: list[Any] = list(map(self._handlers.get, types))
+        ordered, cut = self._ordered, 0
         for position in compress(range(len(found)), found):
+            if types[position] in ordered:  # it reads the text streamed before it
+                self._set_aside(events[cut:position], types[cut:position])
+                cut = position + 1
             found[position](events[position], indices[position])
+        if cut < len(events):
+            self._set_aside(events[cut:] if cut else events, types[cut:] if cut else types)
         return batch
+
+    # What keeps the lint within its budget: a content delta costs no Python bytecode. The
+    # deltas of a stretch of events are set aside by C-level passes (compress over a type
+    # test), once per batch unless an event that reads them (a snapshot, a run's boundary,
+    # a history item closing) cuts it; they are joined per message only when read, a run
+    # of deltas for one message grouped and joined in C, one Python step per run of them.
+
+    def _set_aside(self, events: list[Event], types: list[Any]) -> None:
+        self._pending_texts += compress(events, map(_IS_TEXT_DELTA, types))
+        self._pending_args += compress(events, map(_IS_ARGS_DELTA, types))
+
+    def _fold_texts(self) -> None:
+        _fold(self._pending_texts, _MESSAGE_ID, self._texts)
+
+    def _fold_args(self) -> None:
+        _fold(self._pending_args, _TOOL_CALL_ID, self._args)
 
     async def finish(self) -> Batch:
         wanted = self._input_run_id
@@ -172,12 +190,12 @@ class Lint(Stage):
         for message in _list(run_input.get("messages")):
             if not isinstance(message, dict):
                 continue
+            # A history item may be streamed again: its closing reads the streamed text.
+            self._ordered = _ORDERED | _CLOSING
             message_id, role = message.get("id"), message.get("role")
             if not isinstance(message_id, str):
                 continue
-            self._messages.setdefault(
-                message_id, (role, message.get("name"), message.get("subagentRunId"))
-            )
+            self._messages.setdefault(message_id, message)
             if isinstance(message.get("content"), str):
                 self._history_text[message_id] = message["content"]
             if role == "tool" and isinstance(message.get("toolCallId"), str):
@@ -188,13 +206,13 @@ class Lint(Stage):
                     arguments = function.get("arguments")
                     self._calls.setdefault(
                         call["id"],
-                        _Call(
-                            function.get("name"),
-                            message_id,
-                            message.get("subagentRunId"),
-                            arguments if isinstance(arguments, str) else "",
-                        ),
+                        {
+                            "toolCallName": function.get("name"),
+                            "parentMessageId": message_id,
+                            "subagentRunId": message.get("subagentRunId"),
+                        },
                     )
+                    self._history_args[call["id"]] = arguments if isinstance(arguments, str) else ""
 
     _input_thread: Any = None
     _input_run_id: Any = None
@@ -263,7 +281,7 @@ class Lint(Stage):
         waiting = [
             call_id
             for call_id in self._new_calls
-            if self._calls[call_id].name in tools and call_id not in self._answers
+            if self._calls[call_id]["toolCallName"] in tools and call_id not in self._answers
         ]
         if waiting:
             self._report(
@@ -277,6 +295,7 @@ class Lint(Stage):
 
     def _check_arguments(self) -> None:
         """Each call this run started: its complete argument text, as a JSON document."""
+        self._fold_args()
         for call_id in self._new_calls:
             self._check_call(call_id)
 
@@ -285,13 +304,13 @@ class Lint(Stage):
         if self._new_calls.get(call_id) or call_id not in self._ends:
             return
         self._new_calls[call_id] = True
-        text = "".join(self._args[call_id])
+        text = "".join(self._args.get(call_id, ()))
         if text and _json(text) is _MISSING:
             self._report(
                 LINT_ARGUMENTS_NOT_JSON,
-                f"tool call {_short(call_id)} ({_short(self._calls[call_id].name)}) closed with "
-                f"argument text that is not JSON: {_excerpt(text)}; whoever executes it parses "
-                "that text (JSON is the convention, not a rule)",
+                f"tool call {_short(call_id)} ({_short(self._calls[call_id]['toolCallName'])}) "
+                f"closed with argument text that is not JSON: {_excerpt(text)}; whoever executes "
+                "it parses that text (JSON is the convention, not a rule)",
                 self._ends.get(call_id),
                 "/toolCallId",
             )
@@ -300,24 +319,24 @@ class Lint(Stage):
 
     def _message_start(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
-        role = event.get("role", "assistant")
-        name, owner = event.get("name"), event.get("subagentRunId")
         known = self._messages.get(message_id)
         if known is None:
-            self._messages[message_id] = (role, name, owner)
+            self._messages[message_id] = event
             self._new_messages.add(message_id)
-        else:
-            pairs = (("role", known[0], role), ("name", known[1], name), ("owner", known[2], owner))
-            self._disagreement(event, index, "message", message_id, pairs)
-        self._texts.setdefault(message_id, [])
-
-    def _message_content(self, event: Event, index: int) -> None:
-        self._texts[event["messageId"]].append(event["delta"])
+            return
+        pairs = tuple(
+            (label, known.get(field, default), event.get(field, default))
+            for label, field, default in _MESSAGE_FIELDS
+        )
+        self._disagreement(event, index, "message", message_id, pairs)
 
     def _message_end(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
         history = self._history_text.get(message_id)
-        if history and "".join(self._texts[message_id]) == history:
+        if not history:
+            return
+        self._fold_texts()
+        if "".join(self._texts.get(message_id, ())) == history:
             self._restreamed(event["type"], "message", message_id, index, "/messageId")
 
     def _disagreement(
@@ -357,29 +376,22 @@ class Lint(Stage):
 
     def _call_start(self, event: Event, index: int) -> None:
         call_id = event["toolCallId"]
-        name, parent = event["toolCallName"], event.get("parentMessageId")
-        owner = event.get("subagentRunId")
         known = self._calls.get(call_id)
         if known is None:
-            self._calls[call_id] = _Call(name, parent, owner, None)
+            self._calls[call_id] = event
             self._new_calls[call_id] = False
-        else:
-            pairs = (
-                ("toolCallName", known.name, name),
-                ("parentMessageId", known.parent, parent),
-                ("owner", known.owner, owner),
-            )
-            self._disagreement(event, index, "tool call", call_id, pairs)
-        self._args.setdefault(call_id, [])
-
-    def _call_args(self, event: Event, index: int) -> None:
-        self._args[event["toolCallId"]].append(event["delta"])
+            return
+        pairs = tuple((label, known.get(field), event.get(field)) for label, field in _CALL_FIELDS)
+        self._disagreement(event, index, "tool call", call_id, pairs)
 
     def _call_end(self, event: Event, index: int) -> None:
         call_id = event["toolCallId"]
         self._ends[call_id] = index
-        history = self._calls[call_id].arguments
-        if history and _same_arguments("".join(self._args[call_id]), history):
+        history = self._history_args.get(call_id)
+        if not history:
+            return
+        self._fold_args()
+        if _same_arguments("".join(self._args.get(call_id, ())), history):
             self._restreamed("TOOL_CALL_END", "tool call", call_id, index, "/toolCallId")
 
     def _call_result(self, event: Event, index: int) -> None:
@@ -400,6 +412,8 @@ class Lint(Stage):
     # -- snapshots ----------------------------------------------------------------
 
     def _messages_snapshot(self, event: Event, index: int) -> None:
+        self._fold_texts()
+        self._fold_args()
         for position, message in enumerate(event["messages"]):
             message_id, role = message.get("id"), message.get("role")
             where = f"/messages/{position}"
@@ -408,11 +422,10 @@ class Lint(Stage):
                     message.get("toolCallId"), message_id, index, where + "/toolCallId", "snapshot"
                 )
                 continue
-            streamed = self._texts.get(message_id)
-            if streamed is not None and message_id in self._new_messages:
+            if message_id in self._new_messages:
                 restated = message.get("content")
                 restated = restated if isinstance(restated, str) else ""
-                text = "".join(streamed)
+                text = "".join(self._texts.get(message_id, ()))
                 if restated != text:
                     self._contradiction(
                         index, where + "/content", f"message {_short(message_id)}", text, restated
@@ -424,22 +437,21 @@ class Lint(Stage):
 
     def _restated_call(self, call: Any, index: int, where: str) -> None:
         call_id = call.get("id") if isinstance(call, dict) else None
-        streamed = self._args.get(call_id)
-        if streamed is None or call_id not in self._new_calls:
+        if call_id not in self._new_calls:
             return
         function = call.get("function") or {}
         name, restated = function.get("name"), function.get("arguments")
         restated = restated if isinstance(restated, str) else ""
-        text = "".join(streamed)
+        text = "".join(self._args.get(call_id, ()))
         if not _same_arguments(text, restated):
             self._contradiction(
                 index, where + "/function/arguments", f"tool call {_short(call_id)}", text, restated
             )
         self._check_call(call_id)
-        known = self._calls[call_id]
-        if name is not None and name != known.name:
+        streamed_name = self._calls[call_id]["toolCallName"]
+        if name is not None and name != streamed_name:
             self._contradiction(
-                index, where + "/function/name", f"tool call {_short(call_id)}", known.name, name
+                index, where + "/function/name", f"tool call {_short(call_id)}", streamed_name, name
             )
         self._args[call_id] = [restated]
 
@@ -453,6 +465,40 @@ class Lint(Stage):
             index,
             pointer,
         )
+
+
+_MESSAGE_FIELDS = (
+    ("role", "role", "assistant"),  # absent on a start means assistant
+    ("name", "name", None),
+    ("owner", "subagentRunId", None),
+)
+_CALL_FIELDS = (
+    ("toolCallName", "toolCallName"),
+    ("parentMessageId", "parentMessageId"),
+    ("owner", "subagentRunId"),
+)
+_ORDERED = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
+_CLOSING = frozenset({"TEXT_MESSAGE_END", "REASONING_MESSAGE_END", "TOOL_CALL_END"})
+_IS_TEXT_DELTA = frozenset({"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"}).__contains__
+_IS_ARGS_DELTA = frozenset({"TOOL_CALL_ARGS"}).__contains__
+_MESSAGE_ID, _TOOL_CALL_ID = itemgetter("messageId"), itemgetter("toolCallId")
+_DELTA, _FIRST, _SECOND = itemgetter("delta"), itemgetter(0), itemgetter(1)
+
+
+def _fold(
+    pending: list[Event], item_of: Callable[[Event], Any], texts: dict[Any, list[str]]
+) -> None:
+    """Append the pending deltas to their items' text, in order, and forget them."""
+    if not pending:
+        return
+    pairs = zip(map(item_of, pending), map(_DELTA, pending), strict=True)
+    for item, run in groupby(pairs, key=_FIRST):
+        text = "".join(map(_SECOND, run))
+        if item in texts:
+            texts[item].append(text)
+        else:
+            texts[item] = [text]
+    pending.clear()
 
 
 def _list(value: Any) -> list[Any]:
