@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from agui_pipeline import Outcome
 
-from tests.interop.conftest import drive, lint_codes, run_input, shown, user
+from tests.interop.servers import drive, lint_codes, run_input, shown, user
 
 pytest.importorskip("ag_ui_langgraph", reason="the interop extra is not installed")
 

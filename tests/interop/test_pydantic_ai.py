@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from agui_pipeline import Outcome
 
-from tests.interop.conftest import drive, lint_codes, run_input, shown, user
+from tests.interop.servers import drive, lint_codes, run_input, shown, user
 
 pytest.importorskip("pydantic_ai.ui.ag_ui", reason="the interop extra is not installed")
 
