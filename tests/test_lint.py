@@ -132,6 +132,10 @@ def test_an_inherited_owner_binds_the_calls_continuations_in_both_orders() -> No
         in_run(events[0], events[1], *text("m", "s1"), events[2]),
         c.VERIFY_ATTRIBUTION,
     )
+    # An end tagged with the inherited owner agrees, in both orders.
+    events[2] = tagged(events[2], "s1")
+    check(in_run(*text("m", "s1"), *events))
+    check(in_run(events[0], events[1], *text("m", "s1"), events[2]))
 
 
 def test_a_tagged_call_disagreeing_with_its_message_is_rejected_in_both_orders() -> None:
