@@ -22,6 +22,7 @@ from .conversation import Conversation
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
 from .events import EventType
+from .report import FindingGroup, ProducerReport, producer_report
 from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
@@ -68,6 +69,7 @@ __all__ = [
     "Event",
     "EventStream",
     "EventType",
+    "FindingGroup",
     "HandlerFailed",
     "Handlers",
     "HttpAgent",
@@ -79,6 +81,7 @@ __all__ = [
     "Outcome",
     "Pipeline",
     "PreparedInput",
+    "ProducerReport",
     "RequestFailed",
     "RunAgentInput",
     "RunRecord",
@@ -99,6 +102,7 @@ __all__ = [
     "encode_sse",
     "pending_interrupts",
     "prepare_input",
+    "producer_report",
     "resume_input",
     "run_sync",
 ]

@@ -23,6 +23,7 @@ from . import cli_http, conformance
 from .agent_resource import capabilities_from_agent_resource
 from .capabilities import Declaration
 from .engine import Outcome, Pipeline, RunResult
+from .report import producer_report
 from .sarif import sarif_report
 from .sources import Source
 from .stage import RunRecord, RunStatus
@@ -161,6 +162,9 @@ def _text_report(name: str, result: RunResult, out: TextIO) -> None:
             out.write(f"    {diagnostic.severity}: {diagnostic}\n")
     for code, count in result.suppressed.items():
         out.write(f"    ... and {count} more {code}\n")
+    report = producer_report(result.diagnostics, result.suppressed)
+    if report.groups:
+        out.write("  " + report.render().replace("\n", "\n  ") + "\n")
 
 
 def _run_line(run: RunRecord) -> str:

@@ -7,6 +7,7 @@ checked as a user meets it: a diagnostic beside a completed verdict.
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ import orjson
 import pytest
 from agui_pipeline import Outcome, RunResult
 from agui_pipeline import catalog as c
+from agui_pipeline.cli import main
 from agui_pipeline.errors import Diagnostic
 from agui_pipeline.report import producer_report
 from hypothesis import given
@@ -420,3 +422,18 @@ def test_the_pipeline_accepts_an_inherited_call_in_either_order(order: str) -> N
     if order == "call first":
         held = held[3:] + held[:3]
     assert codes(lint(one_run(*held))) == []
+
+
+def test_check_text_output_ends_with_the_producer_report(tmp_path: Any) -> None:
+    recording = tmp_path / "run.jsonl"
+    events = one_run(*tool("c1", "f", "{"), *tool("c2", "f", "nope"))
+    recording.write_bytes(b"".join(orjson.dumps(event) + b"\n" for event in events))
+    out = io.StringIO()
+    assert main(["check", str(recording)], out=out) == 0
+    report = out.getvalue().split("producer report", 1)[1]
+    assert "lint.arguments-not-json: 2 (first at event 3, /toolCallId)" in report
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in one_run(*message("m", "hi"))))
+    out = io.StringIO()
+    assert main(["check", str(clean)], out=out) == 0
+    assert "producer report" not in out.getvalue()
