@@ -10,6 +10,8 @@ calls as argument chunks. What the integration gets wrong shows as findings:
   and ``lint.snapshot-contradicts-stream``;
 - it finishes a run that called a frontend tool with no ``pendingToolCallIds``:
   ``lint.pending-omitted``.
+
+Text, reasoning, an error and a second turn answering a frontend call are clean.
 """
 
 from __future__ import annotations
@@ -54,6 +56,15 @@ class ScriptedChatModel(BaseChatModel):
             words = ["Done:", "it", "is", "sunny."]
         elif asked == "fail":
             raise RuntimeError("the scripted model failed")
+        elif asked == "think":  # thinking blocks, then the answer, as content parts
+            for kind, piece, index in (
+                ("thinking", "Let me ", 0),
+                ("thinking", "think.", 0),
+                ("text", "Thought ", 1),
+                ("text", "about it.", 1),
+            ):
+                yield AIMessageChunk(content=[{"type": kind, kind: piece, "index": index}])
+            return
         elif asked in ("weather", "confirm"):
             name, pieces = (
                 ("weather", ['{"city": ', '"Paris"}'])
@@ -128,6 +139,18 @@ def test_text_and_error() -> None:
     assert failed.verdict.outcome is Outcome.COMPLETED
     assert failed.runs[-1].status == "error"
     assert lint_codes(failed) == []
+
+
+def test_reasoning() -> None:
+    (think,) = drive(app(), run_input("think", user("u1", "think")))
+    assert think.verdict.outcome is Outcome.COMPLETED
+    # The final snapshot leaves the reasoning message out, which keeps it (state.mdx).
+    assert shown(think) == [
+        ("user", "think"),
+        ("reasoning", "Let me think."),
+        ("assistant", "Thought about it."),
+    ]
+    assert lint_codes(think) == []
 
 
 def test_backend_tool_dropped_first_chunk_and_state() -> None:

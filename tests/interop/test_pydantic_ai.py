@@ -1,6 +1,8 @@
 """pydantic-ai's AG-UI adapter (``AGUIAdapter.dispatch_request``) over a scripted FunctionModel.
 
-pydantic-ai gets every finding right that these scenarios can show: its arguments are
+Scenarios: text, backend tool, state (a tool's STATE_SNAPSHOT), reasoning, a model
+error, a frontend tool and the second turn answering it. pydantic-ai gets every
+finding right that these scenarios can show: its arguments are
 JSON, it names pending frontend calls, it restates nothing it streamed differently. So
 each scenario asserts the verdict, the Conversation, and no lint finding at all.
 """
@@ -17,7 +19,9 @@ from tests.interop.servers import drive, lint_codes, run_input, shown, user
 
 pytest.importorskip("pydantic_ai.ui.ag_ui", reason="the interop extra is not installed")
 
-from pydantic_ai import Agent
+from ag_ui.core import EventType, StateSnapshotEvent
+from pydantic import BaseModel
+from pydantic_ai import Agent, RunContext, ToolReturn
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import (
     AgentInfo,
@@ -25,6 +29,7 @@ from pydantic_ai.models.function import (
     DeltaToolCall,
 )
 from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
+from pydantic_ai.ui import StateDeps
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -50,6 +55,8 @@ async def scripted(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterat
     elif asked == "confirm":
         yield {0: DeltaToolCall(name="confirm", json_args='{"ok": ')}
         yield {0: DeltaToolCall(json_args="true}")}
+    elif asked == "note":
+        yield {0: DeltaToolCall(name="remember", json_args='{"item": "milk"}')}
     elif asked == "think":
         yield {0: DeltaThinkingPart(content="Let me ")}
         yield {0: DeltaThinkingPart(content="think.")}
@@ -59,16 +66,31 @@ async def scripted(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterat
         yield "there."
 
 
+class Notes(BaseModel):
+    """The shared state: what the agent was asked to remember."""
+
+    items: list[str] = []
+
+
 def app() -> Starlette:
-    agent: Agent[None, str] = Agent(PydanticFunctionModel(stream_function=scripted))
+    agent = Agent(PydanticFunctionModel(stream_function=scripted), deps_type=StateDeps[Notes])
 
     @agent.tool_plain
     def weather(city: str) -> str:
         """The weather in a city."""
         return f"sunny in {city}"
 
+    @agent.tool
+    def remember(ctx: RunContext[StateDeps[Notes]], item: str) -> ToolReturn:
+        """Add to the shared notes, and send the application the new state."""
+        ctx.deps.state.items.append(item)
+        state = StateSnapshotEvent(
+            type=EventType.STATE_SNAPSHOT, snapshot=ctx.deps.state.model_dump()
+        )
+        return ToolReturn(return_value="noted", metadata=[state])
+
     async def endpoint(request: Request) -> Response:
-        return await AGUIAdapter.dispatch_request(request, agent=agent)
+        return await AGUIAdapter.dispatch_request(request, agent=agent, deps=StateDeps(Notes()))
 
     return Starlette(routes=[Route("/", endpoint, methods=["POST"])])
 
@@ -114,3 +136,12 @@ def test_frontend_tool_round_trip() -> None:
     assert second.verdict.outcome is Outcome.COMPLETED
     assert shown(second)[-1] == ("assistant", "Done: it is sunny.")
     assert lint_codes(second) == []
+
+
+def test_state_round_trip() -> None:
+    asked = {**run_input("state", user("u1", "note")), "state": {"items": ["eggs"]}}
+    (noted,) = drive(app(), asked)
+    assert noted.verdict.outcome is Outcome.COMPLETED
+    assert noted.conversation.state == {"items": ["eggs", "milk"]}
+    assert shown(noted)[-2:] == [("tool", "noted"), ("assistant", "Done: it is sunny.")]
+    assert lint_codes(noted) == []
