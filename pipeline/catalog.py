@@ -532,6 +532,13 @@ LINT_ARGUMENTS_NOT_JSON = _code(
     TOOL_CALLS,
     "a tool call's complete argument text does not parse as JSON (a convention, not a rule)",
 )
+LINT_USAGE_ARITHMETIC = _code(
+    "lint.usage-arithmetic",
+    _W,
+    LIFECYCLE,
+    "a usage entry's counts disagree: a part exceeds its total, or totalTokens is not "
+    "inputTokens plus outputTokens",
+)
 LINT_RUN_REPORT = _code(
     "lint.run-report",
     _I,

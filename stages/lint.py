@@ -27,6 +27,9 @@ warning with the event index, a pointer and the spec page:
   run on the stream carrying the input's ``runId`` (``/spec/1.1/basic/run-input``);
 - ``lint.interrupt-unknown-call``: an interrupt's ``toolCallId`` naming no call
   the stream or the input's history holds (interrupt-resume);
+- ``lint.usage-arithmetic``: a ``usage`` entry on ``RUN_FINISHED`` / ``RUN_ERROR``
+  whose parts exceed their total, or whose ``totalTokens`` is not
+  ``inputTokens + outputTokens`` (``/spec/1.1/events/lifecycle``, Token usage);
 - ``lint.arguments-not-json``: a call started in the run whose complete
   argument text does not parse as JSON. tool-calls.mdx calls JSON a convention
   and such text no protocol violation, so this is never a verdict; it is a
@@ -64,6 +67,7 @@ from agui_pipeline.catalog import (
     LINT_RUN_REPORT,
     LINT_SECOND_RESULT,
     LINT_SNAPSHOT_CONTRADICTS,
+    LINT_USAGE_ARITHMETIC,
     Code,
 )
 from agui_pipeline.stage import Batch, Event, Stage, StreamContext
@@ -244,12 +248,44 @@ class Lint(Stage):
             self._check_interrupts(outcome.get("interrupts") or (), index)
         elif kind == "success" and not outcome.get("pendingToolCallIds"):
             self._check_pending(index, "/outcome" if outcome else "")
-        self._end_run(index)
+        self._end_run(event, index)
 
     def _run_error(self, event: Event, index: int) -> None:
-        self._end_run(index)
+        self._end_run(event, index)
 
-    def _end_run(self, index: int) -> None:
+    def _check_usage(self, event: Event, index: int) -> None:
+        """Token usage under the lifecycle page's accounting: parts within their totals, the
+        two cache counts disjoint, the total the sum; an absent count is not judged."""
+        for position, entry in enumerate(_list(event.get("usage"))):
+            if not isinstance(entry, dict):
+                continue
+            for part, whole, why in _USAGE_RULES:
+                counts = _counts(entry, (*part, whole))
+                if counts is None:
+                    continue
+                *parts, total = counts
+                if sum(parts) <= total:
+                    continue
+                self._report(
+                    LINT_USAGE_ARITHMETIC,
+                    f"usage entry {position} reports {' + '.join(part)} = {sum(parts)} above "
+                    f"{whole} = {total}: {why}",
+                    index,
+                    f"/usage/{position}/{part[-1]}",
+                )
+            counts = _counts(entry, ("inputTokens", "outputTokens", "totalTokens"))
+            if counts is not None and counts[0] + counts[1] != counts[2]:
+                self._report(
+                    LINT_USAGE_ARITHMETIC,
+                    f"usage entry {position} reports totalTokens {counts[2]}, but inputTokens + "
+                    f"outputTokens is {counts[0] + counts[1]}: the total is their sum",
+                    index,
+                    f"/usage/{position}/totalTokens",
+                )
+
+    def _end_run(self, event: Event, index: int) -> None:
+        if "usage" in event:
+            self._check_usage(event, index)
         self._check_arguments()
         findings = self._run_findings
         if findings:
@@ -467,6 +503,18 @@ class Lint(Stage):
         )
 
 
+_USAGE_RULES = (
+    (("cachedInputTokens",), "inputTokens", "cache reads are part of the input total"),
+    (("cacheWriteInputTokens",), "inputTokens", "cache writes are part of the input total"),
+    (
+        ("cachedInputTokens", "cacheWriteInputTokens"),
+        "inputTokens",
+        "the two cache counts are disjoint parts of the input total",
+    ),
+    (("reasoningTokens",), "outputTokens", "reasoning is part of the output total"),
+)
+"""(parts, their total, why): the parts never add up to more than the total (lifecycle)."""
+
 _MESSAGE_FIELDS = (
     ("role", "role", "assistant"),  # absent on a start means assistant
     ("name", "name", None),
@@ -499,6 +547,12 @@ def _fold(
         else:
             texts[item] = [text]
     pending.clear()
+
+
+def _counts(entry: dict[str, Any], names: tuple[str, ...]) -> list[int] | None:
+    """The named counts of a usage entry, or ``None`` unless every one is reported."""
+    counts = [count for name in names if type(count := entry.get(name)) is int]
+    return counts if len(counts) == len(names) else None
 
 
 def _list(value: Any) -> list[Any]:

@@ -327,6 +327,30 @@ def test_an_interrupt_naming_an_unknown_call() -> None:
     assert codes(lint(events)) == []
 
 
+def test_token_usage_arithmetic() -> None:
+    usage = {"inputTokens": 100, "outputTokens": 20, "totalTokens": 120, "cachedInputTokens": 40}
+    usage |= {"cacheWriteInputTokens": 60, "reasoningTokens": 20}
+    events = one_run(*message("a1", "hi"))
+    events[-1]["usage"] = [usage]
+    assert codes(lint(events)) == []  # parts within totals; absent counts not judged
+    assert codes(lint([*events[:1], {**events[-1], "usage": [{"outputTokens": 5}]}])) == []
+    events[-1]["usage"] = [{**usage, "cacheWriteInputTokens": 61}]
+    (disjoint,) = findings(lint(events))
+    assert disjoint.code == "lint.usage-arithmetic"
+    assert disjoint.pointer == "/usage/0/cacheWriteInputTokens"
+    assert "disjoint" in disjoint.message
+    events[-1]["usage"] = [usage, {**usage, "totalTokens": 100, "reasoningTokens": 21}]
+    assert [d.pointer for d in findings(lint(events))] == [
+        "/usage/1/reasoningTokens",
+        "/usage/1/totalTokens",
+    ]
+    failed = [
+        events[0],
+        {"type": "RUN_ERROR", "message": "x", "usage": [{**usage, "totalTokens": 1}]},
+    ]
+    assert codes(lint(failed)) == ["lint.usage-arithmetic"]
+
+
 def test_the_run_report_counts_findings_and_the_producer_report_groups_them() -> None:
     bad = [*tool("c1", "f", "{"), *tool("c2", "f", "nope"), *tool("c3", "f", "{}")]
     result = lint(one_run(*bad))
