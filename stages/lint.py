@@ -112,7 +112,9 @@ class Lint(Stage):
         self._run_ids: list[Any] = []
         self._last_start: int | None = None
         self._ordered = _ORDERED
-        """Event types whose handler needs the deltas before it set aside first."""
+        """Event types whose handler reads the deltas before it: those are set aside first."""
+        self._input_thread: Any = None
+        self._input_run_id: Any = None
         self._reset_run()
         run_input = ctx.run_input
         if isinstance(run_input, dict):
@@ -159,6 +161,11 @@ class Lint(Stage):
     def _set_aside(self, events: list[Event], types: list[Any]) -> None:
         self._pending_texts += compress(events, map(_IS_TEXT_DELTA, types))
         self._pending_args += compress(events, map(_IS_ARGS_DELTA, types))
+        # A long run keeps its text, not its event objects: fold now and then.
+        if len(self._pending_texts) > _FOLD_AT:
+            self._fold_texts()
+        if len(self._pending_args) > _FOLD_AT:
+            self._fold_args()
 
     def _fold_texts(self) -> None:
         _fold(self._pending_texts, _MESSAGE_ID, self._texts)
@@ -217,9 +224,6 @@ class Lint(Stage):
                         },
                     )
                     self._history_args[call["id"]] = arguments if isinstance(arguments, str) else ""
-
-    _input_thread: Any = None
-    _input_run_id: Any = None
 
     # -- runs ---------------------------------------------------------------------
 
@@ -527,6 +531,8 @@ _CALL_FIELDS = (
 )
 _ORDERED = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
 _CLOSING = frozenset({"TEXT_MESSAGE_END", "REASONING_MESSAGE_END", "TOOL_CALL_END"})
+_FOLD_AT = 4096
+"""Content events set aside before they are folded into text whatever comes next."""
 _IS_TEXT_DELTA = frozenset({"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"}).__contains__
 _IS_ARGS_DELTA = frozenset({"TOOL_CALL_ARGS"}).__contains__
 _MESSAGE_ID, _TOOL_CALL_ID = itemgetter("messageId"), itemgetter("toolCallId")

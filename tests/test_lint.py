@@ -461,3 +461,19 @@ def test_check_text_output_ends_with_the_producer_report(tmp_path: Any) -> None:
     out = io.StringIO()
     assert main(["check", str(clean)], out=out) == 0
     assert "producer report" not in out.getvalue()
+
+
+def test_a_long_run_read_in_pieces_is_compared_whole() -> None:
+    # More deltas than lint sets aside before folding them into text, over many reads.
+    deltas = [f"w{n} " for n in range(10_000)]
+    events = one_run(*message("a1", *deltas), snapshot(assistant("a1", "".join(deltas))))
+    data = b"".join(orjson.dumps(event) + b"\n" for event in events)
+    reads = [data[start : start + 4096] for start in range(0, len(data), 4096)]
+    result = run(reads)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert codes(result) == []
+    events[-2] = snapshot(assistant("a1", "".join(deltas[:-1])))
+    data = b"".join(orjson.dumps(event) + b"\n" for event in events)
+    assert codes(run([data[start : start + 4096] for start in range(0, len(data), 4096)])) == [
+        "lint.snapshot-contradicts-stream"
+    ]
