@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from agui_pipeline import Outcome, RunResult
+from agui_pipeline import Outcome, Pipeline, RunResult
 from agui_pipeline import catalog as c
 from agui_pipeline.cli import main
 from agui_pipeline.errors import Diagnostic
@@ -438,6 +438,24 @@ def test_restating_a_streamed_message_with_changed_content_gives_one_finding(
     assert finding.code == "lint.snapshot-contradicts-stream"
     assert finding.event_index == position
     assert finding.pointer == f"/messages/{number}/content"
+
+
+@given(events=valid_stream(), restate=st.booleans(), data=st.data())
+def test_lint_changes_no_event_verdict_or_conversation(
+    events: list[Event], restate: bool, data: st.DataObject
+) -> None:
+    streamed = faithful_snapshot(events) if restate else events
+    for event in streamed:  # some restatements changed, so findings are made too
+        if event["type"] == "MESSAGES_SNAPSHOT" and data.draw(st.booleans()):
+            for restated in event["messages"]:
+                restated["content"] = "changed"
+    encoded = b"".join(orjson.dumps(event) + b"\n" for event in streamed)
+    linted, plain = run(encoded), run(encoded, Pipeline().without("lint"))
+    assert linted.verdict.outcome is plain.verdict.outcome is Outcome.COMPLETED
+    assert linted.events == plain.events == streamed
+    assert linted.conversation.to_dict() == plain.conversation.to_dict()
+    others = [d for d in linted.diagnostics if not d.code.startswith("lint.")]
+    assert others == plain.diagnostics
 
 
 @pytest.mark.parametrize("order", ["message first", "call first"])
