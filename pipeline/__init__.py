@@ -97,6 +97,7 @@ from .events import (
     VideoPart,
 )
 from .options import Limits, Options
+from .report import FindingGroup, ProducerReport, producer_report
 from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
 from .sources import Source
@@ -166,6 +167,7 @@ __all__ = [
     "EventStream",
     "EventType",
     "FileSource",
+    "FindingGroup",
     "FunctionCall",
     "HandlerFailed",
     "Handlers",
@@ -182,6 +184,7 @@ __all__ = [
     "Outcome",
     "Pipeline",
     "PreparedInput",
+    "ProducerReport",
     "ProtoSink",
     "RawEvent",
     "ReasoningEncryptedValueEvent",
@@ -250,6 +253,7 @@ __all__ = [
     "encode_sse",
     "pending_interrupts",
     "prepare_input",
+    "producer_report",
     "reject_after",
     "resume_input",
     "run_sync",

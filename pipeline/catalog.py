@@ -90,6 +90,8 @@ ADVICE: dict[str, str] = {
     "or change the agent to match it.",
     "conversation": "Fix the producer's state or activity updates: patches must apply to the "
     "document the consumer holds (send a snapshot first).",
+    "lint": "Fix the producer: what it restates, reopens or reports must agree with what it "
+    "streamed and with the run input it answers (the README's lint table says how).",
     "dispatch": "A handler of your application raised: fix the handler; the stream was valid.",
     "transport": "Fix the endpoint: answer with text/event-stream and keep the connection "
     "open until the run ends.",
@@ -583,6 +585,94 @@ RECONCILE_RUN_SUMMARY = _code(
     _I,
     CAPABILITIES,
     "per run: declared capabilities exercised and not, and undeclared ones used",
+)
+
+# --- lint: what the stream says about itself ----------------------------------
+
+STATE = "/spec/1.1/events/state"
+
+LINT_SNAPSHOT_CONTRADICTS = _code(
+    "lint.snapshot-contradicts-stream",
+    _W,
+    STATE,
+    "a MESSAGES_SNAPSHOT restates a message or tool call this run streamed with other "
+    "content, arguments or name",
+    advice=(
+        "Stream what you will restate: the typical cause is a dropped first argument chunk, "
+        "or a final snapshot that blanks a reply holding reasoning."
+    ),
+)
+LINT_SECOND_RESULT = _code(
+    "lint.second-tool-result",
+    _W,
+    TOOL_CALLS,
+    "a second tool message answers one toolCallId (a TOOL_CALL_RESULT, or a snapshot's tool "
+    "message under a new id)",
+    advice="Restate a streamed result under its own `messageId`; answer a call once.",
+)
+LINT_REOPEN_DISAGREES = _code(
+    "lint.reopen-disagrees",
+    _W,
+    TOOL_CALLS,
+    "a reopened message or tool call disagrees with what it reopens (role, name, parent, owner)",
+    advice="Reopen with the item's own values, or use a new id for a new item.",
+)
+LINT_HISTORY_RESTREAMED = _code(
+    "lint.history-restreamed",
+    _W,
+    LIFECYCLE,
+    "a message or tool call the run input already held is streamed again as new material",
+    advice="Send history the consumer already has as `MESSAGES_SNAPSHOT`, or not at all.",
+)
+LINT_PENDING_OMITTED = _code(
+    "lint.pending-omitted",
+    _W,
+    TOOL_CALLS,
+    "a run finished with frontend tool calls unanswered and no pendingToolCallIds",
+    advice=(
+        "Name the unanswered calls in `outcome.pendingToolCallIds`, in the order they were made."
+    ),
+)
+LINT_RUN_IDENTITY = _code(
+    "lint.run-identity",
+    _W,
+    "/spec/1.1/basic/run-input",
+    "the stream's threadId or runId is not the one its run input requested",
+    advice="Echo the input's `threadId` on every run and its `runId` on the requested run.",
+)
+LINT_INTERRUPT_UNKNOWN_CALL = _code(
+    "lint.interrupt-unknown-call",
+    _W,
+    INTERRUPTS,
+    "an interrupt's toolCallId names a call neither the stream nor the input's history holds",
+    advice="Name the call the approval is for, after streaming it.",
+)
+LINT_ARGUMENTS_NOT_JSON = _code(
+    "lint.arguments-not-json",
+    _W,
+    TOOL_CALLS,
+    "a tool call's complete argument text does not parse as JSON (a convention, not a rule)",
+    advice=(
+        "Stream every argument chunk; this catches a dropped first chunk even when no "
+        "snapshot follows."
+    ),
+)
+LINT_USAGE_ARITHMETIC = _code(
+    "lint.usage-arithmetic",
+    _W,
+    LIFECYCLE,
+    "a usage entry's counts disagree: a part exceeds its total, or totalTokens is not "
+    "inputTokens plus outputTokens",
+    advice=(
+        "Translate the provider's counts into the protocol's accounting: add a part reported "
+        "beside a smaller total into it, never twice."
+    ),
+)
+LINT_RUN_REPORT = _code(
+    "lint.run-report",
+    _I,
+    PROCESSING,
+    "per run that had lint findings: the findings by code, with counts",
 )
 
 # --- metadata and the conversation -------------------------------------------

@@ -31,6 +31,7 @@ from .capabilities import Declaration
 from .cli_config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
 from .engine import Outcome, Pipeline, RunResult
 from .errors import Diagnostic, InputRejected, StreamRejected
+from .report import producer_report
 from .run_input import prepare_input
 from .sarif import sarif_log_close, sarif_log_open, sarif_run
 from .sources import Source
@@ -309,6 +310,9 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
             out.write(f"    {_diagnostic_line(diagnostic, style)}\n")
     for code, count in result.suppressed.items():
         out.write(f"    ... and {count} more {code}\n")
+    report = producer_report(result.diagnostics, result.suppressed)
+    if report.groups:
+        out.write("  " + report.render().replace("\n", "\n  ") + "\n")
 
 
 def _diagnostic_line(diagnostic: Diagnostic, style: Style, *, label: bool = True) -> str:
@@ -366,10 +370,11 @@ def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         },
         "diagnostics": [d.to_dict() for d in result.diagnostics],
         "suppressed": result.suppressed,
+        "producerReport": producer_report(result.diagnostics, result.suppressed).to_dict(),
         "runs": [run.to_dict() for run in result.runs],
     }
     head = _dumps(report)
-    conversation = result.conversation
+    conversation = result.materialised
     if not settings.conversation or conversation is None:
         out.write(head)
         return

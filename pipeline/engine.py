@@ -437,6 +437,7 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
     from .stages.dispatch import Dispatch
     from .stages.enforce import Enforce
     from .stages.expand import Expand
+    from .stages.lint import Lint
     from .stages.metadata import Metadata
     from .stages.reconcile import Reconcile
     from .stages.verify import Verify
@@ -447,6 +448,7 @@ def _default_stages() -> list[tuple[str, StageFactory]]:
         Expand,
         Verify,
         Reconcile,
+        Lint,
         Metadata,
         Dispatch,
     ]
@@ -661,6 +663,7 @@ CANONICAL_ORDER = [
     "expand",
     "verify",
     "reconcile",
+    "lint",
     "metadata",
     "dispatch",
 ]

@@ -100,6 +100,8 @@ _ATTRIBUTED, _RUNNING, _ENDED = range(3)
 
 _TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
 _SUBAGENT_EVENTS = frozenset({"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
+_UNSETTLED: Any = object()
+"""The owner of a message only untagged tool calls have named so far: the message decides."""
 
 Handler = Callable[[Event, int, Owner], None]
 
@@ -156,6 +158,8 @@ class Verify(Stage):
         """Calls started in this run, in order → whether this run answered them."""
         self._running = 0
         """Subagent invocations announced and not yet closed."""
+        self._awaiting_parent: dict[str, list[str]] = {}
+        """A message untagged tool calls named before it arrived → those calls (this run)."""
         self._continuations: dict[str, tuple[dict[str, Owner], str]] = {
             "TEXT_MESSAGE_CONTENT": (self._open_text, "messageId"),
             "REASONING_MESSAGE_CONTENT": (self._open_reasoning, "messageId"),
@@ -204,6 +208,7 @@ class Verify(Stage):
             self._subagents,
             self._suspended,
             self._run_calls,
+            self._awaiting_parent,
         ):
             tracked.clear()
         self._running = 0
@@ -686,6 +691,9 @@ class Verify(Stage):
                 pointer="/messageId",
             )
         if run_no == self._run_no:
+            if owner is _UNSETTLED:  # named by untagged tool calls before it arrived
+                self._settle(message_id, tag)
+                owner = tag
             # Reopened in the same run: the established owner stands.
             if tag is not None and tag != owner:
                 raise self._mismatch(event["type"], "message", message_id, owner, tag, index)
@@ -813,14 +821,25 @@ class Verify(Stage):
         """A call belongs to the message that holds it, and shares its owner (subagents)."""
         known = self._messages.get(parent)
         if known is None:
+            if inherits:
+                # Its message has not arrived: the call takes the message's owner when it
+                # does, so both orders are judged alike (subagents: "a tool call inherits
+                # the attribution of the message that held it").
+                self._awaiting_parent.setdefault(parent, []).append(event["toolCallId"])
+                owner = _UNSETTLED
             self._messages[parent] = ("assistant", owner, self._run_no)
-            return owner
+            return None if owner is _UNSETTLED else owner
         _, parent_owner, run_no = known
         if run_no != self._run_no:
             return owner  # ownership tracking does not cross runs
         if inherits:
+            if parent_owner is _UNSETTLED:
+                self._awaiting_parent[parent].append(event["toolCallId"])
+                return None
             return parent_owner
-        if owner != parent_owner:
+        if parent_owner is _UNSETTLED:
+            self._settle(parent, owner)
+        elif owner != parent_owner:
             raise self.ctx.reject(
                 VERIFY_ATTRIBUTION,
                 f"TOOL_CALL_START for {event['toolCallId']!r} belongs to {_owner(owner)}, but "
@@ -830,6 +849,15 @@ class Verify(Stage):
                 pointer="/subagentRunId" if event.get("subagentRunId") else "/parentMessageId",
             )
         return owner
+
+    def _settle(self, message_id: str, owner: Owner) -> None:
+        """The message untagged calls named has arrived: they, and it, take its owner."""
+        role, _, run_no = self._messages[message_id]
+        self._messages[message_id] = (role, owner, run_no)
+        for call_id in self._awaiting_parent.pop(message_id, ()):
+            self._calls[call_id] = (owner, run_no)
+            if call_id in self._open_calls:
+                self._open_calls[call_id] = owner
 
     def _call_continue(self, event: Event, index: int, tag: Owner) -> None:
         owner = self._open_calls.get(event["toolCallId"], MISSING)

@@ -61,8 +61,14 @@ def tool_call(draw: st.DrawFn, ids: Callable[[str], str]) -> list[Event]:
             )
         )
     ]
-    for delta in draw(st.lists(_text, max_size=4)):
-        events.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": delta})
+    # The argument text is a JSON document (the convention; lint reports text that is not),
+    # cut into deltas at drawn places.
+    arguments = orjson.dumps(draw(st.dictionaries(_name, _json, max_size=3))).decode()
+    cuts = sorted(draw(st.lists(st.integers(0, len(arguments)), max_size=3)))
+    for start, end in zip([0, *cuts], [*cuts, len(arguments)], strict=True):
+        events.append(
+            {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments[start:end]}
+        )
     events.append({"type": "TOOL_CALL_END", "toolCallId": call_id})
     if draw(st.booleans()):
         events.append(

@@ -36,6 +36,14 @@ def server() -> Iterator[ReplayServer]:
         yield running
 
 
+def input_file(tmp_path: Path) -> str:
+    """The run input RUN answers: a replay sends its recording's ids whatever it is asked,
+    and a run whose ids are not the input's is a producer finding (lint.run-identity)."""
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps({"threadId": "t-cli", "runId": "r-1", "messages": []}))
+    return str(path)
+
+
 def check(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
     status = main(["check", *argv], out=out)
@@ -43,7 +51,7 @@ def check(*argv: str) -> tuple[int, str]:
 
 
 def test_check_url_reports_like_a_file(server: ReplayServer, tmp_path: Path) -> None:
-    status, report = check(server.url)
+    status, report = check(server.url, "--input", input_file(tmp_path))
     assert status == 0
     assert report.startswith(f"{server.url}: completed")
     assert "http+sse" in report
@@ -83,10 +91,10 @@ def test_check_url_truncated_exit_status(server: ReplayServer) -> None:
 
 
 def test_check_url_progress_on_stderr(
-    server: ReplayServer, capsys: pytest.CaptureFixture[str]
+    server: ReplayServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     server.replay.pause = 0.15
-    status, _ = check(server.url, "--progress")
+    status, _ = check(server.url, "--progress", "--input", input_file(tmp_path))
     err = capsys.readouterr().err
     assert status == 0
     assert "5 events" in err and "/s" in err and "run r-1" in err and "0 diagnostics" in err

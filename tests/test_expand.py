@@ -1004,7 +1004,9 @@ def test_through_the_pipeline_both_spellings_deliver_the_same(
     assert plain.verdict.outcome is Outcome.COMPLETED, plain.verdict.message
     assert chunked.verdict.outcome is Outcome.COMPLETED, chunked.verdict.message
     assert chunked.events == plain.events
-    assert [d.code for d in chunked.diagnostics] == [d.code for d in plain.diagnostics]
+    # The same diagnostics; their order across stages follows the reads (within one
+    # batch a stage reports before the stages after it), so it is not compared.
+    assert sorted(d.code for d in chunked.diagnostics) == sorted(d.code for d in plain.diagnostics)
     assert chunked.conversation.to_dict() == plain.conversation.to_dict()
     k = chunked.counters
     assert k.expanded == sum(e["type"].endswith("_CHUNK") for e in chunks)

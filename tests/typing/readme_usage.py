@@ -34,6 +34,7 @@ from agui_pipeline import (
     Verdict,
     check_run_input,
     prepare_input,
+    producer_report,
     reject_after,
     resume_input,
     run_sync,
@@ -186,6 +187,11 @@ async def over_http(url: str, token: str, run_input: dict[str, Any]) -> RunResul
 
 
 # -- Capabilities and producer diagnostics ---------------------------------------------
+
+
+async def linted(body: dict[str, Any]) -> None:
+    result = await Pipeline().run(Path("run.sse"), run_input=body)
+    print(producer_report(result.diagnostics, result.suppressed).render())
 
 
 async def reconciled(source: Source, body: dict[str, Any], path: Path) -> None:

@@ -1,0 +1,596 @@
+"""lint — what the stream says about itself, and against its run input: producer diagnostics.
+
+Verification judges what a consumer must reject; this stage reports what the
+spec asks of the producer only, where a consumer accepts the stream but a UI
+shows the damage. It runs after verify, so it sees only events verification
+accepted, and it never drops, alters, delays or rejects one. Findings, each a
+warning with the event index, a pointer and the spec page:
+
+- ``lint.snapshot-contradicts-stream``: a ``MESSAGES_SNAPSHOT`` restates a
+  message or tool call streamed in this run with other content, arguments
+  (compared as JSON when both parse) or tool name (``/spec/1.1/events/state``);
+- ``lint.second-tool-result``: a second tool message for one ``toolCallId`` —
+  a second ``TOOL_CALL_RESULT``, or a snapshot's tool message under another id
+  than the streamed result's, or an answer to a call the input already answered
+  (``/spec/1.1/events/tool-calls``);
+- ``lint.reopen-disagrees``: a reopening ``TEXT_MESSAGE_START`` or
+  ``TOOL_CALL_START`` whose role, name, parent or owner differs from the item
+  it reopens, on the stream or in the input's history (text-messages,
+  tool-calls: "MUST agree", "a consumer is not required to detect");
+- ``lint.history-restreamed``: a message or call the input's history holds,
+  streamed again with the same content (``/spec/1.1/events/lifecycle``,
+  Several runs: history MUST be restated as snapshots);
+- ``lint.pending-omitted``: a run finishing as success with calls to the run
+  input's (frontend) tools unanswered and no ``pendingToolCallIds``
+  (tool-calls: SHOULD);
+- ``lint.run-identity``: a run's ``threadId`` other than the input's, or no
+  run on the stream carrying the input's ``runId`` (``/spec/1.1/basic/run-input``);
+- ``lint.interrupt-unknown-call``: an interrupt's ``toolCallId`` naming no call
+  the stream or the input's history holds (interrupt-resume);
+- ``lint.usage-arithmetic``: a ``usage`` entry on ``RUN_FINISHED`` / ``RUN_ERROR``
+  whose parts exceed their total, or whose ``totalTokens`` is not
+  ``inputTokens + outputTokens`` (``/spec/1.1/events/lifecycle``, Token usage);
+- ``lint.arguments-not-json``: a call started in the run whose complete
+  argument text does not parse as JSON. tool-calls.mdx calls JSON a convention
+  and such text no protocol violation, so this is never a verdict; it is a
+  warning because whoever executes the tool will parse that text, and a UI
+  shows it broken. Judged when the run ends (a reopened call appends), at the
+  call's last ``TOOL_CALL_END``; empty text (a call without arguments) passes.
+
+At the end of a run that had findings, ``lint.run-report`` (information)
+counts them by code; :func:`agui_pipeline.report.producer_report` groups a
+whole result's findings.
+
+Cost: one dict lookup by event type per event, for the whole batch at C
+speed; a content delta is set aside by C-level passes and joined into its
+message's text only when something reads it (see ``Lint._set_aside``). The
+run's streamed text is kept until the run ends, so a snapshot can be compared
+with it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from itertools import compress, groupby
+from operator import itemgetter
+from typing import Any, ClassVar
+
+import orjson
+from agui_pipeline.catalog import (
+    LINT_ARGUMENTS_NOT_JSON,
+    LINT_HISTORY_RESTREAMED,
+    LINT_INTERRUPT_UNKNOWN_CALL,
+    LINT_PENDING_OMITTED,
+    LINT_REOPEN_DISAGREES,
+    LINT_RUN_IDENTITY,
+    LINT_RUN_REPORT,
+    LINT_SECOND_RESULT,
+    LINT_SNAPSHOT_CONTRADICTS,
+    LINT_USAGE_ARITHMETIC,
+    Code,
+)
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+
+Handler = Callable[[Event, int], None]
+
+_MISSING: Any = object()
+
+
+class Lint(Stage):
+    """Report producer mistakes the consumer accepts; never reject, delay or change an event."""
+
+    name: ClassVar[str] = "lint"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self._handlers: dict[Any, Handler] = {
+            "RUN_STARTED": self._run_started,
+            "RUN_FINISHED": self._run_finished,
+            "RUN_ERROR": self._run_error,
+            "TEXT_MESSAGE_START": self._message_start,
+            "REASONING_MESSAGE_START": self._message_start,
+            "TEXT_MESSAGE_END": self._message_end,
+            "REASONING_MESSAGE_END": self._message_end,
+            "TOOL_CALL_START": self._call_start,
+            "TOOL_CALL_END": self._call_end,
+            "TOOL_CALL_RESULT": self._call_result,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+        }
+        self._messages: dict[Any, Event] = {}
+        """messageId → what first established it: its start event, or the history's message
+        (both spell ``role``, ``name``, ``subagentRunId`` alike; kept by reference, as an
+        object made per item would cost the collector more than the whole check)."""
+        self._history_text: dict[Any, str] = {}
+        """The input history's text content by messageId (to tell a restatement)."""
+        self._calls: dict[Any, Event] = {}
+        """toolCallId → its first TOOL_CALL_START (or the same fields, for a history call)."""
+        self._history_args: dict[Any, str] = {}
+        self._answers: dict[Any, Any] = {}
+        """toolCallId → the messageId of the tool message that answered it."""
+        self._frontend_tools: set[Any] = set()
+        self._run_ids: list[Any] = []
+        self._last_start: int | None = None
+        self._ordered = _ORDERED
+        """Event types whose handler reads the deltas before it: those are set aside first."""
+        self._input_thread: Any = None
+        self._input_run_id: Any = None
+        self._reset_run()
+        run_input = ctx.run_input
+        if isinstance(run_input, dict):
+            self._learn_input(run_input)
+
+    def _reset_run(self) -> None:
+        self._texts: dict[Any, list[str]] = {}
+        """Messages opened in this run → the text streamed into them in it (as folded)."""
+        self._pending_texts: list[Event] = []
+        self._pending_args: list[Event] = []
+        """Content events of the run set aside, not yet folded into ``_texts`` / ``_args``."""
+        self._new_messages: set[Any] = set()
+        """Of those, the ones this run introduced (a snapshot is compared with these)."""
+        self._args: dict[Any, list[str]] = {}
+        self._new_calls: dict[Any, bool] = {}
+        """Calls this run introduced, in order → whether their arguments were checked."""
+        self._ends: dict[Any, int] = {}
+        """Calls closed in this run → the event index of their last TOOL_CALL_END."""
+        self._run_findings: Counter[str] = Counter()
+
+    # -- the stage ----------------------------------------------------------------
+
+    async def process(self, batch: Batch) -> Batch:
+        events, indices, types = batch.events, batch.indices, batch.types
+        # Event type → handler for the whole batch in C (verify has read every type); the
+        # content deltas, nine events in ten, have none: they are set aside in between.
+        found: list[Any] = list(map(self._handlers.get, types))
+        ordered, cut = self._ordered, 0
+        for position in compress(range(len(found)), found):
+            if types[position] in ordered:  # it reads the text streamed before it
+                self._set_aside(events[cut:position], types[cut:position])
+                cut = position + 1
+            found[position](events[position], indices[position])
+        if cut < len(events):
+            self._set_aside(events[cut:] if cut else events, types[cut:] if cut else types)
+        return batch
+
+    # What keeps the lint within its budget: a content delta costs no Python bytecode. The
+    # deltas of a stretch of events are set aside by C-level passes (compress over a type
+    # test), once per batch unless an event that reads them (a snapshot, a run's boundary,
+    # a history item closing) cuts it; they are joined per message only when read, a run
+    # of deltas for one message grouped and joined in C, one Python step per run of them.
+
+    def _set_aside(self, events: list[Event], types: list[Any]) -> None:
+        self._pending_texts += compress(events, map(_IS_TEXT_DELTA, types))
+        self._pending_args += compress(events, map(_IS_ARGS_DELTA, types))
+        # A long run keeps its text, not its event objects: fold now and then.
+        if len(self._pending_texts) > _FOLD_AT:
+            self._fold_texts()
+        if len(self._pending_args) > _FOLD_AT:
+            self._fold_args()
+
+    def _fold_texts(self) -> None:
+        _fold(self._pending_texts, _MESSAGE_ID, self._texts)
+
+    def _fold_args(self) -> None:
+        _fold(self._pending_args, _TOOL_CALL_ID, self._args)
+
+    async def finish(self) -> Batch:
+        wanted = self._input_run_id
+        if wanted is not None and self._run_ids and wanted not in self._run_ids:
+            self._report(
+                LINT_RUN_IDENTITY,
+                f"no run on the stream carries the run input's runId {_short(wanted)} "
+                f"(runs: {_ids(self._run_ids)}): the requested run echoes the input's runId",
+                self._last_start,
+                "/runId",
+            )
+        return await super().finish()
+
+    def _report(self, code: Code, message: str, index: int | None, pointer: str) -> None:
+        self._run_findings[code.id] += 1
+        self.ctx.report(code, message, event_index=index, pointer=pointer)
+
+    # -- the run input ------------------------------------------------------------
+
+    def _learn_input(self, run_input: dict[str, Any]) -> None:
+        """The history the stream continues, the application's tools, the requested run."""
+        self._input_thread = run_input.get("threadId")
+        self._input_run_id = run_input.get("runId")
+        for tool in _list(run_input.get("tools")):
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._frontend_tools.add(tool["name"])
+        for message in _list(run_input.get("messages")):
+            if not isinstance(message, dict):
+                continue
+            # A history item may be streamed again: its closing reads the streamed text.
+            self._ordered = _ORDERED | _CLOSING
+            message_id, role = message.get("id"), message.get("role")
+            if not isinstance(message_id, str):
+                continue
+            self._messages.setdefault(message_id, message)
+            if isinstance(message.get("content"), str):
+                self._history_text[message_id] = message["content"]
+            if role == "tool" and isinstance(message.get("toolCallId"), str):
+                self._answers.setdefault(message["toolCallId"], message_id)
+            for call in _list(message.get("toolCalls")) if role == "assistant" else ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(call.get("id"), str):
+                    arguments = function.get("arguments")
+                    self._calls.setdefault(
+                        call["id"],
+                        {
+                            "toolCallName": function.get("name"),
+                            "parentMessageId": message_id,
+                            "subagentRunId": message.get("subagentRunId"),
+                        },
+                    )
+                    self._history_args[call["id"]] = arguments if isinstance(arguments, str) else ""
+
+    # -- runs ---------------------------------------------------------------------
+
+    def _run_started(self, event: Event, index: int) -> None:
+        self._reset_run()
+        self._last_start = index
+        self._run_ids.append(event.get("runId"))
+        echoed = event.get("input")
+        if isinstance(echoed, dict) and self.ctx.run_input is None:
+            self._learn_input(echoed)
+        wanted = self._input_thread
+        if wanted is not None and event.get("threadId") != wanted:
+            self._report(
+                LINT_RUN_IDENTITY,
+                f"RUN_STARTED carries threadId {_short(event.get('threadId'))} at /threadId, but "
+                f"the run input names thread {_short(wanted)}: every run on the stream carries "
+                "the input's threadId",
+                index,
+                "/threadId",
+            )
+
+    def _run_finished(self, event: Event, index: int) -> None:
+        outcome: dict[str, Any] = event.get("outcome") or {}
+        kind = outcome.get("type", "success")
+        if kind == "interrupt":
+            self._check_interrupts(outcome.get("interrupts") or (), index)
+        elif kind == "success" and not outcome.get("pendingToolCallIds"):
+            self._check_pending(index, "/outcome" if outcome else "")
+        self._end_run(event, index)
+
+    def _run_error(self, event: Event, index: int) -> None:
+        self._end_run(event, index)
+
+    def _check_usage(self, event: Event, index: int) -> None:
+        """Token usage under the lifecycle page's accounting: parts within their totals, the
+        two cache counts disjoint, the total the sum; an absent count is not judged."""
+        for position, entry in enumerate(_list(event.get("usage"))):
+            if not isinstance(entry, dict):
+                continue
+            for part, whole, why in _USAGE_RULES:
+                counts = _counts(entry, (*part, whole))
+                if counts is None:
+                    continue
+                *parts, total = counts
+                if sum(parts) <= total:
+                    continue
+                self._report(
+                    LINT_USAGE_ARITHMETIC,
+                    f"usage entry {position} reports {' + '.join(part)} = {sum(parts)} above "
+                    f"{whole} = {total}: {why}",
+                    index,
+                    f"/usage/{position}/{part[-1]}",
+                )
+            counts = _counts(entry, ("inputTokens", "outputTokens", "totalTokens"))
+            if counts is not None and counts[0] + counts[1] != counts[2]:
+                self._report(
+                    LINT_USAGE_ARITHMETIC,
+                    f"usage entry {position} reports totalTokens {counts[2]}, but inputTokens + "
+                    f"outputTokens is {counts[0] + counts[1]}: the total is their sum",
+                    index,
+                    f"/usage/{position}/totalTokens",
+                )
+
+    def _end_run(self, event: Event, index: int) -> None:
+        if "usage" in event:
+            self._check_usage(event, index)
+        self._check_arguments()
+        findings = self._run_findings
+        if findings:
+            counts = ", ".join(f"{code} ×{count}" for code, count in sorted(findings.items()))
+            self.ctx.report(
+                LINT_RUN_REPORT,
+                f"run {_short(self._run_ids[-1] if self._run_ids else None)}: "
+                f"{sum(findings.values())} producer findings ({counts})",
+                event_index=index,
+                pointer="",
+            )
+        self._reset_run()
+
+    def _check_interrupts(self, interrupts: Any, index: int) -> None:
+        for position, interrupt in enumerate(interrupts):
+            call_id = interrupt.get("toolCallId") if isinstance(interrupt, dict) else None
+            if call_id is not None and call_id not in self._calls:
+                self._report(
+                    LINT_INTERRUPT_UNKNOWN_CALL,
+                    f"interrupt {_short(interrupt.get('id'))} asks about tool call "
+                    f"{_short(call_id)} at /outcome/interrupts/{position}/toolCallId, but no "
+                    "call has that id on the stream or in the input's history",
+                    index,
+                    f"/outcome/interrupts/{position}/toolCallId",
+                )
+
+    def _check_pending(self, index: int, pointer: str) -> None:
+        tools = self._frontend_tools
+        waiting = [
+            call_id
+            for call_id in self._new_calls
+            if self._calls[call_id]["toolCallName"] in tools and call_id not in self._answers
+        ]
+        if waiting:
+            self._report(
+                LINT_PENDING_OMITTED,
+                f"the run leaves frontend tool calls {_ids(waiting)} for the application "
+                "to answer, but RUN_FINISHED carries no /outcome/pendingToolCallIds: a producer "
+                "SHOULD name the pending calls",
+                index,
+                pointer,
+            )
+
+    def _check_arguments(self) -> None:
+        """Each call this run started: its complete argument text, as a JSON document."""
+        self._fold_args()
+        for call_id in self._new_calls:
+            self._check_call(call_id)
+
+    def _check_call(self, call_id: Any) -> None:
+        """Once per call per run: the text as streamed (before a snapshot restates it)."""
+        if self._new_calls.get(call_id) or call_id not in self._ends:
+            return
+        self._new_calls[call_id] = True
+        text = "".join(self._args.get(call_id, ()))
+        if text and _json(text) is _MISSING:
+            self._report(
+                LINT_ARGUMENTS_NOT_JSON,
+                f"tool call {_short(call_id)} ({_short(self._calls[call_id]['toolCallName'])}) "
+                f"closed with argument text that is not JSON: {_excerpt(text)}; whoever executes "
+                "it parses that text (JSON is the convention, not a rule)",
+                self._ends.get(call_id),
+                "/toolCallId",
+            )
+
+    # -- messages -----------------------------------------------------------------
+
+    def _message_start(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        known = self._messages.get(message_id)
+        if known is None:
+            self._messages[message_id] = event
+            self._new_messages.add(message_id)
+            return
+        pairs = tuple(
+            (label, known.get(field, default), event.get(field, default))
+            for label, field, default in _MESSAGE_FIELDS
+        )
+        self._disagreement(event, index, "message", message_id, pairs)
+
+    def _message_end(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        history = self._history_text.get(message_id)
+        if not history:
+            return
+        self._fold_texts()
+        if "".join(self._texts.get(message_id, ())) == history:
+            self._restreamed(event["type"], "message", message_id, index, "/messageId")
+
+    def _disagreement(
+        self,
+        event: Event,
+        index: int,
+        what: str,
+        item: Any,
+        pairs: tuple[tuple[str, Any, Any], ...],
+    ) -> None:
+        """A reopening start against the item it reopens; a value left out is no disagreement."""
+        differing = [
+            f"{field} {_short(new)} (was {_short(old)})"
+            for field, old, new in pairs
+            if new is not None and old is not None and new != old
+        ]
+        if differing:
+            self._report(
+                LINT_REOPEN_DISAGREES,
+                f"{event['type']} reopens {what} {_short(item)} with {'; '.join(differing)}: a "
+                f"reopening start MUST agree with the {what} it reopens",
+                index,
+                "",
+            )
+
+    def _restreamed(self, kind: str, what: str, item: Any, index: int, pointer: str) -> None:
+        self._report(
+            LINT_HISTORY_RESTREAMED,
+            f"{kind} closes {what} {_short(item)}, streamed again with what the run input's "
+            "history already holds: the Conversation now holds it twice; restate history with "
+            "MESSAGES_SNAPSHOT, stream only new material",
+            index,
+            pointer,
+        )
+
+    # -- tool calls ---------------------------------------------------------------
+
+    def _call_start(self, event: Event, index: int) -> None:
+        call_id = event["toolCallId"]
+        known = self._calls.get(call_id)
+        if known is None:
+            self._calls[call_id] = event
+            self._new_calls[call_id] = False
+            return
+        pairs = tuple((label, known.get(field), event.get(field)) for label, field in _CALL_FIELDS)
+        self._disagreement(event, index, "tool call", call_id, pairs)
+
+    def _call_end(self, event: Event, index: int) -> None:
+        call_id = event["toolCallId"]
+        self._ends[call_id] = index
+        history = self._history_args.get(call_id)
+        if not history:
+            return
+        self._fold_args()
+        if _same_arguments("".join(self._args.get(call_id, ())), history):
+            self._restreamed("TOOL_CALL_END", "tool call", call_id, index, "/toolCallId")
+
+    def _call_result(self, event: Event, index: int) -> None:
+        self._answer(event["toolCallId"], event["messageId"], index, "/toolCallId", "stream")
+
+    def _answer(self, call_id: Any, message_id: Any, index: int, pointer: str, by: str) -> None:
+        earlier = self._answers.setdefault(call_id, message_id)
+        if earlier != message_id:
+            self._report(
+                LINT_SECOND_RESULT,
+                f"tool message {_short(message_id)} ({by}) answers call {_short(call_id)} at "
+                f"{pointer}, already answered by tool message {_short(earlier)}: the "
+                "Conversation now holds two results for one call",
+                index,
+                pointer,
+            )
+
+    # -- snapshots ----------------------------------------------------------------
+
+    def _messages_snapshot(self, event: Event, index: int) -> None:
+        self._fold_texts()
+        self._fold_args()
+        for position, message in enumerate(event["messages"]):
+            message_id, role = message.get("id"), message.get("role")
+            where = f"/messages/{position}"
+            if role == "tool":
+                self._answer(
+                    message.get("toolCallId"), message_id, index, where + "/toolCallId", "snapshot"
+                )
+                continue
+            if message_id in self._new_messages:
+                restated = message.get("content")
+                restated = restated if isinstance(restated, str) else ""
+                text = "".join(self._texts.get(message_id, ()))
+                if restated != text:
+                    self._contradiction(
+                        index, where + "/content", f"message {_short(message_id)}", text, restated
+                    )
+                # Later deltas append to the restated content (state.mdx reconciliation).
+                self._texts[message_id] = [restated]
+            for number, call in enumerate(_list(message.get("toolCalls"))):
+                self._restated_call(call, index, f"{where}/toolCalls/{number}")
+
+    def _restated_call(self, call: Any, index: int, where: str) -> None:
+        call_id = call.get("id") if isinstance(call, dict) else None
+        if call_id not in self._new_calls:
+            return
+        function = call.get("function") or {}
+        name, restated = function.get("name"), function.get("arguments")
+        restated = restated if isinstance(restated, str) else ""
+        text = "".join(self._args.get(call_id, ()))
+        if not _same_arguments(text, restated):
+            self._contradiction(
+                index, where + "/function/arguments", f"tool call {_short(call_id)}", text, restated
+            )
+        self._check_call(call_id)
+        streamed_name = self._calls[call_id]["toolCallName"]
+        if name is not None and name != streamed_name:
+            self._contradiction(
+                index, where + "/function/name", f"tool call {_short(call_id)}", streamed_name, name
+            )
+        self._args[call_id] = [restated]
+
+    def _contradiction(
+        self, index: int, pointer: str, what: str, streamed: Any, restated: Any
+    ) -> None:
+        self._report(
+            LINT_SNAPSHOT_CONTRADICTS,
+            f"MESSAGES_SNAPSHOT restates {what} at {pointer} as {_excerpt(restated)}, but this run "
+            f"streamed {_excerpt(streamed)}: the UI showed one and now shows the other",
+            index,
+            pointer,
+        )
+
+
+_USAGE_RULES = (
+    (("cachedInputTokens",), "inputTokens", "cache reads are part of the input total"),
+    (("cacheWriteInputTokens",), "inputTokens", "cache writes are part of the input total"),
+    (
+        ("cachedInputTokens", "cacheWriteInputTokens"),
+        "inputTokens",
+        "the two cache counts are disjoint parts of the input total",
+    ),
+    (("reasoningTokens",), "outputTokens", "reasoning is part of the output total"),
+)
+"""(parts, their total, why): the parts never add up to more than the total (lifecycle)."""
+
+_MESSAGE_FIELDS = (
+    ("role", "role", "assistant"),  # absent on a start means assistant
+    ("name", "name", None),
+    ("owner", "subagentRunId", None),
+)
+_CALL_FIELDS = (
+    ("toolCallName", "toolCallName"),
+    ("parentMessageId", "parentMessageId"),
+    ("owner", "subagentRunId"),
+)
+_ORDERED = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT"})
+_CLOSING = frozenset({"TEXT_MESSAGE_END", "REASONING_MESSAGE_END", "TOOL_CALL_END"})
+_FOLD_AT = 4096
+"""Content events set aside before they are folded into text whatever comes next."""
+_IS_TEXT_DELTA = frozenset({"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"}).__contains__
+_IS_ARGS_DELTA = frozenset({"TOOL_CALL_ARGS"}).__contains__
+_MESSAGE_ID, _TOOL_CALL_ID = itemgetter("messageId"), itemgetter("toolCallId")
+_DELTA, _FIRST, _SECOND = itemgetter("delta"), itemgetter(0), itemgetter(1)
+
+
+def _fold(
+    pending: list[Event], item_of: Callable[[Event], Any], texts: dict[Any, list[str]]
+) -> None:
+    """Append the pending deltas to their items' text, in order, and forget them."""
+    if not pending:
+        return
+    pairs = zip(map(item_of, pending), map(_DELTA, pending), strict=True)
+    for item, run in groupby(pairs, key=_FIRST):
+        text = "".join(map(_SECOND, run))
+        if item in texts:
+            texts[item].append(text)
+        else:
+            texts[item] = [text]
+    pending.clear()
+
+
+def _counts(entry: dict[str, Any], names: tuple[str, ...]) -> list[int] | None:
+    """The named counts of a usage entry, or ``None`` unless every one is reported."""
+    counts = [count for name in names if type(count := entry.get(name)) is int]
+    return counts if len(counts) == len(names) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _json(text: str) -> Any:
+    """The JSON value of ``text``, or ``_MISSING`` when it is not a JSON document."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _MISSING
+
+
+def _same_arguments(streamed: str, restated: str) -> bool:
+    """The same text, or the same JSON value (a producer may re-serialise it)."""
+    if streamed == restated:
+        return True
+    value = _json(streamed)
+    return value is not _MISSING and value == _json(restated)
+
+
+def _short(value: Any) -> str:
+    """A producer-supplied value for a message, cut short: a message never grows with it."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _excerpt(value: Any) -> str:
+    return "empty text" if value == "" else _short(value)
+
+
+def _ids(ids: list[Any]) -> str:
+    shown = [_short(item) for item in ids[:5]]
+    return ", ".join(shown) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
