@@ -18,7 +18,7 @@ from agui_pipeline.engine import CANONICAL_ORDER
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
 
-from tests.conftest import CORPUS
+from tests.conftest import corpus_file
 
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
@@ -589,7 +589,7 @@ ENFORCE_FIXTURES = [
 
 @pytest.mark.parametrize("name", ENFORCE_FIXTURES)
 def test_corpus_fixture_verdicts_hold_for_enforce(name: str) -> None:
-    fixture = json.loads((CORPUS / f"{name}.json").read_text())
+    fixture = json.loads(corpus_file(name).read_text())
     expect = fixture["expect"]
     outcome = enforce(*fixture["stream"])
     if expect["outcome"] == "failed":
@@ -612,7 +612,7 @@ def test_corpus_fixture_verdicts_hold_for_enforce(name: str) -> None:
 def test_corpus_admitted_gap_role_follows_the_spec_instead() -> None:
     # unknown-enum-value-role-fatal pins the reference client's gap (the run fails);
     # /spec/1.1/basic/processing strips the role with a warning naming /role.
-    fixture = json.loads((CORPUS / "unknown-enum-value-role-fatal.json").read_text())
+    fixture = json.loads(corpus_file("unknown-enum-value-role-fatal").read_text())
     assert fixture["expect"]["outcome"] == "failed"
     outcome = enforce(*fixture["stream"])
     assert outcome.error is None

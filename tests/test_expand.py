@@ -24,7 +24,7 @@ from agui_pipeline.stages.expand import Expand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import CORPUS, run
+from tests.conftest import corpus_paths, run
 
 Event = dict[str, Any]
 
@@ -712,12 +712,10 @@ def test_hostile_shapes_never_crash_the_stage() -> None:
 
 # -- the corpus fixtures that use chunks, through the default pipeline -----------------------
 
-CHUNK_FIXTURES = sorted(
-    path for path in CORPUS.glob("*.json") if "_CHUNK" in path.read_text(encoding="utf-8")
+
+@pytest.mark.parametrize(
+    "path", corpus_paths(lambda path: "_CHUNK" in path.read_text(encoding="utf-8"))
 )
-
-
-@pytest.mark.parametrize("path", CHUNK_FIXTURES, ids=[p.stem for p in CHUNK_FIXTURES])
 def test_chunk_fixtures(path: Any) -> None:
     fixture = json.loads(path.read_text(encoding="utf-8"))
     expect = fixture["expect"]

@@ -9,7 +9,6 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Pipeline
-from conftest import SCHEMA_PATH, run
 from jsonschema import Draft202012Validator
 
 from benchmarks.workload import (
@@ -20,11 +19,12 @@ from benchmarks.workload import (
     events,
     iter_sse_chunks,
 )
+from tests.conftest import run, spec_schema
 
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    return dict(json.loads(SCHEMA_PATH.read_text()))
+    return spec_schema()
 
 
 @pytest.fixture(scope="module")
