@@ -255,7 +255,8 @@ def test_check_run_input_warns_before_sending_only_on_explicit_false() -> None:
 
 
 def _known(definition: dict[str, Any]) -> dict[str, Any]:
-    return definition.get("properties", {})
+    known: dict[str, Any] = definition.get("properties", {})
+    return known
 
 
 _OPEN = {"metadata", "custom", "parameters"}

@@ -56,7 +56,7 @@ def rejected(*events: dict[str, Any]) -> StreamRejected:
 
 
 def test_clean_batch_passes_untouched_and_quiet() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         dict(RUN, protocolVersion="1.1", timestamp=1_767_225_600_000),
         {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "user", "name": "ann"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"},
@@ -317,7 +317,7 @@ def test_unknown_resume_status_drops_the_entry() -> None:
 
 
 def test_open_objects_pass_untouched_and_quietly() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         {
             "type": "TEXT_MESSAGE_START",
             "messageId": "m",
@@ -531,7 +531,7 @@ def test_malformed_value_in_a_nested_document_is_fatal() -> None:
 
 
 def test_events_before_a_rejection_are_delivered_as_enforced() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         RUN,
         {"type": "FUTURE_EVENT"},
         {"type": "TEXT_MESSAGE_START", "messageId": "m", "extra": 1},

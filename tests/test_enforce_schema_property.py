@@ -236,7 +236,7 @@ def remove(document: Any, path: Path) -> None:
     del get(document, path[:-1])[path[-1]]
 
 
-WRONG = [None, True, 0, -1, 2**53, 5.0, 1.5, "", "s", "~x", [], [1], {}]
+WRONG: list[Any] = [None, True, 0, -1, 2**53, 5.0, 1.5, "", "s", "~x", [], [1], {}]
 """Replacement values; the schema decides which are wrong where."""
 
 
@@ -296,11 +296,11 @@ def cases(draw: st.DrawFn) -> Case:
         target[key] = draw(json_value)
         return Case(original, event, "unrecognised", (*spot.path, key), (*spot.path, key))
     if mutation == "unknown-member":
-        key = discriminator(spot.schema)
-        assert key is not None
+        tag = discriminator(spot.schema)
+        assert tag is not None
         extra = draw(st.dictionaries(st.sampled_from(["value", "id", "data"]), json_value))
-        put(event, spot.path, {**extra, key: "future-" + draw(st.text("xyz", max_size=3))})
-        return Case(original, event, "unrecognised", (*spot.path, key), spot.anchor)
+        put(event, spot.path, {**extra, tag: "future-" + draw(st.text("xyz", max_size=3))})
+        return Case(original, event, "unrecognised", (*spot.path, tag), spot.anchor)
     if mutation == "unknown-value":
         put(event, spot.path, "future-" + draw(st.text("xyz", max_size=3)))
         return Case(original, event, "unrecognised", spot.path, spot.anchor)

@@ -64,7 +64,7 @@ def rejecting_at(index: int, name: str) -> type[Stage]:
                     )
             return batch
 
-    RejectAt.name = name  # type: ignore[misc]
+    RejectAt.name = name
     return RejectAt
 
 
@@ -168,6 +168,7 @@ def _tasks() -> set[object]:
     import trio
 
     root = trio.lowlevel.current_root_task()
+    assert root is not None
     found: set[object] = set()
     pending = [root]
     while pending:

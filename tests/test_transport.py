@@ -356,7 +356,7 @@ def gateway(agent_url: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 async def test_a_gateway_relays_only_what_the_pipeline_delivered(server: ReplayServer) -> None:
-    noisy = [
+    noisy: list[dict[str, Any]] = [
         {**RUN[0], "futureProp": 1},
         {"type": "FUTURE_EVENT", "x": 1},
         *RUN[1:],
