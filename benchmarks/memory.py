@@ -27,7 +27,7 @@ async def _stream(n: int) -> None:
     async with pipeline.open(iter_sse_chunks(n)) as stream:
         async for _batch in stream.batches():
             pass
-    if stream.verdict is None or not stream.verdict.completed:
+    if not stream.verdict.completed:
         raise RuntimeError(f"the benchmark stream was not accepted: {stream.verdict}")
 
 

@@ -57,6 +57,15 @@ TARGET_RATE = 250_000
 """Issue 7's target for the whole default pipeline on this machine class (≈ 4 µs/event)."""
 
 
+def proto_frames(stream: list[dict[str, Any]]) -> bytes | None:
+    """The stream as HTTP + Protobuf frames, or ``None`` without the protobuf runtime."""
+    try:
+        from agui_pipeline._proto.codec import encode_frames
+    except ImportError:
+        return None
+    return encode_frames(stream)
+
+
 def default_pipeline(*, conversation: bool = True) -> Pipeline:
     """The pipeline every figure of this project is for: the default one, fully declared."""
     return Pipeline(capabilities=DECLARATION, conversation=conversation)
@@ -71,7 +80,7 @@ async def _consume(pipeline: Pipeline, reads: Source) -> int:
     async with pipeline.open(reads) as stream:
         async for batch in stream.batches():
             count += len(batch)
-    if stream.verdict is None or not stream.verdict.completed:
+    if not stream.verdict.completed:
         raise RuntimeError(f"the benchmark stream was not accepted: {stream.verdict}")
     return count
 
@@ -164,7 +173,13 @@ def stages_part(report: Report, reads: list[bytes]) -> None:
         )
 
 
-def peers_part(report: Report, body: bytes, reads: list[bytes], jsonl_reads: list[bytes]) -> None:
+def peers_part(
+    report: Report,
+    body: bytes,
+    reads: list[bytes],
+    jsonl_reads: list[bytes],
+    proto_reads: list[bytes] | None = None,
+) -> None:
     n, repeat = report.events, report.repeat
     payloads = frame_payloads(body, "sse")
     works: dict[str, Work] = {
@@ -172,6 +187,9 @@ def peers_part(report: Report, body: bytes, reads: list[bytes], jsonl_reads: lis
         "pipeline-jsonl": pipeline_work(default_pipeline(), jsonl_reads),
         "orjson": peers.prepare_orjson(payloads),
     }
+    if proto_reads is not None:
+        proto_pipeline = Pipeline(capabilities=DECLARATION, framing="proto")
+        works["pipeline-proto"] = pipeline_work(proto_pipeline, proto_reads)
     sdk = peers.prepare_sdk(payloads)
     if sdk is not None:
         works["sdk"] = sdk
@@ -179,6 +197,7 @@ def peers_part(report: Report, body: bytes, reads: list[bytes], jsonl_reads: lis
     labels = {
         "pipeline": "agui-pipeline: the whole default pipeline (SSE, 64 KiB reads)",
         "pipeline-jsonl": "agui-pipeline: the same, the stream as JSON lines (64 KiB reads)",
+        "pipeline-proto": "agui-pipeline: the same, the stream as protobuf frames (64 KiB reads)",
         "orjson": "bare orjson.loads per frame (decode only)",
         "sdk": f"ag-ui-protocol {peers.sdk_version()}: TypeAdapter(Event).validate_json per frame",
     }
@@ -432,8 +451,18 @@ def main(argv: list[str] | None = None) -> int:
     stream = events(args.events)
     body = encode_sse(stream)
     reads = chunks(body)
-    jsonl_reads = chunks(encode_jsonl(stream))
-    del stream
+    jsonl_body = encode_jsonl(stream)
+    jsonl_reads = chunks(jsonl_body)
+    proto_body = proto_frames(stream)
+    proto_reads = None if proto_body is None else chunks(proto_body)
+    wire = [f"SSE {len(body):,}", f"JSON lines {len(jsonl_body):,}"]
+    if proto_body is None:
+        report.notes.append("protobuf runtime not installed (pip install -e '.[proto]'): skipped")
+    else:
+        wire.append(f"protobuf {len(proto_body):,}")
+    sizes = ", ".join(wire)
+    report.notes.append(f"Bytes on the wire for the same {args.events:,} events: {sizes}.")
+    del stream, jsonl_body, proto_body
 
     print("parse vs bare orjson ...", file=sys.stderr)
     for figure in measure_parse(args.events, args.repeat):
@@ -449,11 +478,11 @@ def main(argv: list[str] | None = None) -> int:
     print("stages ...", file=sys.stderr)
     stages_part(report, reads)
     print("peers ...", file=sys.stderr)
-    peers_part(report, body, reads, jsonl_reads)
+    peers_part(report, body, reads, jsonl_reads, proto_reads)
     if args.ts_events:
         print("TypeScript peer ...", file=sys.stderr)
         ts_part(report, args.ts_events)
-    del body, reads, jsonl_reads
+    del body, reads, jsonl_reads, proto_reads
     print("scaling ...", file=sys.stderr)
     scaling_part(report, args.max, args.ts_events)
     print("memory ...", file=sys.stderr)

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from .capabilities import AgentCapabilities
+from .errors import AguiPipelineError
 
 AGENT_TYPES = ("llmAgent", "remoteDialogflowAgent", "remoteA2aAgent")
 CALLBACKS = (
@@ -51,7 +52,7 @@ CALLBACKS = (
 )
 
 
-class AgentResourceError(ValueError):
+class AgentResourceError(AguiPipelineError, ValueError):
     """A field of the agent resource this mapping reads has the wrong type."""
 
     def __init__(self, pointer: str, expected: str, found: Any) -> None:

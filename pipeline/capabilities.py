@@ -14,7 +14,9 @@
 
 A declaration is a document read rarely, so it is a pydantic model (strict: a
 JSON ``"true"`` is not ``true``). Field names are the schema's own camelCase
-names, so a declaration reads the same in Python as in JSON.
+names, so a declaration reads the same in Python as in JSON. ``DeclaredTool``
+and ``DeclaredSubagent`` spell again ``events.Tool`` and ``events.SubagentInfo``;
+``tests/test_schema_agreement.py`` holds them to those ``TypedDict``\\ s.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pydantic import (
     field_validator,
 )
 
+from ._json import describe, escape, join_pointer
 from .catalog import (
     RECONCILE_DECLARATION_UNRECOGNISED,
     RECONCILE_DECLARATION_UNUSABLE,
@@ -44,9 +47,8 @@ from .catalog import (
     RECONCILE_INPUT_REFUSED,
     Code,
 )
-from .errors import Diagnostic
-
-_MAX_SAFE_INTEGER = 9007199254740991
+from .errors import AguiPipelineError, Diagnostic
+from .events import MAX_SAFE_INTEGER, OpenObject
 
 
 def _json_integer(value: Any) -> Any:
@@ -57,10 +59,8 @@ def _json_integer(value: Any) -> Any:
 
 
 JsonInteger = Annotated[
-    int, BeforeValidator(_json_integer), Field(ge=0, le=_MAX_SAFE_INTEGER, strict=True)
+    int, BeforeValidator(_json_integer), Field(ge=0, le=MAX_SAFE_INTEGER, strict=True)
 ]
-OpenObject = dict[str, Any]
-"""An object open by key (``Metadata``, ``custom``, a tool's ``parameters`` schema)."""
 
 
 class _Declared(BaseModel):
@@ -78,7 +78,7 @@ class _Declared(BaseModel):
         return value
 
 
-class Tool(_Declared):
+class DeclaredTool(_Declared):
     """A tool the agent provides (``schema.json#/$defs/Tool``)."""
 
     name: StrictStr
@@ -88,7 +88,9 @@ class Tool(_Declared):
     metadata: OpenObject | None = None
 
 
-class SubagentInfo(_Declared):
+class DeclaredSubagent(_Declared):
+    """A subagent the agent can invoke (``schema.json#/$defs/SubagentInfo``)."""
+
     name: StrictStr
     description: StrictStr | None = None
 
@@ -113,7 +115,7 @@ class TransportCapabilities(_Declared):
 
 class ToolsCapabilities(_Declared):
     supported: StrictBool | None = None
-    items: list[Tool] | None = None
+    items: list[DeclaredTool] | None = None
     parallelCalls: StrictBool | None = None
     clientProvided: StrictBool | None = None
 
@@ -134,7 +136,7 @@ class MultiAgentCapabilities(_Declared):
     supported: StrictBool | None = None
     delegation: StrictBool | None = None
     handoffs: StrictBool | None = None
-    subagents: list[SubagentInfo] | None = None
+    subagents: list[DeclaredSubagent] | None = None
 
 
 class ReasoningCapabilities(_Declared):
@@ -207,7 +209,7 @@ class AgentCapabilities(_Declared):
             return source
         document = _document(source)
         if type(document) is not dict:
-            raise DeclarationUnusable("", f"expected a JSON object, found {_kind(document)}")
+            raise DeclarationUnusable("", f"expected a JSON object, found {describe(document)}")
         try:
             return cls.model_validate(document)
         except ValidationError as exc:
@@ -215,7 +217,7 @@ class AgentCapabilities(_Declared):
             reason = (
                 "a required member is missing"
                 if error["type"] == "missing"
-                else f"{error['msg']}, found {_kind(error['input'])}"
+                else f"{error['msg']}, found {describe(error['input'])}"
             )
             raise DeclarationUnusable(_pointer(error["loc"]), reason) from None
 
@@ -232,7 +234,7 @@ CapabilitiesSource = AgentCapabilities | Mapping[str, Any] | bytes | str | os.Pa
 """A declaration as the caller has it: a model, a dict, JSON bytes or text, or a file path."""
 
 
-class DeclarationUnusable(ValueError):
+class DeclarationUnusable(AguiPipelineError, ValueError):
     """A known field of the declaration carries a value the schema rejects."""
 
     def __init__(self, pointer: str, reason: str) -> None:
@@ -458,32 +460,11 @@ def _unrecognised(model: BaseModel, at: str) -> Iterator[str]:
         yield f"{at}/{escape(name)}"
 
 
-def escape(token: str) -> str:
-    """One JSON Pointer reference token (RFC 6901)."""
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 def _pointer(location: tuple[int | str, ...]) -> str:
     # pydantic appends the name of a failing constraint function to the path;
     # only keys and positions of the document belong in a pointer.
-    return "".join(f"/{escape(str(part))}" for part in location if not _is_validator(part))
+    return join_pointer(part for part in location if not _is_validator(part))
 
 
 def _is_validator(part: int | str) -> bool:
     return isinstance(part, str) and part.startswith(("function-", "constrained-"))
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"a string {value[:40]!r}"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__

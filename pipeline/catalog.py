@@ -2,7 +2,10 @@
 
 A code is the stable name a caller matches on: it never changes meaning
 between releases. Each entry records its default severity and the spec page
-the rule comes from (paths as the corpus spells them, ``/spec/1.1/...``).
+the rule comes from (paths as the corpus spells them, ``/spec/1.1/...``),
+and what to do about it (its own ``advice``, or its section's in
+:data:`ADVICE`) — ``agui-pipeline explain CODE`` prints it, and
+``docs/diagnostics.md`` is generated from this module.
 Stages import the entries they emit; nothing else mints a code.
 
 Sections follow the flow of stages. Add a code to its stage's section.
@@ -30,31 +33,86 @@ class Code:
     severity: Severity
     spec: str
     title: str
+    advice: str = ""
+    """What to do about it, when the code's own words say more than its section's."""
 
     def __str__(self) -> str:
         return self.id
+
+    @property
+    def what_to_do(self) -> str:
+        """What a producer (or the consumer's operator) should do about this finding."""
+        return self.advice or ADVICE[self.id.partition(".")[0]]
+
+    @property
+    def url(self) -> str:
+        return spec_url(self.spec)
 
 
 ALL: dict[str, Code] = {}
 
 
-def _code(id: str, severity: Severity, spec: str, title: str) -> Code:
+def _code(id: str, severity: Severity, spec: str, title: str, advice: str = "") -> Code:
     if id in ALL:
         raise ValueError(f"diagnostic code {id!r} defined twice")
-    entry = Code(id, severity, spec, title)
+    entry = Code(id, severity, spec, title, advice)
     ALL[id] = entry
     return entry
 
+
+SPEC_SITE = "https://ag-ui.com"
+"""Where the spec pages are published (the origin ``schema.json``'s ``$id`` names)."""
+
+
+def spec_url(page: str) -> str:
+    """The published URL of a spec page given as ``/spec/1.1/...`` (a URL stays as it is)."""
+    return page if "://" in page else SPEC_SITE + page
+
+
+ADVICE: dict[str, str] = {
+    "parse": "Fix the producer's framing: every frame must hold one complete JSON object "
+    "(SSE: `data:` lines ended by a blank line; JSON lines: one object per line).",
+    "source": "Check the producer is still sending; raise idle_timeout if a long silence "
+    "is expected.",
+    "limit": "Either the producer sends far more than a UI can use, or the limit is too low "
+    "for this workload: raise it in Limits if the size is legitimate.",
+    "compat": "Nothing was lost on the consumer's side; update the producer to the current "
+    "shapes (DEPRECATIONS.md) to silence it.",
+    "input": "Fix the run input the application builds: send only what schema.json's "
+    "RunAgentInput describes.",
+    "enforce": "Fix the producer to send only what schema.json describes, spelt as it is "
+    "spelt there; values of a known field must have its type.",
+    "expand": "Give the first chunk of each item every field its opener needs, and keep ids "
+    "consistent across chunks.",
+    "verify": "Fix the order of events in the producer: open before continuing, close what "
+    "was opened, one run at a time (lifecycle.mdx and the event's page).",
+    "reconcile": "Make the agent's capabilities declaration say what the agent really does, "
+    "or change the agent to match it.",
+    "conversation": "Fix the producer's state or activity updates: patches must apply to the "
+    "document the consumer holds (send a snapshot first).",
+    "dispatch": "A handler of your application raised: fix the handler; the stream was valid.",
+    "transport": "Fix the endpoint: answer with text/event-stream and keep the connection "
+    "open until the run ends.",
+}
+"""What to do, by section (the part of a code before the dot)."""
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 PROCESSING = "/spec/1.1/basic/processing"
 TRANSPORTS = "/spec/1.1/basic/transports"
 HTTP_SSE = "/spec/1.1/basic/transports/http-sse"
+HTTP_PROTOBUF = "/spec/1.1/basic/transports/http-protobuf"
 
 # --- source and parse -------------------------------------------------------
 
-PARSE_NOT_JSON = _code("parse.not-json", _E, HTTP_SSE, "a frame's bytes are not a JSON document")
+PARSE_NOT_JSON = _code(
+    "parse.not-json",
+    _E,
+    HTTP_SSE,
+    "a frame's bytes are not a JSON document",
+    advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
+    "truncated write or an unescaped newline inside a data: line).",
+)
 PARSE_NOT_OBJECT = _code(
     "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
 )
@@ -72,6 +130,24 @@ PARSE_INCOMPLETE_FRAME = _code(
     _W,
     HTTP_SSE,
     "the stream ended inside a frame; the partial frame was discarded",
+)
+PARSE_PROTO_FRAME = _code(
+    "parse.proto-frame",
+    _E,
+    HTTP_PROTOBUF,
+    "a protobuf frame's bytes do not decode as one event",
+)
+PARSE_PROTO_UNKNOWN_ARM = _code(
+    "parse.proto-unknown-arm",
+    _W,
+    HTTP_PROTOBUF,
+    "a protobuf frame holds an event or content part this build's wire schema predates; dropped",
+)
+PARSE_PROTO_INCOMPLETE_FRAME = _code(
+    "parse.proto-incomplete-frame",
+    _W,
+    HTTP_PROTOBUF,
+    "the body ended inside a protobuf frame (a truncated run); the partial frame was discarded",
 )
 SOURCE_IDLE_TIMEOUT = _code(
     "source.idle-timeout",
@@ -120,6 +196,7 @@ COMPAT_RETIRED_EVENT = _code(
     _W,
     VERSIONING,
     "a retired THINKING_* event was translated into its REASONING_* replacement",
+    advice="Emit REASONING_* events instead of the retired THINKING_* ones.",
 )
 COMPAT_RETIRED_NULL = _code(
     "compat.retired-null",
@@ -206,12 +283,16 @@ ENFORCE_UNKNOWN_EVENT = _code(
     _W,
     PROCESSING,
     "an event of a type this consumer does not recognise was dropped",
+    advice="Send only the event types of the protocol version you declare; for your own data use "
+    "CUSTOM or RAW events.",
 )
 ENFORCE_STRIPPED = _code(
     "enforce.stripped",
     _W,
     PROCESSING,
     "an undescribed property or an unrecognised union member or value was stripped",
+    advice="Remove the member from the producer, or spell it as schema.json does: the message "
+    "names the path, and suggests the known field one edit away (messageID → messageId).",
 )
 ENFORCE_DROPPED = _code(
     "enforce.unrecognised-required",
@@ -224,12 +305,15 @@ ENFORCE_MALFORMED = _code(
     _E,
     PROCESSING,
     "a described field holds a value the schema rejects",
+    advice="Send the field with the type schema.json gives it; the message names the path, what "
+    "was expected and what arrived.",
 )
 ENFORCE_NULL_OPTIONAL = _code(
     "enforce.null-optional",
     _E,
     EVENT_MODEL,
     "an optional field was sent as null; absent means absent, the field must be omitted",
+    advice="Leave an optional field out instead of sending null: absent means absent.",
 )
 
 # --- expand -----------------------------------------------------------------
@@ -242,6 +326,8 @@ EXPAND_FIRST_CHUNK = _code(
     _E,
     STREAMING,
     "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
+    advice="Put the opening fields (messageId and role, or toolCallId and toolCallName) on the "
+    "first chunk of each item.",
 )
 EXPAND_CONFLICTING_REPEAT = _code(
     "expand.conflicting-repeat",
@@ -281,6 +367,8 @@ VERIFY_FIRST_EVENT = _code(
     _E,
     LIFECYCLE,
     "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
+    advice="Send RUN_STARTED first: every event belongs to a run, and a run opens with it "
+    "(RUN_ERROR may open a stream that fails before a run begins).",
 )
 VERIFY_NESTED_RUN = _code(
     "verify.nested-run", _E, LIFECYCLE, "a RUN_STARTED arrived while a run was still active"
@@ -290,6 +378,8 @@ VERIFY_AFTER_CLOSE = _code(
     _E,
     LIFECYCLE,
     "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
+    advice="Start a new run (RUN_STARTED) before sending more events once a run has finished or "
+    "failed.",
 )
 VERIFY_RUN_IDENTITY = _code(
     "verify.run-identity",
@@ -315,6 +405,8 @@ VERIFY_OPEN_AT_FINISH = _code(
     _E,
     LIFECYCLE,
     "RUN_FINISHED arrived while something the run opened was still open",
+    advice="End what the run opened (text messages, tool calls, reasoning, steps, subagents) "
+    "before RUN_FINISHED; the message names what is still open.",
 )
 VERIFY_STEP = _code(
     "verify.step",
@@ -327,12 +419,16 @@ VERIFY_TEXT_MESSAGE = _code(
     _E,
     TEXT_MESSAGES,
     "a text message was opened while open, or continued or closed while not open",
+    advice="Send TEXT_MESSAGE_START, then its CONTENT, then TEXT_MESSAGE_END, for the same "
+    "messageId; do not reopen a message that is open.",
 )
 VERIFY_TOOL_CALL = _code(
     "verify.tool-call-sequence",
     _E,
     TOOL_CALLS,
     "a tool call was opened while open, or continued or closed while not open",
+    advice="Send TOOL_CALL_START, then its ARGS, then TOOL_CALL_END, for the same toolCallId; do "
+    "not reopen a call that is open.",
 )
 VERIFY_REASONING = _code(
     "verify.reasoning-sequence",
@@ -369,18 +465,24 @@ VERIFY_PENDING_CALLS = _code(
     _E,
     TOOL_CALLS,
     "pendingToolCallIds is not exactly the calls the run started and did not answer",
+    advice="List in pendingToolCallIds exactly the tool calls the run started and did not answer.",
 )
 VERIFY_TOOL_RESULT = _code(
     "verify.tool-result",
     _E,
     TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call still open, one nothing names, or a frontend tool call",
+    advice="End a call (TOOL_CALL_END) before answering it, answer only calls that exist, and "
+    "never answer a tool the run input declared: the application runs it and answers in the next "
+    "run's input. Check a recording with --input so the declared tools are known.",
 )
 VERIFY_TOOL_RESULT_UNSEEN = _code(
     "verify.tool-result-unseen",
     _W,
     TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call this consumer cannot see (no run input to look in)",
+    advice="Pass the run input with --input (or from the client) so the answered call can be found"
+    " in the history; if it is not there, the producer answers a call that does not exist.",
 )
 VERIFY_CANCELLED_RESULT = _code(
     "verify.cancelled-result",
@@ -405,6 +507,8 @@ VERIFY_TRUNCATED = _code(
     _E,
     TRANSPORTS,
     "the stream ended while a run was active, or before any event: the run has no outcome",
+    advice="End every run with RUN_FINISHED or RUN_ERROR before closing the connection; if the "
+    "connection drops, the run is lost and must be retried.",
 )
 
 # --- reconcile --------------------------------------------------------------
@@ -428,12 +532,15 @@ RECONCILE_FALSE_CONTRADICTED = _code(
     _W,
     CAPABILITIES,
     "the stream uses a capability the declaration explicitly sets to false",
+    advice="Set the capability to true in the declaration, or stop using it in the agent.",
 )
 RECONCILE_UNLISTED_TOOL = _code(
     "reconcile.unlisted-tool",
     _W,
     CAPABILITIES,
     "a tool was called that is in neither tools.items nor the run input's tools",
+    advice="List the tool in the declaration's tools.items, or have the application declare it in "
+    "the run input, or stop calling it.",
 )
 RECONCILE_CLIENT_TOOL = _code(
     "reconcile.client-tool",
@@ -488,6 +595,8 @@ CONVERSATION_STATE_PATCH = _code(
     _W,
     SNAPSHOTS,
     "a well-formed STATE_DELTA did not apply; the state was left exactly as it was",
+    advice="Send STATE_SNAPSHOT before deltas, and patch paths that exist in it. For a recording, "
+    "pass the run input's state with --input: the deltas apply to that baseline.",
 )
 CONVERSATION_ACTIVITY_PATCH = _code(
     "conversation.activity-patch-failed",
@@ -525,12 +634,15 @@ TRANSPORT_CONTENT_TYPE = _code(
     _W,
     HTTP_SSE,
     "the response is not text/event-stream; its body was read by the framing it shows",
+    advice="Answer with Content-Type: text/event-stream, as the HTTP binding requires.",
 )
 TRANSPORT_CONNECTION_LOST = _code(
     "transport.connection-lost",
     _W,
     HTTP_SSE,
     "the connection failed mid-body; the stream ended there and is judged as it stands",
+    advice="Find what closed the connection (a proxy timeout, a crashed worker); send keep-alive "
+    "comments during long pauses.",
 )
 RESUME_UNCOVERED = _code(
     "input.resume-uncovered",

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-import orjson
 
 from .errors import Diagnostic
-from .stage import Event
+from .events import AnyEvent
 
 
 def parse_headers(values: Sequence[str]) -> dict[str, str]:
@@ -31,23 +30,6 @@ def parse_headers(values: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-def read_input(path: str | None) -> dict[str, Any]:
-    """The run input from ``--input``, or a minimal one for a fresh thread."""
-    if path is None:
-        return {
-            "threadId": f"thread-{uuid.uuid4()}",
-            "runId": f"run-{uuid.uuid4()}",
-            "messages": [],
-        }
-    try:
-        document = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError) as error:
-        raise ValueError(f"cannot read the run input {path}: {error}") from None
-    if type(document) is not dict:
-        raise ValueError(f"the run input {path} is not a JSON object")
-    return document
-
-
 class Progress:
     """A one-line status on stderr while a stream runs: events/s, current run, diagnostics.
 
@@ -55,9 +37,12 @@ class Progress:
     ``interval`` seconds.
     """
 
-    def __init__(self, out: TextIO, interval: float = 0.5) -> None:
+    def __init__(self, out: TextIO, interval: float = 0.5, *, forced: bool = False) -> None:
         self.out = out
         self.interval = interval
+        self.forced = forced
+        """Draw the last line even when the stream ended before the first redraw."""
+        self.shown = False
         self.events = 0
         self.diagnostics = 0
         self.run_id = "-"
@@ -66,7 +51,7 @@ class Progress:
     def diagnostic(self, _diagnostic: Diagnostic) -> None:
         self.diagnostics += 1
 
-    async def write(self, events: Sequence[Event]) -> None:
+    async def write(self, events: Sequence[AnyEvent]) -> None:
         self.events += len(events)
         for event in events:
             if event.get("type") == "RUN_STARTED":
@@ -77,6 +62,7 @@ class Progress:
             self.draw(now)
 
     def draw(self, now: float) -> None:
+        self.shown = True
         rate = self.events / max(now - self.started, 1e-9)
         self.out.write(
             f"\r{self.events} events, {rate:,.0f}/s, run {self.run_id}, "
@@ -85,36 +71,51 @@ class Progress:
         self.out.flush()
 
     def close(self) -> None:
+        if not (self.shown or self.forced):
+            return  # a short stream: no line to finish
         self.draw(time.monotonic())
         self.out.write("\n")
         self.out.flush()
 
 
-def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
+def check_url(
+    url: str,
+    *,
+    framing: str | None,
+    peer_version: str | None,
+    headers: Sequence[str],
+    run_input: dict[str, Any] | None,
+    capabilities: Any = None,
+    progress: Progress | None = None,
+) -> Any:
     """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse).
 
+    ``run_input`` is POSTed (a minimal one for a fresh thread when ``None``);
     ``capabilities`` is the agent's declaration, to reconcile the stream with.
     """
     from .client import HttpAgent
     from .engine import Pipeline
     from .subscribers import Sink
 
-    headers = parse_headers(args.header or [])
-    run_input = read_input(args.input)
-    progress = Progress(sys.stderr) if args.progress or sys.stderr.isatty() else None
     sinks: list[Sink] = [progress] if progress else []
+    # --framing proto asks the agent for the binary binding; the response's Content-Type
+    # then picks the parser (an agent without the binding answers SSE).
+    binary = framing == "proto"
     pipeline = Pipeline(
-        framing=args.framing,
-        peer_max_protocol_version=args.peer_version,
+        framing=None if binary else framing,
+        peer_max_protocol_version=peer_version,
         capabilities=capabilities,
         sinks=sinks,
         on_diagnostic=progress.diagnostic if progress else None,
     )
+    body = run_input if run_input is not None else fresh_input()
 
     async def main() -> Any:
         async with (
-            HttpAgent(args.source, pipeline=pipeline, headers=headers) as agent,
-            agent.open(run_input) as stream,
+            HttpAgent(
+                url, pipeline=pipeline, headers=parse_headers(headers), binary=binary
+            ) as agent,
+            agent.open(body) as stream,
         ):
             return await stream.drain()  # the report needs no events: keep none
 
@@ -123,6 +124,11 @@ def check_url(args: argparse.Namespace, capabilities: Any = None) -> Any:
     finally:
         if progress is not None:
             progress.close()
+
+
+def fresh_input() -> dict[str, Any]:
+    """A minimal run input for a fresh thread (``check URL`` without ``--input``)."""
+    return {"threadId": f"thread-{uuid.uuid4()}", "runId": f"run-{uuid.uuid4()}", "messages": []}
 
 
 def add_serve(commands: Any) -> None:
@@ -157,6 +163,12 @@ def add_serve(commands: Any) -> None:
         "--content-type", default="text/event-stream", help="the response Content-Type"
     )
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
+    serve.add_argument(
+        "--proto",
+        action="store_true",
+        help="answer in protobuf frames when the request's Accept admits "
+        "application/vnd.ag-ui.event+proto (SSE otherwise); needs the 'proto' extra",
+    )
 
 
 def run_serve(args: argparse.Namespace) -> None:
@@ -177,6 +189,7 @@ def run_serve(args: argparse.Namespace) -> None:
         status=args.status,
         content_type=args.content_type,
         token=args.token,
+        proto=args.proto,
     )
 
     def listening(url: str) -> None:

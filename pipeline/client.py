@@ -8,7 +8,8 @@ What can go wrong, and what each is:
 - an error status before the stream: the run never started — :class:`HttpStatusError`,
   with the status and an excerpt of the body;
 - no connection, or no response within the timeouts: :class:`RequestFailed`;
-- a content type other than ``text/event-stream``: a diagnostic, and the body
+- a content type other than ``text/event-stream`` (or, with ``binary=True``
+  asked, ``application/vnd.ag-ui.event+proto``): a diagnostic, and the body
   is read with the framing its first bytes show;
 - a connection that drops, or a transport error, mid-body: the stream ends
   there, with a diagnostic, and is judged as it stands — a run left open is a
@@ -30,9 +31,11 @@ import anyio
 import httpx
 import orjson
 
+from ._proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
+from ._proto import TRANSPORT as PROTO_TRANSPORT
 from .catalog import TRANSPORT_CONNECTION_LOST, TRANSPORT_CONTENT_TYPE
 from .engine import EventStream, Pipeline, RunResult
-from .errors import Diagnostic
+from .errors import AguiPipelineError, Diagnostic
 from .run_input import prepare_input
 from .stage import Event, StreamContext
 
@@ -41,7 +44,7 @@ BODY_EXCERPT = 2048
 """Bytes of an error response kept on :class:`HttpStatusError`."""
 
 
-class RequestFailed(Exception):
+class RequestFailed(AguiPipelineError):
     """The request produced no event stream: the run never started (or was never seen to)."""
 
     def __init__(self, url: str, message: str) -> None:
@@ -78,6 +81,11 @@ class HttpAgent:
     and ``auth`` go on every request (an ``httpx.Auth`` or a
     ``(user, password)`` pair). Pass ``client`` to share an
     ``httpx.AsyncClient`` (its own timeouts then apply to connecting).
+
+    ``binary=True`` asks for the HTTP + Protobuf binding (needs the ``proto``
+    extra): ``Accept`` names both media types, and each response is read by the
+    parser its ``Content-Type`` names — SSE stays possible, since a producer
+    without the binding answers SSE (``/spec/1.1/basic/transports/http-protobuf``).
     """
 
     def __init__(
@@ -89,8 +97,11 @@ class HttpAgent:
         auth: httpx.Auth | tuple[str, str] | None = None,
         connect_timeout: float = 10.0,
         client: httpx.AsyncClient | None = None,
+        binary: bool = False,
     ) -> None:
         self.url = url
+        self.accept = f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}" if binary else SSE_MEDIA_TYPE
+        """The ``Accept`` of every request: explicit media types, never a wildcard."""
         self.pipeline = pipeline or Pipeline()
         self.headers = dict(headers or {})
         self.auth = auth
@@ -132,7 +143,7 @@ class HttpAgent:
             **self.headers,
             **(headers or {}),
             "Content-Type": "application/json",
-            "Accept": SSE_MEDIA_TYPE,
+            "Accept": self.accept,
         }
         idle = math.inf if options.idle_timeout is None else options.idle_timeout
         async with AsyncExitStack() as stack:
@@ -206,8 +217,12 @@ async def _status_error(url: str, response: httpx.Response, idle: float) -> Http
 
 def _check_content_type(ctx: StreamContext, response: httpx.Response) -> None:
     content_type = response.headers.get("content-type", "")
-    if content_type.split(";")[0].strip().lower() == SSE_MEDIA_TYPE:
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type == SSE_MEDIA_TYPE:
         ctx.transport = "http+sse"
+        return
+    if media_type == PROTO_MEDIA_TYPE:
+        ctx.transport = PROTO_TRANSPORT  # parse reads the body as protobuf frames
         return
     ctx.report(
         TRANSPORT_CONTENT_TYPE,

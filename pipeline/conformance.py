@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,7 +38,7 @@ import anyio
 import orjson
 
 from .engine import Outcome, Pipeline, RunResult
-from .errors import Diagnostic, InputRejected
+from .errors import AguiPipelineError, Diagnostic, InputRejected
 from .patch import json_equal
 from .run_input import prepare_input
 from .sources import Source
@@ -96,7 +97,7 @@ DEVIATIONS: dict[str, Deviation] = {
 # -- fixtures ----------------------------------------------------------------------------
 
 
-class FixtureError(Exception):
+class FixtureError(AguiPipelineError):
     """A fixture file that cannot be read as a fixture."""
 
 
@@ -407,9 +408,9 @@ def _messages_match(replay: Replay, expected: Any) -> str | None:
 
 def _state_match(replay: Replay, expected: Any) -> str | None:
     result = replay.result
-    if result is None or result.conversation is None:
+    if result is None or result.materialised is None:
         return "no Conversation was materialised"
-    return subset_mismatch(expected, result.conversation.state, "")
+    return subset_mismatch(expected, result.materialised.state, "")
 
 
 def _request_match(replay: Replay, expected: Any) -> str | None:
@@ -491,15 +492,15 @@ def _error_message(replay: Replay) -> str | None:
     return replay.result.verdict.message
 
 
-def _events(replay: Replay) -> list[dict[str, Any]]:
+def _events(replay: Replay) -> Sequence[Mapping[str, Any]]:
     return [] if replay.result is None else replay.result.events
 
 
 def _messages(replay: Replay) -> list[dict[str, Any]] | None:
     result = replay.result
-    if result is None or result.conversation is None:
+    if result is None or result.materialised is None:
         return None
-    messages: list[dict[str, Any]] = result.conversation.messages
+    messages: list[dict[str, Any]] = result.materialised.messages
     return messages
 
 
@@ -527,15 +528,33 @@ def _show(value: Any) -> str:
 # -- the command line ---------------------------------------------------------------------
 
 
+CORPUS_HELP = """\
+where the corpus lives:
+  The official AG-UI conformance corpus is published with the specification in
+  the AG-UI repository (github.com/ag-ui-protocol/ag-ui), folder
+  spec/1.1/conformance: one JSON fixture per file under streams/, and a README
+  describing the format. Clone or download the repository and point PATH at it:
+
+    agui-pipeline conformance ag-ui/spec/1.1/conformance/streams
+
+  Any folder of fixtures in the same format works. `agui-pipeline check FIXTURE`
+  checks one fixture's stream against its input, as an ordinary source."""
+
+
 def add_command(commands: Any) -> None:
     """Register ``agui-pipeline conformance PATH... [--json]``."""
     command = commands.add_parser(
         "conformance",
         help="replay conformance corpus fixtures and check what each expects",
-        description="Replay each fixture (a file, or every *.json in a folder) through the "
-        "default pipeline and check every key of its 'expect'. Prints 'ok NAME' or "
-        "'FAIL NAME: ...' per fixture and 'N passed, M failed' last. Exit status 0 only "
-        "when every fixture passed.",
+        description=textwrap.fill(
+            "Replay each fixture (a file, or every *.json in a folder) through the default "
+            "pipeline and check every key of its 'expect'. Prints 'ok NAME' or "
+            "'FAIL NAME: ...' per fixture and 'N passed, M failed' last. Exit status 0 only "
+            "when every fixture passed.",
+            78,
+        ),
+        epilog=CORPUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     command.add_argument("paths", nargs="+", metavar="PATH", help="a fixture file or folder")
     command.add_argument("--json", action="store_true", help="print a JSON report instead")

@@ -73,6 +73,7 @@ from typing import Any
 
 import orjson
 
+from ._json import copy_json
 from .catalog import (
     CONVERSATION_ACTIVITY_PATCH,
     CONVERSATION_ACTIVITY_TARGET,
@@ -83,7 +84,7 @@ from .catalog import (
     LIMIT_TEXT_CHARS,
 )
 from .errors import StreamRejected
-from .patch import PatchBudget, PatchFailed, PatchTooLarge, apply_patch, copy_json
+from .patch import PatchBudget, PatchFailed, PatchTooLarge, apply_patch
 from .stage import Batch, Event, StreamContext
 
 Message = dict[str, Any]
@@ -578,7 +579,7 @@ class Conversation:
         copy = dict(message)
         message_id = copy["id"]
         if type(copy.get("toolCalls")) is list:
-            copy["toolCalls"] = [_copy_call(call) for call in copy["toolCalls"]]
+            copy["toolCalls"] = [copy_json(call) for call in copy["toolCalls"]]
             for call in copy["toolCalls"]:
                 merged = self._call_metadata.get(call.get("id"))
                 if merged is not None and "metadata" in call:
@@ -642,14 +643,3 @@ _NO_RUN = _Pieces("")
 def _attribute(message: Message, event: Event) -> None:
     if "subagentRunId" in event:
         message["subagentRunId"] = event["subagentRunId"]
-
-
-def _copy_call(call: Any) -> Any:
-    if type(call) is not dict:
-        return call
-    copy = dict(call)
-    if type(copy.get("function")) is dict:
-        copy["function"] = dict(copy["function"])
-    if type(copy.get("metadata")) is dict:
-        copy["metadata"] = dict(copy["metadata"])
-    return copy

@@ -18,28 +18,34 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
+from types import TracebackType
 from typing import Any
 
 import anyio
 
+from .capabilities import CapabilitiesSource, Declaration
 from .catalog import SOURCE_IDLE_TIMEOUT
-from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated
-from .sources import Source, iter_chunks, may_stall
+from .conversation import Conversation
+from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated, UsageError
+from .events import AnyEvent
+from .options import UNSET, Limits, Options, Unset, changed
+from .sources import Source, check_source, iter_chunks, may_stall
 from .stage import (
     Batch,
     Counters,
+    Decoder,
     DecoderFactory,
     Event,
-    Options,
     RunRecord,
     Stage,
     StageFactory,
     StreamContext,
     empty_batch,
 )
+from .subscribers import HandlerMap, Handlers, Sink, delivered
 
 
 class Outcome(StrEnum):
@@ -68,9 +74,8 @@ class Verdict:
 
     @property
     def code(self) -> str | None:
-        if isinstance(self.error, StreamRejected):
-            return self.error.code
-        return None if self.error is None else "dispatch.handler-failed"
+        """The catalog code of the error (``dispatch.handler-failed`` for a handler's)."""
+        return None if self.error is None else self.error.code
 
     @property
     def message(self) -> str | None:
@@ -98,17 +103,32 @@ class Verdict:
 class RunResult:
     """Everything one stream produced: what was delivered, what was said, the verdict."""
 
-    events: list[Event]
+    events: list[AnyEvent]
     verdict: Verdict
     diagnostics: list[Diagnostic]
     counters: Counters
-    conversation: Any = None
-    """The materialised conversation, when the pipeline has a stage that builds one."""
     transport: str | None = None
     suppressed: dict[str, int] = field(default_factory=dict)
     """Diagnostics over the ``max_diagnostics`` limit, counted by code."""
     runs: list[RunRecord] = field(default_factory=list)
     """The runs on the stream in order, with how each ended (kept by verify)."""
+    materialised: Conversation | None = field(default=None, repr=False)
+    """The Conversation, or ``None`` when the pipeline builds none (see :attr:`conversation`)."""
+
+    @property
+    def conversation(self) -> Conversation:
+        """The materialised Conversation: messages, state, pending interrupts.
+
+        Raises :class:`~agui_pipeline.UsageError` when the pipeline builds none
+        (``Pipeline(conversation=False)``, or no dispatch stage); the
+        ``materialised`` field is the same value, ``None`` in those cases.
+        """
+        if self.materialised is None:
+            raise UsageError(
+                "this result has no Conversation: the pipeline was made with "
+                "conversation=False, or without the dispatch stage that builds it"
+            )
+        return self.materialised
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -123,46 +143,82 @@ class RunResult:
 class EventStream:
     """One stream going through a pipeline, read as it arrives.
 
-    Iterate it for delivered events (``async for event in stream``), or
-    :meth:`batches` for the lists as each read delivers them. Use it as an
-    async context manager so the source is closed even if you stop early::
+    Read it inside ``async with``, which closes the source however the block
+    ends (a ``break``, an exception, a cancellation); the verdict is there once
+    the stream has been read to its end::
 
         async with pipeline.open(source) as stream:
-            async for event in stream:
+            async for event in stream:     # each delivered event, an AnyEvent
                 ...
-        print(stream.verdict)
+        print(stream.verdict.outcome)
+
+    :meth:`batches` gives the lists as each read delivers them instead, and
+    :meth:`drain` judges a stream without keeping its events (no ``async with``
+    needed). Iterating outside ``async with`` raises
+    :class:`~agui_pipeline.UsageError` before anything is opened, so an
+    abandoned loop cannot leave a file or a connection open.
     """
 
     def __init__(self, pipeline: Pipeline, source: Source, ctx: StreamContext) -> None:
+        check_source(source)
         self._pipeline = pipeline
         self._source = source
         self.context = ctx
-        self.verdict: Verdict | None = None
-        """Set once the stream has ended (``None`` while it is still being read)."""
+        self._verdict: Verdict | None = None
+        self._entered = False
+        self._closed = False
         self._batches: AsyncGenerator[Batch, None] | None = None
-        self._pending: Iterator[Event] = iter(())
+        self._pending: Iterator[AnyEvent] = iter(())
 
     # -- reading ------------------------------------------------------------
 
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has been read to its end (and so has a :attr:`verdict`)."""
+        return self._verdict is not None
+
+    @property
+    def verdict(self) -> Verdict:
+        """How the consumer judged the stream; :class:`~agui_pipeline.UsageError` before its end."""
+        if self._verdict is None:
+            if self._closed:
+                raise UsageError(
+                    "the stream was closed before its end (the loop stopped early): "
+                    "it has no verdict"
+                )
+            raise UsageError("the stream has not ended: read it to the end or use drain()")
+        return self._verdict
+
     def batches(self) -> AsyncIterator[Batch]:
-        """Delivered events, one batch per read."""
+        """Delivered events, one batch per read (inside ``async with``, like iteration)."""
+        if self._closed:
+            raise UsageError("the stream was closed: a stream is read once, inside async with")
         if self._batches is None:
+            if not self._entered:
+                raise UsageError(
+                    "read an EventStream inside `async with pipeline.open(source) as "
+                    "stream:`, which closes the source when the block ends; or use "
+                    "await pipeline.run(source) or await stream.drain()"
+                )
             self._batches = self._run()
         return self._batches
 
     def __aiter__(self) -> EventStream:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> AnyEvent:
         for event in self._pending:
             return event
         async for batch in self.batches():
-            self._pending = iter(batch.events)
+            self._pending = iter(delivered(batch.events))
             for event in self._pending:
                 return event
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
+        """Close the source (a file, a connection, your iterator); reading stops here."""
+        self._closed = True
+        self._pending = iter(())
         if self._batches is not None:
             await self._batches.aclose()
 
@@ -182,22 +238,29 @@ class EventStream:
     def result(self, events: list[Event]) -> RunResult:
         """The :class:`RunResult` of this stream once read to its end, with ``events`` delivered."""
         ctx = self.context
-        assert self.verdict is not None, "the stream has not been read to its end"
         return RunResult(
-            events=events,
+            events=delivered(events),
             verdict=self.verdict,
             diagnostics=ctx.diagnostics,
             counters=ctx.counters,
-            conversation=ctx.conversation,
             transport=ctx.transport,
             suppressed=ctx.suppressed,
             runs=ctx.runs,
+            materialised=ctx.conversation,
         )
 
     async def __aenter__(self) -> EventStream:
+        if self._closed:
+            raise UsageError("the stream was closed: a stream is read once")
+        self._entered = True
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         await self.aclose()
 
     # -- the engine ---------------------------------------------------------
@@ -231,119 +294,140 @@ class EventStream:
                             event_index=counters.read,
                         )
                         break
-                    batch = await _through(stages, 0, await _decode(stages, decoder.feed, chunk))
+                    batch = await _read(decoder, stages, chunk)
                     if batch.events:
                         counters.delivered += len(batch.events)
                         yield batch
-                batch = await _finish(stages, await _decode(stages, decoder.finish))
+                batch = await _read(decoder, stages, None)
                 if batch.events:
                     counters.delivered += len(batch.events)
                     yield batch
         except _Ended as ended:
             # Set before the last yield: a consumer may stop reading right there.
-            self.verdict = _verdict_of(ended.error)
+            self._verdict = _verdict_of(ended.fault)
             if ended.delivered.events:
                 counters.delivered += len(ended.delivered.events)
                 yield ended.delivered
             return
-        self.verdict = Verdict(Outcome.COMPLETED)
+        self._verdict = Verdict(Outcome.COMPLETED)
+
+
+# How one read travels: ``_read`` decodes it and hands the batch to ``_through``, which
+# runs it through every stage in one loop. When a step faults, ``_after_fault`` says what
+# of its batch goes on, and ``_through`` carries that through the stages after it before
+# ending the stream with ``_Ended`` — caught once, in ``EventStream._run``.
+
+Fault = StreamRejected | HandlerFailed
 
 
 class _Ended(Exception):
     """Internal: the stream ended early; carries what to deliver before the verdict."""
 
-    def __init__(self, error: StreamRejected | HandlerFailed, delivered: Batch) -> None:
-        self.error = error
+    def __init__(self, fault: Fault, delivered: Batch) -> None:
+        self.fault = fault
         self.delivered = delivered
 
 
-def _verdict_of(error: StreamRejected | HandlerFailed) -> Verdict:
-    if isinstance(error, StreamTruncated):
-        return Verdict(Outcome.TRUNCATED, error)
-    if isinstance(error, StreamRejected):
-        return Verdict(Outcome.REJECTED, error)
-    return Verdict(Outcome.HANDLER_FAILED, error)
+def _verdict_of(fault: Fault) -> Verdict:
+    if isinstance(fault, StreamTruncated):
+        return Verdict(Outcome.TRUNCATED, fault)
+    if isinstance(fault, StreamRejected):
+        return Verdict(Outcome.REJECTED, fault)
+    return Verdict(Outcome.HANDLER_FAILED, fault)
 
 
-async def _through(stages: list[Stage], start: int, batch: Batch) -> Batch:
-    """Run ``batch`` through ``stages[start:]``.
+async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:
+    """One read decoded and run through every stage; ``None``: the end of the stream."""
+    try:
+        batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
+    except StreamRejected as fault:
+        raise _Ended(
+            fault, await _through(stages, _after_fault(fault, None, empty_batch()))
+        ) from None
+    except Exception as error:
+        error.add_note(f"raised in the {decoder.name!r} stage (the decoder)")
+        raise
+    return await _through(stages, batch, flush=chunk is None)
 
-    When a stage ends the stream, what it had already accepted from the batch
-    still goes through the stages after it — a stage further on may find an
-    earlier fault, and then that one is the verdict.
+
+async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) -> Batch:
+    """``batch`` through every stage in turn; with ``flush`` (the end of the stream), each
+    stage's :meth:`~Stage.finish` right after it has seen the batch, its tail going on.
+
+    After a fault, what the faulting stage kept (``_after_fault``) still goes through
+    the stages after it, unflushed: a later stage may find an earlier fault there, and
+    then that one is the verdict. A stage's other exceptions propagate, noted with its
+    name. After a stage that is not built in, what the batch knew of its events
+    (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place.
     """
-    position = start
-    try:
-        # One loop, one await per stage: this runs once per read, often for one event.
-        for position in range(start, len(stages)):
-            if not batch.events:
-                return batch
-            batch = await _process(stages[position], batch)
-    except (StreamRejected, HandlerFailed) as error:
-        # ``batch`` is still what the failing stage was given.
-        raise await _stage_ended(stages, position, batch, error) from None
-    return batch
-
-
-async def _step(stages: list[Stage], position: int, batch: Batch) -> Batch:
-    """One stage on one batch (at end of stream, between flushes)."""
-    try:
-        return await _process(stages[position], batch)
-    except (StreamRejected, HandlerFailed) as error:
-        raise await _stage_ended(stages, position, batch, error) from None
-
-
-async def _process(stage: Stage, batch: Batch) -> Batch:
-    """``stage`` on ``batch``; after a stage of yours, what the batch knew of its events
-    (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place."""
-    batch = await stage.process(batch)
-    if type(stage) not in _built_in_stages():
-        batch.changed()
-    return batch
-
-
-async def _stage_ended(
-    stages: list[Stage], position: int, batch: Batch, error: StreamRejected | HandlerFailed
-) -> _Ended:
-    kept = batch.before(error.event_index)
-    # The batch's events from the fault on were taken in and go no further.
-    stages[position].ctx.counters.discarded += len(batch) - len(kept)
-    accepted = kept if error.accepted is None else error.accepted
-    return await _ended(stages, position, accepted, error)
-
-
-async def _decode(stages: list[Stage], decode: Callable[..., Batch], *chunk: bytes) -> Batch:
-    """Decode one read (or the end of the stream) into a batch."""
-    try:
-        return decode(*chunk)
-    except StreamRejected as error:
-        raise await _ended(stages, -1, error.accepted or empty_batch(), error) from None
-
-
-async def _finish(stages: list[Stage], batch: Batch) -> Batch:
-    """End of stream: flush each stage in order, each one's tail going on downstream."""
-    for position, stage in enumerate(stages):
-        if batch.events:
-            batch = await _step(stages, position, batch)
+    fault: Fault | None = None
+    built_in = _built_in_stages()
+    # One loop, one await per stage: this runs once per read, often for one event.
+    for stage in stages:
+        given, finishing = batch, False
         try:
-            tail = await stage.finish()
+            if batch.events:
+                batch = await stage.process(batch)
+                if type(stage) not in built_in:
+                    batch.changed()
+            if flush:
+                finishing = True
+                tail = await stage.finish()
+                if tail.events:
+                    batch = batch + tail
         except (StreamRejected, HandlerFailed) as error:
-            # Raised at end of stream (a truncated run, say): everything the
-            # stage passed stays delivered.
-            if error.accepted is not None:
-                batch = batch + error.accepted
-            raise await _ended(stages, position, batch, error) from None
-        if tail.events:
-            batch = batch + tail
+            fault, flush = error, False
+            batch = _after_fault(error, stage, batch if finishing else given, at_finish=finishing)
+        except Exception as error:
+            error.add_note(f"raised in the {stage.name!r} stage")
+            raise
+    if fault is not None:
+        raise _Ended(fault, batch)
     return batch
 
 
-async def _ended(
-    stages: list[Stage], position: int, accepted: Batch, error: StreamRejected | HandlerFailed
-) -> _Ended:
-    """The stream ends at ``stages[position]``: deliver ``accepted`` through the rest."""
-    error.accepted = None
-    return _Ended(error, await _through(stages, position + 1, accepted))
+def _after_fault(
+    fault: Fault, step: Stage | None, given: Batch, *, at_finish: bool = False
+) -> Batch:
+    """The engine's fault-delivery rule: what of a faulting step's batch goes on downstream.
+
+    ``step`` is the stage (``None``: the decoder); ``given`` is what it had been
+    handed — or, at ``finish()`` (``at_finish``), what it had already passed.
+    ``fault.kept`` is set only by :func:`~agui_pipeline.stage.reject_after`. What
+    goes on is delivered once the stages after ``step`` have passed it (``_through``):
+
+    ===  ===============================================  ==========================================
+    row  the fault                                        what goes on to the stages after
+    ===  ===============================================  ==========================================
+    1    parse rejects a frame                            the events decoded before it (``kept``);
+                                                          nothing of the read if parse did not say
+    2    a stage rejects mid-batch with ``reject_after``  ``kept``: what it kept before the fault
+                                                          (verify: the batch before the fault)
+    3    a stage rejects without ``kept``                 nothing of the batch: fail closed (a
+                                                          redaction it made cannot leak)
+    4    a stage's ``finish()`` rejects (truncation)      everything it passed, then ``kept`` if any
+    5    dispatch: a handler or sink raises               the events handled before it (``kept``)
+    6    a later stage faults on what went on             that fault is the verdict (it is earlier
+                                                          in the stream); this rule applies to it
+    7    a stage raises anything else (a bug)             nothing: it propagates as itself, noted
+                                                          with the stage's name; no verdict
+    ===  ===============================================  ==========================================
+
+    Rows 6 and 7 are ``_through``'s. The events from the fault on count as
+    ``discarded``, as do all of a batch that fails closed.
+    """
+    kept = fault.kept
+    fault.kept = None  # said once: the fault travels on as the verdict
+    if step is None:  # row 1: the decoder counts what it read
+        return kept or empty_batch()
+    if at_finish:  # row 4
+        return given if kept is None else given + kept
+    counters = step.ctx.counters
+    if kept is None:  # row 3
+        counters.discarded += len(given)
+        return empty_batch()
+    counters.discarded += len(given) - len(given.before(fault.event_index))
+    return kept  # rows 2 and 5
 
 
 def _default_stages() -> list[tuple[str, StageFactory]]:
@@ -392,7 +476,8 @@ class Pipeline:
         result = await pipeline.run(Path("run.sse"))
 
     A ``Pipeline`` is immutable and can run many streams at once; the methods
-    that change the stage list return a new one.
+    that change the stage list or the settings return a new one, and a copy
+    shares nothing that can change (its :class:`~agui_pipeline.Options` is frozen).
     """
 
     def __init__(
@@ -400,15 +485,45 @@ class Pipeline:
         *,
         middleware: Sequence[StageFactory] = (),
         options: Options | None = None,
-        **settings: Any,
+        limits: Limits | Unset = UNSET,
+        framing: str | Unset | None = UNSET,
+        idle_timeout: float | Unset | None = UNSET,
+        peer_max_protocol_version: str | Unset | None = UNSET,
+        on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
+        handlers: Handlers | HandlerMap | Unset | None = UNSET,
+        sinks: Sequence[Sink] | Unset = UNSET,
+        conversation: bool | Unset = UNSET,
+        capabilities: Declaration | CapabilitiesSource | Unset | None = UNSET,
     ) -> None:
-        """``settings`` are :class:`~agui_pipeline.stage.Options` fields, e.g.
-        ``Pipeline(idle_timeout=30, limits=Limits(max_frame_bytes=1 << 20))``."""
-        self.options = replace(options, **settings) if options else Options(**settings)
+        """Each setting is the :class:`~agui_pipeline.Options` field of that name, over
+        ``options`` when given: ``Pipeline(idle_timeout=30, limits=Limits(max_depth=64))``.
+
+        The settings are read here, once: the capabilities declaration is loaded,
+        the handler registry closed, the sinks fixed.
+        """
+        self._options: Options = changed(
+            options or Options(),
+            {
+                "limits": limits,
+                "framing": framing,
+                "idle_timeout": idle_timeout,
+                "peer_max_protocol_version": peer_max_protocol_version,
+                "on_diagnostic": on_diagnostic,
+                "handlers": handlers,
+                "sinks": sinks,
+                "conversation": conversation,
+                "capabilities": capabilities,
+            },
+        )
         self.decoder: DecoderFactory = _default_decoder()
         self._stages: list[tuple[str, StageFactory]] = _default_stages()
         for factory in middleware:
             self._stages = self.insert_before(MIDDLEWARE_SLOT, factory)._stages
+
+    @property
+    def options(self) -> Options:
+        """The settings, frozen and read once (change them with :meth:`with_options`)."""
+        return self._options
 
     # -- the stage list -------------------------------------------------------
 
@@ -449,10 +564,35 @@ class Pipeline:
         del copy._stages[self._position(anchor)]
         return copy
 
-    def with_options(self, **changes: Any) -> Pipeline:
-        """A copy with some :class:`~agui_pipeline.stage.Options` changed."""
+    def with_options(
+        self,
+        *,
+        limits: Limits | Unset = UNSET,
+        framing: str | Unset | None = UNSET,
+        idle_timeout: float | Unset | None = UNSET,
+        peer_max_protocol_version: str | Unset | None = UNSET,
+        on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
+        handlers: Handlers | HandlerMap | Unset | None = UNSET,
+        sinks: Sequence[Sink] | Unset = UNSET,
+        conversation: bool | Unset = UNSET,
+        capabilities: Declaration | CapabilitiesSource | Unset | None = UNSET,
+    ) -> Pipeline:
+        """A copy with the settings passed changed (the same names as ``Pipeline(...)``)."""
         copy = self._copy()
-        copy.options = replace(self.options, **changes)
+        copy._options = changed(
+            self._options,
+            {
+                "limits": limits,
+                "framing": framing,
+                "idle_timeout": idle_timeout,
+                "peer_max_protocol_version": peer_max_protocol_version,
+                "on_diagnostic": on_diagnostic,
+                "handlers": handlers,
+                "sinks": sinks,
+                "conversation": conversation,
+                "capabilities": capabilities,
+            },
+        )
         return copy
 
     def _position(self, anchor: str) -> int:
@@ -479,7 +619,7 @@ class Pipeline:
 
     def _copy(self) -> Pipeline:
         copy = object.__new__(Pipeline)
-        copy.options = self.options
+        copy._options = self._options
         copy.decoder = self.decoder
         copy._stages = list(self._stages)
         return copy
@@ -491,11 +631,19 @@ class Pipeline:
         return StreamContext(self.options, run_input)
 
     def open(self, source: Source, *, run_input: dict[str, Any] | None = None) -> EventStream:
-        """Start one stream; iterate the result for delivered events."""
+        """One stream, read inside ``async with pipeline.open(source) as stream:``.
+
+        Nothing is opened until the stream is read; a value no reader takes
+        raises ``TypeError`` here.
+        """
         return EventStream(self, source, self.context(run_input))
 
     async def run(self, source: Source, *, run_input: dict[str, Any] | None = None) -> RunResult:
-        """Read a whole stream and return the delivered events, diagnostics and verdict."""
+        """Read a whole stream and return the delivered events, diagnostics and verdict.
+
+        ``source`` is a path (``Path`` or ``str``), ``"-"`` for stdin, the stream's
+        bytes, or an iterable of chunks (see :data:`~agui_pipeline.Source`).
+        """
         events: list[Event] = []
         async with self.open(source, run_input=run_input) as stream:
             async for batch in stream.batches():
@@ -518,10 +666,12 @@ CANONICAL_ORDER = [
 ]
 
 
-def run_sync(source: Source, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResult:
+def run_sync(
+    source: Source, pipeline: Pipeline | None = None, *, run_input: dict[str, Any] | None = None
+) -> RunResult:
     """Run one stream to the end from synchronous code (starts an event loop)."""
     chosen = pipeline or Pipeline()
-    return anyio.run(lambda: chosen.run(source, **kwargs))
+    return anyio.run(lambda: chosen.run(source, run_input=run_input))
 
 
 __all__ = [
@@ -530,6 +680,5 @@ __all__ = [
     "Pipeline",
     "RunResult",
     "Verdict",
-    "empty_batch",
     "run_sync",
 ]

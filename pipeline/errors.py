@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .catalog import Code, Severity
+from .catalog import HANDLER_FAILED, Code, Severity
 
 if TYPE_CHECKING:
     from .stage import Batch
@@ -56,6 +56,25 @@ class Diagnostic:
         return record
 
 
+class AguiPipelineError(Exception):
+    """The root of every error this library raises on purpose.
+
+    ``except AguiPipelineError`` catches a rejected stream, a failed handler, a
+    malformed run input, an unusable declaration, a failed request and a
+    misused stream, and nothing that is a bug (a ``KeyError`` in a stage of
+    yours surfaces as itself).
+    """
+
+
+class UsageError(AguiPipelineError, RuntimeError):
+    """The API was used out of order; the message says which rule was broken.
+
+    For example: a stream is read inside ``async with pipeline.open(source) as
+    stream:``, its verdict once it has ended, and a handler registry is filled
+    before a pipeline takes it.
+    """
+
+
 def _render(
     code: str, message: str, event_index: int | None, pointer: str | None, spec: str
 ) -> str:
@@ -69,14 +88,13 @@ def _render(
     return f"{code}: {message}{place}{page}"
 
 
-class StreamRejected(Exception):
+class StreamRejected(AguiPipelineError):
     """The consumer rejects the stream: a malformed known value or a broken sequence.
 
-    ``accepted`` is set by the stage that raised it when the stage had already
-    passed some events of the current batch: the engine still hands those on,
-    so every event before the fault is delivered. When it is ``None`` the
-    engine assumes the stage passes events through unchanged and delivers the
-    events of the batch read before ``event_index``.
+    ``kept`` is what the raising stage kept of its batch before the fault,
+    set by :func:`agui_pipeline.stage.reject_after`; the engine hands those
+    events on. ``None`` says nothing, and the engine then delivers nothing of
+    the batch from that stage on (unless the stage passes its events through).
     """
 
     def __init__(
@@ -92,7 +110,7 @@ class StreamRejected(Exception):
         self.detail = message
         self.event_index = event_index
         self.pointer = pointer
-        self.accepted: Batch | None = None
+        self.kept: Batch | None = None
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -114,7 +132,7 @@ class StreamTruncated(StreamRejected):
     """
 
 
-class HandlerFailed(Exception):
+class HandlerFailed(AguiPipelineError):
     """Application code raised while handling a delivered event.
 
     Not a verdict on the stream: the events were valid, the consumer's own
@@ -122,10 +140,12 @@ class HandlerFailed(Exception):
     """
 
     def __init__(self, event_index: int | None, event_type: str, error: BaseException) -> None:
+        self.code = HANDLER_FAILED.id
+        self.spec = HANDLER_FAILED.spec
         self.event_index = event_index
         self.event_type = event_type
         self.error = error
-        self.accepted: Batch | None = None
+        self.kept: Batch | None = None
         """The events of the batch handled before the failing one (set by dispatch)."""
         super().__init__(
             f"a handler for {event_type} (event {event_index}) raised "
@@ -133,7 +153,7 @@ class HandlerFailed(Exception):
         )
 
 
-class InputRejected(Exception):
+class InputRejected(AguiPipelineError):
     """The run input the consumer was about to send is malformed; nothing was sent.
 
     ``/spec/1.1/basic/processing`` ("Outgoing material"): a known field of the
@@ -147,20 +167,3 @@ class InputRejected(Exception):
         self.detail = message
         self.pointer = pointer
         super().__init__(_render(self.code, message, None, pointer, self.spec))
-
-
-def json_kind(value: Any) -> str:
-    """How error text names the kind of a decoded JSON value ("an array", "null", ...)."""
-    if value is None:
-        return "null"
-    return _JSON_KINDS.get(type(value), type(value).__name__)
-
-
-_JSON_KINDS = {
-    bool: "a boolean",
-    int: "a number",
-    float: "a number",
-    str: "a string",
-    list: "an array",
-    dict: "an object",
-}

@@ -5,6 +5,10 @@ Written from ``schema.json`` (the structural truth, ``/spec/1.1/basic``,
 the decoder produced; these types are for static typing and documentation —
 and they are the project's one statement of structure: the enforce stage
 compiles its per-type checks from them at import (``stages/enforce.py``).
+The pydantic models of the documents read rarely (``run_input``,
+``capabilities``) spell the same shapes again for validation errors and a
+typed public API; ``tests/test_schema_agreement.py`` checks they agree with
+these, member by member.
 
 How the schema is spelled here:
 

@@ -22,9 +22,7 @@ from typing import Any
 
 import orjson
 
-from .errors import json_kind
-
-_MISSING: Any = object()
+from ._json import MISSING, copy_json, describe, join_pointer, unescape
 
 
 class PatchBudget:
@@ -65,14 +63,11 @@ class _Journal:
         try:
             data = orjson.dumps(value)
         except (orjson.JSONEncodeError, TypeError):
-            return _copy_deep(value)  # deeper than orjson writes: parse's max_depth bounds it
+            return copy_json(value)  # deeper than orjson writes: parse's max_depth bounds it
         self.budget.remaining -= len(data)
         if self.budget.remaining < 0:
             raise PatchTooLarge
         return orjson.loads(data) if type(value) is dict or type(value) is list else value
-
-
-Undo = _Journal
 
 
 class PatchFailed(Exception):
@@ -99,7 +94,7 @@ def apply_patch(document: Any, patch: Any, *, budget: PatchBudget | None = None)
     were, when the values it inserts would overdraw it.
     """
     if type(patch) is not list:
-        raise PatchFailed(0, f"a patch is an array of operations, found {json_kind(patch)}")
+        raise PatchFailed(0, f"a patch is an array of operations, found {describe(patch)}")
     undo = _Journal(budget)
     before = None if budget is None else budget.remaining
     root = [document]  # the root's container, so every operation has a parent
@@ -112,19 +107,8 @@ def apply_patch(document: Any, patch: Any, *, budget: PatchBudget | None = None)
                 budget.remaining = before
             if isinstance(fail, PatchTooLarge):
                 raise
-            raise PatchFailed(position, f"{_describe(operation)}: {fail}") from None
+            raise PatchFailed(position, f"{_summary(operation)}: {fail}") from None
     return root[0]
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON value (any depth; dict key order kept)."""
-    if type(value) is not dict and type(value) is not list:
-        return value
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError):
-        # Too deep for orjson, or values JSON cannot spell (made in Python).
-        return _copy_deep(value)
 
 
 def json_equal(left: Any, right: Any) -> bool:
@@ -159,27 +143,27 @@ class _Fail(Exception):
     """Internal: why one operation does not apply."""
 
 
-def _apply(root: list[Any], operation: Any, undo: Undo) -> None:
+def _apply(root: list[Any], operation: Any, undo: _Journal) -> None:
     if type(operation) is not dict:
-        raise _Fail(f"an operation is an object, found {json_kind(operation)}")
+        raise _Fail(f"an operation is an object, found {describe(operation)}")
     apply = _OPERATIONS.get(operation.get("op"))
     if apply is None:
         raise _Fail(f"unknown op {operation.get('op')!r}")
     apply(root, operation, undo)
 
 
-def _add(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
+def _add(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     _insert(root, _tokens(_member(operation, "path")), undo.copy_in(_value(operation)), undo)
 
 
-def _remove(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
+def _remove(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     tokens = _tokens(_member(operation, "path"))
     if not tokens:
         raise _Fail("cannot remove the whole document")
     _delete(root, tokens, undo)
 
 
-def _replace(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
+def _replace(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     tokens = _tokens(_member(operation, "path"))
     value = undo.copy_in(_value(operation))
     parent, key = _locate(root, tokens)
@@ -191,10 +175,10 @@ def _replace(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
         undo.append(("set", parent, key, parent[key]))
         parent[key] = value
     else:
-        raise _Fail(f"{_pointer(tokens)} does not exist")
+        raise _Fail(f"{join_pointer(tokens)} does not exist")
 
 
-def _move(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
+def _move(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     source = _member(operation, "from")
     target = _member(operation, "path")
     source_tokens, target_tokens = _tokens(source), _tokens(target)
@@ -207,18 +191,18 @@ def _move(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
     _insert(root, target_tokens, value, undo)
 
 
-def _copy(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
+def _copy(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     value = _get(root, _tokens(_member(operation, "from")))
     _insert(root, _tokens(_member(operation, "path")), undo.copy_in(value), undo)
 
 
-def _test(root: list[Any], operation: dict[str, Any], undo: Undo) -> None:
+def _test(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     tokens = _tokens(_member(operation, "path"))
     if not json_equal(_get(root, tokens), _value(operation)):
-        raise _Fail(f"the value at {_pointer(tokens)} is not the expected value")
+        raise _Fail(f"the value at {join_pointer(tokens)} is not the expected value")
 
 
-_OPERATIONS: dict[Any, Callable[[list[Any], dict[str, Any], Undo], None]] = {
+_OPERATIONS: dict[Any, Callable[[list[Any], dict[str, Any], _Journal], None]] = {
     "add": _add,
     "remove": _remove,
     "replace": _replace,
@@ -231,7 +215,7 @@ _OPERATIONS: dict[Any, Callable[[list[Any], dict[str, Any], Undo], None]] = {
 # -- pointers and containers ------------------------------------------------------
 
 
-def _insert(root: list[Any], tokens: list[str], value: Any, undo: Undo) -> None:
+def _insert(root: list[Any], tokens: list[str], value: Any, undo: _Journal) -> None:
     if not tokens:  # adding at the root replaces the document
         undo.append(("set", root, 0, root[0]))
         root[0] = value
@@ -242,12 +226,12 @@ def _insert(root: list[Any], tokens: list[str], value: Any, undo: Undo) -> None:
         parent.insert(index, value)
         undo.append(("del", parent, index))
     else:
-        old = parent.get(key, _MISSING)
+        old = parent.get(key, MISSING)
         parent[key] = value
-        undo.append(("del", parent, key) if old is _MISSING else ("set", parent, key, old))
+        undo.append(("del", parent, key) if old is MISSING else ("set", parent, key, old))
 
 
-def _delete(root: list[Any], tokens: list[str], undo: Undo) -> None:
+def _delete(root: list[Any], tokens: list[str], undo: _Journal) -> None:
     parent, key = _locate(root, tokens)
     if type(parent) is list:
         index = _index(key, len(parent), end_allowed=False)
@@ -255,7 +239,7 @@ def _delete(root: list[Any], tokens: list[str], undo: Undo) -> None:
     elif key in parent:
         undo.append(("set", parent, key, parent.pop(key)))
     else:
-        raise _Fail(f"{_pointer(tokens)} does not exist")
+        raise _Fail(f"{join_pointer(tokens)} does not exist")
 
 
 def _locate(root: list[Any], tokens: list[str]) -> tuple[Any, Any]:
@@ -264,8 +248,8 @@ def _locate(root: list[Any], tokens: list[str]) -> tuple[Any, Any]:
         return root, 0
     parent = _get(root, tokens[:-1])
     if type(parent) is not dict and type(parent) is not list:
-        where = _pointer(tokens[:-1]) or "the root"
-        raise _Fail(f"{where} is {json_kind(parent)}, not a container")
+        where = join_pointer(tokens[:-1]) or "the root"
+        raise _Fail(f"{where} is {describe(parent)}, not a container")
     return parent, tokens[-1]
 
 
@@ -273,14 +257,14 @@ def _get(root: list[Any], tokens: list[str]) -> Any:
     node = root[0]
     for depth, token in enumerate(tokens):
         if type(node) is dict:
-            node = node.get(token, _MISSING)
-            if node is _MISSING:
-                raise _Fail(f"{_pointer(tokens[: depth + 1])} does not exist")
+            node = node.get(token, MISSING)
+            if node is MISSING:
+                raise _Fail(f"{join_pointer(tokens[: depth + 1])} does not exist")
         elif type(node) is list:
             node = node[_index(token, len(node), end_allowed=False, tokens=tokens[: depth + 1])]
         else:
-            where = _pointer(tokens[:depth]) or "the root"
-            raise _Fail(f"{where} is {json_kind(node)}, not a container")
+            where = join_pointer(tokens[:depth]) or "the root"
+            raise _Fail(f"{where} is {describe(node)}, not a container")
     return node
 
 
@@ -293,7 +277,7 @@ def _index(token: Any, length: int, *, end_allowed: bool, tokens: list[str] | No
         raise _Fail(f"{token!r} is not an array index")
     index = int(token)
     if index > length or (index == length and not end_allowed):
-        where = f" at {_pointer(tokens)}" if tokens else ""
+        where = f" at {join_pointer(tokens)}" if tokens else ""
         raise _Fail(f"index {index} is out of range for an array of {length}{where}")
     return index
 
@@ -301,7 +285,7 @@ def _index(token: Any, length: int, *, end_allowed: bool, tokens: list[str] | No
 def _tokens(pointer: Any) -> list[str]:
     """RFC 6901: ``""`` is the whole document; ``/a~1b/0`` is ``["a/b", "0"]``."""
     if type(pointer) is not str:
-        raise _Fail(f"a JSON Pointer is a string, found {json_kind(pointer)}")
+        raise _Fail(f"a JSON Pointer is a string, found {describe(pointer)}")
     if pointer == "":
         return []
     if pointer[0] != "/":
@@ -310,17 +294,13 @@ def _tokens(pointer: Any) -> list[str]:
     if "~" in pointer:
         if any("~" in t.replace("~0", "").replace("~1", "") for t in tokens):
             raise _Fail(f"{pointer!r} has a '~' that is not '~0' or '~1'")
-        tokens = [t.replace("~1", "/").replace("~0", "~") for t in tokens]
+        tokens = [unescape(t) for t in tokens]
     return tokens
 
 
-def _pointer(tokens: list[str]) -> str:
-    return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens)
-
-
 def _member(operation: dict[str, Any], name: str) -> Any:
-    value = operation.get(name, _MISSING)
-    if value is _MISSING:
+    value = operation.get(name, MISSING)
+    if value is MISSING:
         raise _Fail(f"the operation has no {name!r}")
     return value
 
@@ -329,7 +309,7 @@ def _value(operation: dict[str, Any]) -> Any:
     return _member(operation, "value")
 
 
-def _rollback(root: list[Any], undo: Undo) -> None:
+def _rollback(root: list[Any], undo: _Journal) -> None:
     for step in reversed(undo.steps):
         action, container, key = step[0], step[1], step[2]
         if action == "set":
@@ -340,29 +320,9 @@ def _rollback(root: list[Any], undo: Undo) -> None:
             container.insert(key, step[3])
 
 
-def _describe(operation: Any) -> str:
+def _summary(operation: Any) -> str:
     if type(operation) is not dict:
         return "operation"
     op, path = operation.get("op"), operation.get("path")
     source = f" from {operation['from']}" if "from" in operation else ""
     return f"{op} {path!r}{source}" if type(path) is str else str(op)
-
-
-def _copy_deep(value: Any) -> Any:
-    """Iterative deep copy of dicts and lists (no recursion limit); other values are shared."""
-    copy: Any = {} if type(value) is dict else []
-    pending = [(value, copy)]
-    while pending:
-        source, target = pending.pop()
-        items = source.items() if type(source) is dict else enumerate(source)
-        for key, item in items:
-            kind = type(item)
-            if kind is dict or kind is list:
-                child: Any = {} if kind is dict else []
-                pending.append((item, child))
-                item = child
-            if type(target) is dict:
-                target[key] = item
-            else:
-                target.append(item)
-    return copy

@@ -20,8 +20,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
+from ._json import copy_json
 from .catalog import RESUME_EXPIRED, RESUME_UNCOVERED, RESUME_UNKNOWN
 from .engine import RunResult
 from .errors import InputRejected
@@ -29,8 +28,8 @@ from .errors import InputRejected
 
 def pending_interrupts(result: RunResult) -> list[dict[str, Any]]:
     """The interrupts the stream's last run ended with (empty when it did not end on one)."""
-    if result.conversation is not None:
-        return list(result.conversation.interrupts)
+    if result.materialised is not None:
+        return list(result.materialised.interrupts)
     interrupts: list[dict[str, Any]] = []
     for event in result.events:
         kind = event.get("type")
@@ -111,7 +110,7 @@ def resume_input(
         else:
             entry = {"interruptId": interrupt_id, "status": "cancelled"}
         resume.append(entry)
-    conversation = result.conversation
+    conversation = result.materialised
     continued = {
         key: value
         for key, value in previous.items()
@@ -119,20 +118,16 @@ def resume_input(
     }
     continued["runId"] = run_id or f"run-{uuid.uuid4()}"
     if conversation is not None:
-        continued["messages"] = _copy(conversation.messages)
-        continued["state"] = _copy(conversation.state)
+        continued["messages"] = copy_json(conversation.messages)
+        continued["state"] = copy_json(conversation.state)
     else:
-        continued["messages"] = _copy(previous.get("messages", []))
+        continued["messages"] = copy_json(previous.get("messages", []))
         if "state" in previous:
-            continued["state"] = _copy(previous["state"])
+            continued["state"] = copy_json(previous["state"])
     if continued.get("state") is None:
         continued.pop("state", None)  # a whole null means absent
     continued["resume"] = resume
     return continued
-
-
-def _copy(value: Any) -> Any:
-    return orjson.loads(orjson.dumps(value))
 
 
 def _expired(expires_at: Any, now: datetime) -> bool:

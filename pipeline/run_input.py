@@ -32,6 +32,13 @@ In order, on a copy of the caller's mapping:
 
 The strip tables come from the models' own field lists, so the two cannot
 drift apart: whatever survives step 3 is exactly what the model describes.
+
+The models spell again the shapes :mod:`agui_pipeline.events` states as
+``TypedDict``\\ s (the one statement of structure, which enforce compiles):
+each ``Input<Name>`` mirrors ``events.<Name>``, and ``RunAgentInput`` mirrors
+``events.RunAgentInput``. A typed public model has to write its fields out;
+``tests/test_schema_agreement.py`` holds every model to its ``TypedDict``,
+member by member, so the two spellings stay one schema.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ._json import MISSING, describe, escape
 from .catalog import (
     INPUT_ACTIVITY_REMOVED,
     INPUT_DOWNGRADE,
@@ -102,62 +110,66 @@ class _Closed(BaseModel):
         return value
 
 
-Metadata = dict[str, JsonValue]
+_JsonObject = dict[str, JsonValue]
+"""An object open by key: metadata, activity content."""
 
 
-class TextPart(_Closed):
+class InputTextPart(_Closed):
     type: Literal["text"]
     text: str
     id: str | None = None
     metadata: JsonValue = None
 
 
-class DataSource(_Closed):
+class InputDataSource(_Closed):
     type: Literal["data"]
     value: str
     mimeType: str
 
 
-class UrlSource(_Closed):
+class InputUrlSource(_Closed):
     type: Literal["url"]
     value: str
     mimeType: str | None = None
 
 
-class FileSource(_Closed):
+class InputFileSource(_Closed):
     type: Literal["file"]
     value: str
     provider: str | None = None
     mimeType: str | None = None
 
 
-PartSource = Annotated[DataSource | UrlSource | FileSource, Field(discriminator="type")]
+InputPartSource = Annotated[
+    InputDataSource | InputUrlSource | InputFileSource, Field(discriminator="type")
+]
 
 
 class _MediaPart(_Closed):
-    source: PartSource
+    source: InputPartSource
     id: str | None = None
     metadata: JsonValue = None
 
 
-class ImagePart(_MediaPart):
+class InputImagePart(_MediaPart):
     type: Literal["image"]
 
 
-class AudioPart(_MediaPart):
+class InputAudioPart(_MediaPart):
     type: Literal["audio"]
 
 
-class VideoPart(_MediaPart):
+class InputVideoPart(_MediaPart):
     type: Literal["video"]
 
 
-class DocumentPart(_MediaPart):
+class InputDocumentPart(_MediaPart):
     type: Literal["document"]
 
 
-ContentPart = Annotated[
-    TextPart | ImagePart | AudioPart | VideoPart | DocumentPart, Field(discriminator="type")
+InputContentPart = Annotated[
+    InputTextPart | InputImagePart | InputAudioPart | InputVideoPart | InputDocumentPart,
+    Field(discriminator="type"),
 ]
 
 
@@ -167,8 +179,8 @@ def _content_kind(value: Any) -> str | None:
     return "parts" if isinstance(value, list) else None
 
 
-Content = Annotated[
-    Annotated[str, Tag("string")] | Annotated[list[ContentPart], Tag("parts")],
+InputContent = Annotated[
+    Annotated[str, Tag("string")] | Annotated[list[InputContentPart], Tag("parts")],
     Discriminator(
         _content_kind,
         custom_error_type="content_type",
@@ -177,24 +189,24 @@ Content = Annotated[
 ]
 
 
-class FunctionCall(_Closed):
+class InputFunctionCall(_Closed):
     name: str
     arguments: str
 
 
-class ToolCall(_Closed):
+class InputToolCall(_Closed):
     id: str
     type: Literal["function"]
-    function: FunctionCall
+    function: InputFunctionCall
     encryptedValue: str | None = None
     encryptedValueType: str | None = None
-    metadata: Metadata | None = None
+    metadata: _JsonObject | None = None
 
 
 class _Message(_Closed):
     id: str
     subagentRunId: str | None = None
-    metadata: Metadata | None = None
+    metadata: _JsonObject | None = None
 
 
 class _Encrypted(_Message):
@@ -202,79 +214,79 @@ class _Encrypted(_Message):
     encryptedValueType: str | None = None
 
 
-class DeveloperMessage(_Encrypted):
+class InputDeveloperMessage(_Encrypted):
     role: Literal["developer"]
     content: str
     name: str | None = None
 
 
-class SystemMessage(_Encrypted):
+class InputSystemMessage(_Encrypted):
     role: Literal["system"]
     content: str
     name: str | None = None
 
 
-class AssistantMessage(_Encrypted):
+class InputAssistantMessage(_Encrypted):
     role: Literal["assistant"]
     content: str | None = None
     name: str | None = None
-    toolCalls: list[ToolCall] | None = None
+    toolCalls: list[InputToolCall] | None = None
 
 
-class UserMessage(_Encrypted):
+class InputUserMessage(_Encrypted):
     role: Literal["user"]
-    content: Content
+    content: InputContent
     name: str | None = None
 
 
-class ToolMessage(_Encrypted):
+class InputToolMessage(_Encrypted):
     role: Literal["tool"]
-    content: Content
+    content: InputContent
     toolCallId: str
     error: str | None = None
 
 
-class ActivityMessage(_Message):
+class InputActivityMessage(_Message):
     role: Literal["activity"]
     activityType: str
-    content: dict[str, JsonValue]
+    content: _JsonObject
 
 
-class ReasoningMessage(_Encrypted):
+class InputReasoningMessage(_Encrypted):
     role: Literal["reasoning"]
     content: str
 
 
-Message = Annotated[
-    DeveloperMessage
-    | SystemMessage
-    | AssistantMessage
-    | UserMessage
-    | ToolMessage
-    | ActivityMessage
-    | ReasoningMessage,
+InputMessage = Annotated[
+    InputDeveloperMessage
+    | InputSystemMessage
+    | InputAssistantMessage
+    | InputUserMessage
+    | InputToolMessage
+    | InputActivityMessage
+    | InputReasoningMessage,
     Field(discriminator="role"),
 ]
 
 
-class Tool(_Closed):
+class InputTool(_Closed):
     name: str
     description: str
     parameters: JsonValue = None
     """A JSON Schema for the arguments, carried opaquely."""
-    metadata: Metadata | None = None
+    metadata: _JsonObject | None = None
 
 
-class Context(_Closed):
+class InputContext(_Closed):
     description: str
     value: str
 
 
-class ResumeEntry(_Closed):
+class InputResumeEntry(_Closed):
     interruptId: str
     status: Literal["resolved", "cancelled"]
     payload: JsonValue = None
-    metadata: Metadata | None = None
+    metadata: _JsonObject | None = None
 
 
 class RunAgentInput(_Closed):
@@ -287,14 +299,14 @@ class RunAgentInput(_Closed):
 
     threadId: str
     runId: str
-    messages: list[Message]
+    messages: list[InputMessage]
     protocolVersion: str | None = None
     parentRunId: str | None = None
     state: JsonValue = None
-    tools: list[Tool] | None = None
-    context: list[Context] | None = None
+    tools: list[InputTool] | None = None
+    context: list[InputContext] | None = None
     forwardedProps: JsonValue = None
-    resume: list[ResumeEntry] | None = None
+    resume: list[InputResumeEntry] | None = None
 
 
 # --- tables for the strip pass, from the models ------------------------------------------
@@ -312,30 +324,31 @@ def _tag(model: type[BaseModel], discriminator: str) -> str:
 _MESSAGE_FIELDS = {
     _tag(model, "role"): _fields(model)
     for model in (
-        DeveloperMessage,
-        SystemMessage,
-        AssistantMessage,
-        UserMessage,
-        ToolMessage,
-        ActivityMessage,
-        ReasoningMessage,
+        InputDeveloperMessage,
+        InputSystemMessage,
+        InputAssistantMessage,
+        InputUserMessage,
+        InputToolMessage,
+        InputActivityMessage,
+        InputReasoningMessage,
     )
 }
 _PART_FIELDS = {
     _tag(model, "type"): _fields(model)
-    for model in (TextPart, ImagePart, AudioPart, VideoPart, DocumentPart)
+    for model in (InputTextPart, InputImagePart, InputAudioPart, InputVideoPart, InputDocumentPart)
 }
 _SOURCE_FIELDS = {
-    _tag(model, "type"): _fields(model) for model in (DataSource, UrlSource, FileSource)
+    _tag(model, "type"): _fields(model)
+    for model in (InputDataSource, InputUrlSource, InputFileSource)
 }
 _INPUT_FIELDS = _fields(RunAgentInput)
-_TOOL_FIELDS = _fields(Tool)
-_CONTEXT_FIELDS = _fields(Context)
-_TOOL_CALL_FIELDS = _fields(ToolCall)
-_FUNCTION_FIELDS = _fields(FunctionCall)
-_RESUME_FIELDS = _fields(ResumeEntry)
-_TOOL_CALL_TYPE = _tag(ToolCall, "type")
-_RESUME_STATUSES = frozenset(ResumeEntry.model_fields["status"].annotation.__args__)  # type: ignore[union-attr]
+_TOOL_FIELDS = _fields(InputTool)
+_CONTEXT_FIELDS = _fields(InputContext)
+_TOOL_CALL_FIELDS = _fields(InputToolCall)
+_FUNCTION_FIELDS = _fields(InputFunctionCall)
+_RESUME_FIELDS = _fields(InputResumeEntry)
+_TOOL_CALL_TYPE = _tag(InputToolCall, "type")
+_RESUME_STATUSES = frozenset(InputResumeEntry.model_fields["status"].annotation.__args__)  # type: ignore[union-attr]
 
 
 # --- the outgoing boundary ---------------------------------------------------------------
@@ -381,10 +394,10 @@ class _Boundary:
         if not isinstance(raw, Mapping):
             raise InputRejected(
                 INPUT_MALFORMED,
-                f"expected the run input as a JSON object, found {_kind(raw)}",
+                f"expected the run input as a JSON object, found {describe(raw)}",
                 pointer="",
             )
-        body: dict[str, Any] = _json_copy(raw, "")
+        body: dict[str, Any] = _copy_input(raw, "")
         upgrade_input(body, "", self._retired)
         self._input(body)
         self._validate(body)
@@ -425,8 +438,8 @@ class _Boundary:
             self._report(
                 INPUT_UNRECOGNISED,
                 f"unrecognised property removed from the run input before sending: "
-                f"{base}/{_escape(key)}",
-                f"{base}/{_escape(key)}",
+                f"{base}/{escape(key)}",
+                f"{base}/{escape(key)}",
             )
 
     def _drop(self, pointer: str, what: str) -> None:
@@ -552,7 +565,7 @@ class _Boundary:
             raise InputRejected(
                 INPUT_MALFORMED,
                 f"malformed run input at {pointer or '/'}: {error['msg']}, found "
-                f"{_kind(found)}; nothing was sent",
+                f"{describe(found)}; nothing was sent",
                 pointer=pointer,
             ) from None
 
@@ -574,7 +587,7 @@ class _Boundary:
                     entered = False
                     continue  # the discriminator's tag, not a member
                 if step in node:
-                    tokens.append(_escape(str(step)))
+                    tokens.append(escape(str(step)))
                     node, entered = node[step], True
                     continue
             elif type(node) is list and type(step) is int and 0 <= step < len(node):
@@ -583,8 +596,8 @@ class _Boundary:
                 node, entered = node[step], True
                 continue
             if last and type(step) is str and type(node) is dict:
-                tokens.append(_escape(step))  # a missing member
-                node = _MISSING
+                tokens.append(escape(step))  # a missing member
+                node = MISSING
             entered = False
         pointer = "".join(f"/{token}" for token in tokens)
         return pointer, node
@@ -637,19 +650,16 @@ class _Boundary:
             )
 
 
-_MISSING = object()
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 MAX_DEPTH = 255
 """Deepest nesting the input may have: orjson, which encodes it, stops there."""
 
 
-def _json_copy(value: Any, pointer: str, depth: int = 0) -> Any:
-    """A deep copy of JSON data; anything JSON cannot carry is a malformed input."""
+def _copy_input(value: Any, pointer: str, depth: int = 0) -> Any:
+    """A deep copy of the caller's input, refusing what JSON cannot carry (malformed input).
+
+    Not :func:`~agui_pipeline._json.copy_json`: this one checks as it copies
+    and names the offending member's pointer.
+    """
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
@@ -671,58 +681,39 @@ def _json_copy(value: Any, pointer: str, depth: int = 0) -> Any:
                     f"expected string keys at {pointer or '/'}, found the key {key!r}",
                     pointer=pointer,
                 )
-            copy[key] = _json_copy(member, f"{pointer}/{_escape(key)}", depth + 1)
+            copy[key] = _copy_input(member, f"{pointer}/{escape(key)}", depth + 1)
         return copy
     elif isinstance(value, list | tuple):
-        return [_json_copy(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)]
+        return [_copy_input(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)]
     raise InputRejected(
         INPUT_MALFORMED,
-        f"expected a JSON value at {pointer or '/'}, found {_kind(value)}; nothing was sent",
+        f"expected a JSON value at {pointer or '/'}, found {describe(value)}; nothing was sent",
         pointer=pointer,
     )
 
 
-def _kind(value: Any) -> str:
-    if value is _MISSING:
-        return "nothing (the field is required)"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:40] + "…"
-        return f"the string {shown!r}"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a Python {type(value).__name__}"
-
-
 __all__ = [
-    "AssistantMessage",
-    "AudioPart",
-    "Context",
-    "DataSource",
-    "DeveloperMessage",
-    "DocumentPart",
-    "FileSource",
-    "FunctionCall",
-    "ImagePart",
+    "InputAssistantMessage",
+    "InputAudioPart",
+    "InputContext",
+    "InputDataSource",
+    "InputDeveloperMessage",
+    "InputDocumentPart",
+    "InputFileSource",
+    "InputFunctionCall",
+    "InputImagePart",
+    "InputReasoningMessage",
     "InputRejected",
+    "InputResumeEntry",
+    "InputSystemMessage",
+    "InputTextPart",
+    "InputTool",
+    "InputToolCall",
+    "InputToolMessage",
+    "InputUrlSource",
+    "InputUserMessage",
+    "InputVideoPart",
     "PreparedInput",
-    "ReasoningMessage",
-    "ResumeEntry",
     "RunAgentInput",
-    "SystemMessage",
-    "TextPart",
-    "Tool",
-    "ToolCall",
-    "ToolMessage",
-    "UrlSource",
-    "UserMessage",
-    "VideoPart",
     "prepare_input",
 ]

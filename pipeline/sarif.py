@@ -6,10 +6,18 @@ rule is its catalog code; the rejection that ended the stream, if any, is an
 on in the stream file (found by re-reading the file's framing), with the event
 index and JSON pointer as a logical location; a reconcile finding also points
 at the field of the capabilities declaration it is about.
+
+Fit for code scanning: file URIs are relative to a root folder (the current
+directory, or ``--sarif-root``) through the ``SRCROOT`` base id, a file
+outside it gets an absolute ``file://`` URI; rules carry ``help`` and
+``helpUri`` (the spec page); the driver carries the package version; and a
+result has a ``region`` only where its line is known.
 """
 
 from __future__ import annotations
 
+import os
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +27,8 @@ from .errors import Diagnostic
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+ROOT_ID = "SRCROOT"
+"""The ``uriBaseId`` relative URIs are resolved against (``--sarif-root``, or the cwd)."""
 
 
 def sarif_report(
@@ -27,55 +37,105 @@ def sarif_report(
     *,
     stream: bytes | None = None,
     declaration: str | None = None,
+    root: str | None = None,
 ) -> dict[str, Any]:
-    """The SARIF log for one checked stream.
+    """The SARIF log for one checked stream (see :func:`sarif_run`)."""
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [sarif_run(source, result, stream=stream, declaration=declaration, root=root)],
+    }
+
+
+def sarif_log_open(many: bool) -> str:
+    """The start of a log written one run at a time (``check`` with several sources)."""
+    return f'{{\n  "$schema": "{SARIF_SCHEMA}",\n  "version": "2.1.0",\n  "runs": [\n'
+
+
+def sarif_log_close(many: bool) -> str:
+    return "\n  ]\n}\n"
+
+
+def sarif_run(
+    source: str,
+    result: RunResult | None,
+    *,
+    stream: bytes | None = None,
+    declaration: str | None = None,
+    root: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """One SARIF run for one checked stream.
 
     ``source`` is the stream's path as given (``"-"`` for stdin), ``stream``
     its bytes when they can be re-read for line numbers, ``declaration`` the
-    path of the capabilities (or agent resource) file.
+    path of the capabilities (or agent resource) file, ``root`` the folder
+    file URIs are relative to (default the current directory). ``result`` is
+    ``None`` when the source could not be read: ``error`` says why, as a tool
+    execution notification.
     """
+    base = Path(root or os.getcwd()).resolve()
+    artifact = _artifact(source, base)
+    driver: dict[str, Any] = {
+        "name": "agui-pipeline",
+        "version": version("agui-pipeline"),
+        "informationUri": catalog.SPEC_SITE,
+        "rules": [],
+    }
+    run: dict[str, Any] = {
+        "tool": {"driver": driver},
+        "originalUriBaseIds": {ROOT_ID: {"uri": base.as_uri() + "/"}},
+        "artifacts": [{"location": artifact}],
+        "results": [],
+    }
+    if result is None:
+        run["invocations"] = [
+            {
+                "executionSuccessful": False,
+                "toolExecutionNotifications": [
+                    {"level": "error", "message": {"text": error or "not checked"}}
+                ],
+            }
+        ]
+        return run
     lines = frame_lines(stream, result.transport) if stream is not None else []
-    uri = "stdin" if source == "-" else Path(source).as_posix()
     diagnostics = list(result.diagnostics)
-    error = result.verdict.error
-    if error is not None:
-        code = getattr(error, "code", catalog.HANDLER_FAILED.id)
+    verdict_error = result.verdict.error
+    if verdict_error is not None:
+        code = getattr(verdict_error, "code", catalog.HANDLER_FAILED.id)
         diagnostics.append(
             Diagnostic(
                 code,
                 catalog.Severity.ERROR,
-                str(error),
-                error.event_index,
-                getattr(error, "pointer", None),
-                getattr(error, "spec", ""),
+                getattr(verdict_error, "detail", str(verdict_error)),
+                verdict_error.event_index,
+                getattr(verdict_error, "pointer", None),
+                getattr(verdict_error, "spec", ""),
             )
         )
     rules: dict[str, dict[str, Any]] = {}
-    results = []
+    declared_at = None if declaration is None else _artifact(declaration, base)
     for diagnostic in diagnostics:
         rules.setdefault(diagnostic.code, _rule(diagnostic))
-        results.append(_result(diagnostic, uri, lines, declaration))
-    artifacts = [{"location": {"uri": uri}}]
-    if declaration is not None:
-        artifacts.append({"location": {"uri": Path(declaration).as_posix()}})
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "agui-pipeline",
-                        "informationUri": "https://docs.ag-ui.com",
-                        "rules": list(rules.values()),
-                    }
-                },
-                "artifacts": artifacts,
-                "results": results,
-                "properties": {"verdict": result.verdict.to_dict(), "transport": result.transport},
-            }
-        ],
-    }
+        run["results"].append(_result(diagnostic, artifact, lines, declared_at))
+    driver["rules"] = list(rules.values())
+    if declared_at is not None:
+        run["artifacts"].append({"location": declared_at})
+    run["properties"] = {"verdict": result.verdict.to_dict(), "transport": result.transport}
+    return run
+
+
+def _artifact(path: str, base: Path) -> dict[str, Any]:
+    """A file's artifact location: relative to ``base`` when inside it, else a file:// URI.
+
+    Stdin has no file: it is named ``stdin``, relative to nothing.
+    """
+    if path == "-":
+        return {"uri": "stdin"}
+    absolute = Path(path).resolve()
+    if absolute.is_relative_to(base):
+        return {"uri": absolute.relative_to(base).as_posix(), "uriBaseId": ROOT_ID}
+    return {"uri": absolute.as_uri()}
 
 
 def _rule(diagnostic: Diagnostic) -> dict[str, Any]:
@@ -91,25 +151,36 @@ def _rule(diagnostic: Diagnostic) -> dict[str, Any]:
         },
     }
     if spec:
+        url = catalog.spec_url(spec)
+        advice = code.what_to_do if code is not None else ""
+        rule["helpUri"] = url
+        rule["help"] = {
+            "text": f"{advice} See {url}".strip(),
+            "markdown": f"{advice} See [{spec}]({url}).".strip(),
+        }
         rule["properties"] = {"spec": spec}
     return rule
 
 
 def _result(
-    diagnostic: Diagnostic, uri: str, lines: list[int], declaration: str | None
+    diagnostic: Diagnostic,
+    artifact: dict[str, Any],
+    lines: list[int],
+    declaration: dict[str, Any] | None,
 ) -> dict[str, Any]:
     index, pointer, declared = diagnostic.event_index, diagnostic.pointer, diagnostic.declared
-    location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": uri}}}
+    physical: dict[str, Any] = {"artifactLocation": artifact}
+    location: dict[str, Any] = {"physicalLocation": physical}
     if index is not None:
-        line = lines[index] if index < len(lines) else 1
-        location["physicalLocation"]["region"] = {"startLine": line}
+        # A line only where the frame's line is known: past the last frame (a
+        # truncation), stdin or a JSON array there is none, and none is made up.
+        if index < len(lines):
+            physical["region"] = {"startLine": lines[index]}
         location["logicalLocations"] = [
             {"fullyQualifiedName": f"event[{index}]{pointer or ''}", "kind": "element"}
         ]
     elif declared is not None and declaration is not None:
         location = _declaration_location(declaration, declared)
-    else:
-        location["physicalLocation"]["region"] = {"startLine": 1}
     result: dict[str, Any] = {
         "ruleId": diagnostic.code,
         "level": _LEVEL[str(diagnostic.severity)],
@@ -127,12 +198,9 @@ def _result(
     return result
 
 
-def _declaration_location(declaration: str, declared: str) -> dict[str, Any]:
+def _declaration_location(declaration: dict[str, Any], declared: str) -> dict[str, Any]:
     return {
-        "physicalLocation": {
-            "artifactLocation": {"uri": Path(declaration).as_posix()},
-            "region": {"startLine": 1},
-        },
+        "physicalLocation": {"artifactLocation": declaration},
         "logicalLocations": [{"fullyQualifiedName": declared, "kind": "member"}],
         "message": {"text": f"declared at {declared}"},
     }

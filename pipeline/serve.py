@@ -33,8 +33,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ._proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
+from ._proto import admits as admits_proto
 from .errors import StreamRejected
-from .stage import Event, Options, StreamContext
+from .stage import Event
 
 KEEP_ALIVE = b": keep-alive\n\n"
 REQUIRED_INPUT = ("threadId", "runId", "messages")
@@ -47,10 +49,11 @@ def read_recording(data: bytes | Path) -> list[Event]:
     Raises ``ValueError`` naming the frame parse refused, so a recording is
     never served half-read by accident.
     """
-    from .stages.parse import Parse
+    from .engine import Pipeline  # the pipeline's own decoder: pipeline/ imports no stage
 
     raw = data.read_bytes() if isinstance(data, Path) else data
-    decoder = Parse(StreamContext(Options()))
+    pipeline = Pipeline()
+    decoder = pipeline.decoder(pipeline.context())
     try:
         batch = decoder.feed(raw) + decoder.finish()
     except StreamRejected as error:
@@ -74,6 +77,9 @@ class Replay:
     status: int = 200
     """Answer every request with this status; anything but 200 sends no stream."""
     content_type: str = "text/event-stream"
+    proto: bool = False
+    """Answer in protobuf frames when the request's ``Accept`` admits the media type
+    (``/spec/1.1/basic/transports/http-protobuf``, Negotiation); SSE otherwise."""
     token: str | None = None
     """Require ``Authorization: Bearer <token>``; anything else is answered 401."""
     requests: list[tuple[dict[str, str], Any]] = field(default_factory=list)
@@ -83,7 +89,11 @@ class Replay:
     disconnects: int = 0
     """Streams that ended because the client went away."""
 
-    def frames(self) -> list[bytes]:
+    def frames(self, binary: bool = False) -> list[bytes]:
+        if binary:
+            from ._proto.codec import encode_frames
+
+            return [encode_frames([event]) for event in self.events]
         return [b"data: " + orjson.dumps(event) + b"\n\n" for event in self.events]
 
 
@@ -123,17 +133,20 @@ class ReplayApp:
                 {"error": f"the RunAgentInput lacks {', '.join(missing)}"}, status_code=422
             )
         replay.requests[:] = [*replay.requests[-99:], (dict(request.headers), body)]
-        return _ReplayResponse(replay)
+        binary = replay.proto and admits_proto(request.headers.get("accept", ""))
+        return _ReplayResponse(replay, binary)
 
 
 class _ReplayResponse(Response):
     """Streams the frames, and stops as soon as the client goes away."""
 
-    def __init__(self, replay: Replay) -> None:
+    def __init__(self, replay: Replay, binary: bool = False) -> None:
         super().__init__()
+        content_type = PROTO_MEDIA_TYPE if binary else replay.content_type
+        self.binary = binary
         # No Content-Length: the body is streamed, chunked, for as long as the replay runs.
         self.raw_headers = [
-            (b"content-type", replay.content_type.encode("latin-1")),
+            (b"content-type", content_type.encode("latin-1")),
             (b"cache-control", b"no-cache"),
         ]
         self.replay = replay
@@ -154,7 +167,7 @@ class _ReplayResponse(Response):
 
                 group.start_soon(watch)
                 try:
-                    completed = await _write_frames(replay, send)
+                    completed = await _write_frames(replay, send, self.binary)
                 except OSError:  # the client went away between the watch and a write
                     replay.disconnects += 1
                 group.cancel_scope.cancel()
@@ -165,10 +178,10 @@ class _ReplayResponse(Response):
             replay.active -= 1
 
 
-async def _write_frames(replay: Replay, send: Send) -> bool:
+async def _write_frames(replay: Replay, send: Send, binary: bool) -> bool:
     """Write the frames as configured; False when the connection is to be dropped."""
     first = True
-    frames = replay.frames()
+    frames = replay.frames(binary)
     for count, frame in enumerate(frames):
         if count == replay.drop_after:
             return False
@@ -176,7 +189,7 @@ async def _write_frames(replay: Replay, send: Send) -> bool:
         for start in range(0, len(frame), step):
             if first:
                 first = False
-            elif start == 0 and replay.keepalive is not None:
+            elif start == 0 and replay.keepalive is not None and not binary:  # SSE comments
                 await _pause_with_keepalive(replay.pause, replay.keepalive, send)
             elif replay.pause:
                 await anyio.sleep(replay.pause)

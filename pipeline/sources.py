@@ -6,33 +6,49 @@ chunk is a batch boundary and nothing waits for more bytes than arrived.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 import anyio
 
 READ_SIZE = 1 << 20
 """Bytes per read from a file or stdin: large reads mean large batches."""
 
-Source = Union[
-    bytes,
-    bytearray,
-    memoryview,
-    str,
-    "os.PathLike[str]",
-    Iterable[bytes | str],
-    AsyncIterable[bytes | str],
-]
-"""What :meth:`agui_pipeline.Pipeline.run` accepts.
+Source: TypeAlias = (
+    bytes
+    | bytearray
+    | memoryview
+    | str
+    | os.PathLike[str]
+    | Iterable[bytes | str]
+    | AsyncIterable[bytes | str]
+)
+"""What :meth:`agui_pipeline.Pipeline.run` accepts. One rule tells content from a location:
 
-- ``bytes`` / ``str``: the stream itself (``str`` is encoded as UTF-8);
-- the string ``"-"``: standard input;
-- a path (:class:`os.PathLike`, e.g. :class:`pathlib.Path`): a file;
-- a sync or async iterable of ``bytes`` or ``str`` chunks, which includes an
-  anyio byte stream and an httpx ``Response.aiter_raw()``.
+- a ``str`` is a file path, as for :func:`open` (``"run.sse"``), and so is a
+  :class:`os.PathLike` such as :class:`pathlib.Path`; the string ``"-"`` is
+  standard input;
+- the stream's content is ``bytes`` (``bytearray``, ``memoryview``): encode text
+  first, ``text.encode()``;
+- a sync or async iterable of chunks, ``bytes`` or ``str`` (a ``str`` chunk is
+  content, encoded as UTF-8), which includes an anyio byte stream and an httpx
+  ``Response.aiter_raw()``.
+
+A ``str`` that names no file raises :class:`FileNotFoundError` saying so; one
+that reads as stream text (``"data: {...}"``, JSON, several lines) raises
+:class:`ValueError` naming the rule, never being read as content.
 """
+
+
+def check_source(source: Source) -> None:
+    """Refuse, before anything is opened, a value no reader takes."""
+    if not isinstance(source, bytes | bytearray | memoryview | str | os.PathLike) and not (
+        isinstance(source, AsyncIterable | Iterable)
+    ):
+        raise TypeError(f"cannot read events from a {type(source).__name__}")
 
 
 def _as_bytes(chunk: bytes | bytearray | memoryview | str) -> bytes:
@@ -49,14 +65,11 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
     """Yield the source's bytes one read at a time."""
     if isinstance(source, bytes | bytearray | memoryview):
         yield bytes(source)
-    elif isinstance(source, str):
-        if source == "-":
-            async for chunk in _read_stdin():
-                yield chunk
-        else:
-            yield source.encode("utf-8")
-    elif isinstance(source, os.PathLike):
-        async with await anyio.open_file(os.fspath(source), "rb") as file:
+    elif isinstance(source, str) and source == "-":
+        async for chunk in _read_stdin():
+            yield chunk
+    elif isinstance(source, str | os.PathLike):
+        async with await _open(source) as file:
             while chunk := await file.read(READ_SIZE):
                 yield chunk
     elif isinstance(source, AsyncIterable):
@@ -83,9 +96,31 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
         raise TypeError(f"cannot read events from a {type(source).__name__}")
 
 
+_STREAM_TEXT = ("data:", ":", "{", "[", "event:", "id:", "retry:")
+"""How a stream's text starts (SSE fields and comments, JSON): not how a path does."""
+
+
+async def _open(path: str | os.PathLike[str]) -> anyio.AsyncFile[bytes]:
+    """Open a file source; a ``str`` that is stream text, not a path, is told so."""
+    try:
+        return await anyio.open_file(path, "rb")
+    except (OSError, ValueError) as error:
+        if not isinstance(path, str):
+            raise
+        rule = "a str source is a file path, like open(); pass stream content as bytes"
+        if "\n" in path or path.lstrip().startswith(_STREAM_TEXT):
+            excerpt = path if len(path) <= 40 else path[:40] + "…"
+            raise ValueError(
+                f"{excerpt!r} reads as stream text, not a file: {rule} (text.encode())"
+            ) from None
+        if isinstance(error, FileNotFoundError):
+            raise FileNotFoundError(errno.ENOENT, f"no such file ({rule})", path) from None
+        raise
+
+
 def may_stall(source: Source) -> bool:
     """Whether reading ``source`` can wait on a producer (a pipe, a socket, a generator)."""
-    return source == "-" or isinstance(source, AsyncIterable)
+    return (isinstance(source, str) and source == "-") or isinstance(source, AsyncIterable)
 
 
 async def _read_stdin() -> AsyncIterator[bytes]:

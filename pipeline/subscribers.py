@@ -7,6 +7,12 @@ frames as the HTTP binding writes them, or JSON lines — onto a byte stream
 or a file, which is what lets a pipeline sit in a gateway between an agent
 and a browser.
 
+Both are typed with the event ``TypedDict``\\ s of :mod:`agui_pipeline.events`:
+a handler registered for ``"TEXT_MESSAGE_CONTENT"`` may take a
+``TextMessageContentEvent``, a ``"*"`` handler an ``AnyEvent``, a sink a
+sequence of ``AnyEvent``. At run time an event is the plain ``dict`` the decoder
+made; by the time it is delivered, enforce has checked it against its type.
+
 Everything here is awaited in the reading task: a slow handler or sink slows
 the read, and nothing is buffered on its behalf.
 """
@@ -15,18 +21,70 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast, overload
 
 import orjson
 
+from .errors import UsageError
+from .events import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    AnyEvent,
+    CustomEvent,
+    EventType,
+    MessagesSnapshotEvent,
+    RawEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
 Event = dict[str, Any]
-Handler = Callable[[Event], Awaitable[None] | None]
-"""A sync or async callable taking one delivered event."""
-HandlerMap = Mapping[str, Handler | Sequence[Handler]]
+"""An event at run time (the same as :data:`agui_pipeline.Event`)."""
+E = TypeVar("E")
+EventHandler: TypeAlias = Callable[[E], Awaitable[None] | None]
+"""A sync or async callable taking one delivered event of type ``E``."""
+Register: TypeAlias = Callable[[EventHandler[E]], EventHandler[E]]
+"""What :meth:`Handlers.on` returns: a decorator registering a handler of ``E``."""
+Handler: TypeAlias = Callable[[Any], Awaitable[None] | None]
+"""A handler of any event, as the registry holds it."""
+HandlerMap: TypeAlias = Mapping[str, Handler | Sequence[Handler]]
 EVERY = "*"
 """The event type to register under for a handler that sees every event."""
 
 H = TypeVar("H", bound=Handler)
+
+
+def delivered(events: list[Event]) -> list[AnyEvent]:
+    """Delivered events under their static type (nothing is copied or checked here).
+
+    Enforce has checked each one against its ``TypedDict`` — unknown members
+    stripped, malformed values rejected — before dispatch delivers it.
+    """
+    return cast("list[AnyEvent]", events)
 
 
 class Handlers:
@@ -37,17 +95,20 @@ class Handlers:
         handlers = Handlers()
 
         @handlers.on("TEXT_MESSAGE_CONTENT")
-        async def show(event): ...
+        async def show(event: TextMessageContentEvent) -> None: ...
 
         pipeline = Pipeline(handlers=handlers)   # or handlers={"RUN_ERROR": alert}
 
     For each delivered event, its type's handlers run first, in registration
-    order, then the ``"*"`` handlers. Register before running: each stream
-    reads the registry as it starts.
+    order, then the ``"*"`` handlers. Register before passing the registry to a
+    pipeline: from then on it is closed (:meth:`add` raises
+    :class:`~agui_pipeline.UsageError`), so no stream and no copy of the
+    pipeline ever sees a handler appear.
     """
 
     def __init__(self, mapping: HandlerMap | None = None) -> None:
         self.by_type: dict[str, tuple[Handler, ...]] = {}
+        self._closed = False
         for event_type, handlers in (mapping or {}).items():
             for handler in [handlers] if callable(handlers) else handlers:
                 self.add(event_type, handler)
@@ -57,13 +118,148 @@ class Handlers:
         """The registry for an ``Options.handlers`` value (a registry or a mapping)."""
         return value if isinstance(value, Handlers) else cls(value)
 
+    def closed(self) -> Handlers:
+        """This registry, closed to further registration (a pipeline closes what it takes)."""
+        self._closed = True
+        return self
+
     def add(self, event_type: str, handler: Handler) -> None:
+        """Register ``handler`` for ``event_type`` (``"*"``: every event)."""
+        if self._closed:
+            raise UsageError(
+                f"cannot register a handler for {event_type}: this registry is in use by a "
+                "Pipeline; register every handler before passing it as Pipeline(handlers=...)"
+            )
         if not callable(handler):
             raise TypeError(f"a handler must be callable, not {type(handler).__name__}")
         self.by_type[event_type] = (*self.by_type.get(event_type, ()), handler)
 
+    # One overload per event type, so that a handler typed with its event's
+    # TypedDict passes a type checker, and one typed with another does not.
     @overload
-    def on(self, event_type: str) -> Callable[[H], H]: ...
+    def on(
+        self, event_type: Literal["TEXT_MESSAGE_START", EventType.TEXT_MESSAGE_START]
+    ) -> Register[TextMessageStartEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TEXT_MESSAGE_CONTENT", EventType.TEXT_MESSAGE_CONTENT]
+    ) -> Register[TextMessageContentEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TEXT_MESSAGE_END", EventType.TEXT_MESSAGE_END]
+    ) -> Register[TextMessageEndEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TEXT_MESSAGE_CHUNK", EventType.TEXT_MESSAGE_CHUNK]
+    ) -> Register[TextMessageChunkEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TOOL_CALL_START", EventType.TOOL_CALL_START]
+    ) -> Register[ToolCallStartEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TOOL_CALL_ARGS", EventType.TOOL_CALL_ARGS]
+    ) -> Register[ToolCallArgsEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TOOL_CALL_END", EventType.TOOL_CALL_END]
+    ) -> Register[ToolCallEndEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TOOL_CALL_CHUNK", EventType.TOOL_CALL_CHUNK]
+    ) -> Register[ToolCallChunkEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["TOOL_CALL_RESULT", EventType.TOOL_CALL_RESULT]
+    ) -> Register[ToolCallResultEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["STATE_SNAPSHOT", EventType.STATE_SNAPSHOT]
+    ) -> Register[StateSnapshotEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["STATE_DELTA", EventType.STATE_DELTA]
+    ) -> Register[StateDeltaEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["MESSAGES_SNAPSHOT", EventType.MESSAGES_SNAPSHOT]
+    ) -> Register[MessagesSnapshotEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["ACTIVITY_SNAPSHOT", EventType.ACTIVITY_SNAPSHOT]
+    ) -> Register[ActivitySnapshotEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["ACTIVITY_DELTA", EventType.ACTIVITY_DELTA]
+    ) -> Register[ActivityDeltaEvent]: ...
+    @overload
+    def on(self, event_type: Literal["RAW", EventType.RAW]) -> Register[RawEvent]: ...
+    @overload
+    def on(self, event_type: Literal["CUSTOM", EventType.CUSTOM]) -> Register[CustomEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["RUN_STARTED", EventType.RUN_STARTED]
+    ) -> Register[RunStartedEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["RUN_FINISHED", EventType.RUN_FINISHED]
+    ) -> Register[RunFinishedEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["RUN_ERROR", EventType.RUN_ERROR]
+    ) -> Register[RunErrorEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["STEP_STARTED", EventType.STEP_STARTED]
+    ) -> Register[StepStartedEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["STEP_FINISHED", EventType.STEP_FINISHED]
+    ) -> Register[StepFinishedEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_START", EventType.REASONING_START]
+    ) -> Register[ReasoningStartEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_MESSAGE_START", EventType.REASONING_MESSAGE_START]
+    ) -> Register[ReasoningMessageStartEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_MESSAGE_CONTENT", EventType.REASONING_MESSAGE_CONTENT]
+    ) -> Register[ReasoningMessageContentEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_MESSAGE_END", EventType.REASONING_MESSAGE_END]
+    ) -> Register[ReasoningMessageEndEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_MESSAGE_CHUNK", EventType.REASONING_MESSAGE_CHUNK]
+    ) -> Register[ReasoningMessageChunkEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_END", EventType.REASONING_END]
+    ) -> Register[ReasoningEndEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["REASONING_ENCRYPTED_VALUE", EventType.REASONING_ENCRYPTED_VALUE]
+    ) -> Register[ReasoningEncryptedValueEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["SUBAGENT_STARTED", EventType.SUBAGENT_STARTED]
+    ) -> Register[SubagentStartedEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["SUBAGENT_FINISHED", EventType.SUBAGENT_FINISHED]
+    ) -> Register[SubagentFinishedEvent]: ...
+    @overload
+    def on(
+        self, event_type: Literal["SUBAGENT_ERROR", EventType.SUBAGENT_ERROR]
+    ) -> Register[SubagentErrorEvent]: ...
+    @overload
+    def on(self, event_type: Literal["*"]) -> Register[AnyEvent]: ...
+    @overload
+    def on(self, event_type: str) -> Register[Any]: ...
     @overload
     def on(self, event_type: str, handler: H) -> H: ...
 
@@ -86,10 +282,10 @@ class Handlers:
 class Sink(Protocol):
     """Receives each delivered batch, in stream order."""
 
-    async def write(self, events: Sequence[Event]) -> None: ...
+    async def write(self, events: Sequence[AnyEvent]) -> None: ...
 
 
-def encode_sse(events: Iterable[Event]) -> bytes:
+def encode_sse(events: Iterable[Mapping[str, Any]]) -> bytes:
     """Frames as the HTTP binding writes them: one ``data:`` line per event, a blank line after.
 
     ``/spec/1.1/basic/transports/http-sse``: each SSE event's data is exactly
@@ -99,9 +295,20 @@ def encode_sse(events: Iterable[Event]) -> bytes:
     return b"".join([b"data: " + orjson.dumps(event) + b"\n\n" for event in events])
 
 
-def encode_json_lines(events: Iterable[Event]) -> bytes:
+def encode_json_lines(events: Iterable[Mapping[str, Any]]) -> bytes:
     """One compact JSON object per line."""
     return b"".join([orjson.dumps(event) + b"\n" for event in events])
+
+
+def encode_proto(events: Iterable[Mapping[str, Any]]) -> bytes:
+    """Frames as the HTTP + Protobuf binding writes them (needs the ``proto`` extra).
+
+    ``/spec/1.1/basic/transports/http-protobuf``: a 4-byte big-endian length,
+    then one encoded event; a member the wire schema does not model is not sent.
+    """
+    from ._proto.codec import encode_frames
+
+    return encode_frames(events)
 
 
 Target = Any
@@ -113,7 +320,9 @@ callable taking the bytes (sync or async)."""
 class EncodingSink:
     """Re-encodes each delivered batch and writes it to a target in one write."""
 
-    def __init__(self, target: Target, encode: Callable[[Iterable[Event]], bytes]) -> None:
+    def __init__(
+        self, target: Target, encode: Callable[[Iterable[Mapping[str, Any]]], bytes]
+    ) -> None:
         self._encode = encode
         write = getattr(target, "send", None) or getattr(target, "write", None) or target
         if not callable(write):
@@ -123,7 +332,7 @@ class EncodingSink:
             )
         self._write: Callable[[bytes], Any] = write
 
-    async def write(self, events: Sequence[Event]) -> None:
+    async def write(self, events: Sequence[AnyEvent]) -> None:
         result = self._write(self._encode(events))
         if inspect.isawaitable(result):
             await result
@@ -134,6 +343,13 @@ class SseSink(EncodingSink):
 
     def __init__(self, target: Target) -> None:
         super().__init__(target, encode_sse)
+
+
+class ProtoSink(EncodingSink):
+    """Writes delivered events as protobuf frames (``application/vnd.ag-ui.event+proto``)."""
+
+    def __init__(self, target: Target) -> None:
+        super().__init__(target, encode_proto)
 
 
 class JsonLinesSink(EncodingSink):

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from itertools import compress, count, repeat
 from typing import Any, ClassVar
 
+from agui_pipeline._json import MISSING, shown
 from agui_pipeline.catalog import (
     COMPAT_PEER_DROPPED,
     COMPAT_PEER_STRIPPED,
@@ -62,8 +63,6 @@ from agui_pipeline.versions import (
     parse_version,
     peer_version,
 )
-
-_MISSING = object()
 
 _EVENT_NULLS: dict[str, tuple[str, ...]] = {
     "TOOL_CALL_START": ("parentMessageId",),
@@ -95,13 +94,13 @@ class Compat(Stage):
 
     async def process(self, batch: Batch) -> Batch:
         events, indices = batch.events, batch.indices
+        # Most events need nothing from the boundary. Two C-level passes say which
+        # do: their handlers (by type), and whether any carries a rawEvent (it may be
+        # the retired 'rawEvent: null', looked for on the exact path).
+        found: list[Any] = batch.by_type(_HANDLERS)
         try:
-            # Most events need nothing from the boundary. Two C-level passes say which
-            # do: their handlers (by type), and whether any carries a rawEvent (it may be
-            # the retired 'rawEvent: null', looked for on the exact path).
-            found: list[Any] = list(map(_HANDLERS.get, batch.types))
             exact = any(map(dict.__contains__, events, repeat("rawEvent")))
-        except TypeError:  # an unhashable type, an event that is not an object
+        except TypeError:  # an event that is not an object
             exact = True
         if exact:
             self._each(events, indices)
@@ -126,7 +125,7 @@ class Compat(Stage):
                     handler(self, event, indices[position])
             if "rawEvent" in event and event["rawEvent"] is None:
                 self._drop_null(
-                    event, "rawEvent", f"an event of type {_shown(kind)}", indices[position]
+                    event, "rawEvent", f"an event of type {shown(kind)}", indices[position]
                 )
 
     # -- THINKING_* → REASONING_* ----------------------------------------------
@@ -134,9 +133,9 @@ class Compat(Stage):
     def _thinking_start(self, event: Event, index: int) -> None:
         span = self._assign(event, index, None)
         self._open_span = span if type(span) is str else None
-        title = event.pop("title", _MISSING)
+        title = event.pop("title", MISSING)
         lost = (
-            "" if title is _MISSING else f"; its title {_shown(title)} was dropped (no replacement)"
+            "" if title is MISSING else f"; its title {shown(title)} was dropped (no replacement)"
         )
         self._translated(event, "THINKING_START", "REASONING_START", index, lost)
 
@@ -180,7 +179,7 @@ class Compat(Stage):
         self.ctx.report(
             COMPAT_RETIRED_EVENT,
             f"retired event {retired} translated into {replacement} "
-            f"(messageId {_shown(event['messageId'])}){extra}; DEPRECATIONS.md",
+            f"(messageId {shown(event['messageId'])}){extra}; DEPRECATIONS.md",
             event_index=index,
             pointer="",
         )
@@ -190,7 +189,7 @@ class Compat(Stage):
     def _event_nulls(self, event: Event, index: int) -> None:
         kind = event["type"]
         for field in _EVENT_NULLS[kind]:
-            if event.get(field, _MISSING) is None:
+            if event.get(field, MISSING) is None:
                 self._drop_null(event, field, kind, index)
 
     def _drop_null(self, event: Event, field: str, where: str, index: int) -> None:
@@ -232,7 +231,7 @@ class Compat(Stage):
         if version is None:
             self.ctx.report(
                 COMPAT_VERSION_UNINTERPRETABLE,
-                f"the producer declares protocolVersion {_shown(declared)} at /protocolVersion, "
+                f"the producer declares protocolVersion {shown(declared)} at /protocolVersion, "
                 f"which is not a MAJOR.MINOR version this consumer can interpret; handled "
                 f"like a newer one: proceeding under {PROTOCOL_VERSION}'s processing model "
                 "(what this consumer does not recognise is dropped or stripped with warnings)",
@@ -242,7 +241,7 @@ class Compat(Stage):
         elif version > SPOKEN:
             self.ctx.report(
                 COMPAT_VERSION_NEWER,
-                f"the producer declares protocolVersion {_shown(declared)} at /protocolVersion, "
+                f"the producer declares protocolVersion {shown(declared)} at /protocolVersion, "
                 f"newer than {PROTOCOL_VERSION}, which this consumer speaks; proceeding "
                 "under the processing model (what this consumer does not recognise is "
                 "dropped or stripped with warnings) — upgrade agui-pipeline to read it all",
@@ -306,14 +305,6 @@ class Compat(Stage):
                 pointer=paths[0],
             )
         return len(paths)
-
-
-def _shown(value: Any) -> str:
-    """A value for a message, cut short: a producer's value can be any size or depth."""
-    if isinstance(value, list | dict):
-        return "an array" if isinstance(value, list) else "an object"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "…"
 
 
 def _strip_each(items: Any, base: str, paths: list[str]) -> None:

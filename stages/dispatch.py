@@ -22,8 +22,9 @@ from typing import Any, ClassVar
 
 from agui_pipeline.conversation import Conversation
 from agui_pipeline.errors import HandlerFailed, StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext
-from agui_pipeline.subscribers import EVERY, Handler, Handlers
+from agui_pipeline.events import AnyEvent
+from agui_pipeline.stage import Batch, Stage, StreamContext, reject_after
+from agui_pipeline.subscribers import EVERY, Handler, Handlers, delivered
 
 
 class Dispatch(Stage):
@@ -43,7 +44,7 @@ class Dispatch(Stage):
         self._by_type: dict[str, tuple[Handler, ...]] = {
             event_type: handlers + self._every for event_type, handlers in table.items()
         }
-        self._writers: tuple[Callable[[Sequence[Event]], Awaitable[None]], ...] = tuple(
+        self._writers: tuple[Callable[[Sequence[AnyEvent]], Awaitable[None]], ...] = tuple(
             sink.write for sink in options.sinks
         )
         self._handled = bool(table or self._every)
@@ -60,8 +61,7 @@ class Dispatch(Stage):
             delivered = batch.before(rejection.event_index)
             if self._writers and delivered.events:
                 await self._write(delivered)
-            rejection.accepted = delivered
-            raise
+            raise reject_after(delivered, rejection) from None
         if self._writers:
             await self._write(batch)
         return batch
@@ -94,17 +94,15 @@ class Dispatch(Stage):
                 handled = Batch(events[:position], indices[:position])
                 if self._writers and handled.events:
                     await self._write(handled)
-                failure.accepted = handled
-                raise failure from error
+                raise reject_after(handled, failure) from error
         if conversation is not None and applied < len(events):
             conversation.apply(Batch(events[applied:], indices[applied:]) if applied else batch)
 
     async def _write(self, batch: Batch) -> None:
         try:
             for write in self._writers:
-                await write(batch.events)
+                await write(delivered(batch.events))
         except Exception as error:
             first: Any = batch.events[0].get("type")
             failure = HandlerFailed(batch.indices[0], f"{first} (in a sink)", error)
-            failure.accepted = Batch([], [])
-            raise failure from error
+            raise reject_after(Batch([], []), failure) from error

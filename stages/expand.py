@@ -54,7 +54,7 @@ from agui_pipeline.catalog import (
     EXPAND_OWNER_CONFLICT,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, reject_after
 
 Owner = str | None
 """A lane: the ``subagentRunId`` that owns it, ``None`` for the parent agent."""
@@ -166,7 +166,7 @@ class Expand(Stage):
 
     async def process(self, batch: Batch) -> Batch:
         events = batch.events
-        start = 0 if self._lanes else self._until_chunk(events, batch.types)
+        start = 0 if self._lanes else self._until_chunk(batch)
         if start == len(events):
             return batch  # no chunk, nothing open: the batch passes as it is
         indices = batch.indices
@@ -187,18 +187,13 @@ class Expand(Stage):
                     out.append(event)
                     out_indices.append(index)
         except StreamRejected as rejection:
-            rejection.accepted = Batch(out, out_indices)
-            raise
+            raise reject_after(Batch(out, out_indices), rejection) from None
         return Batch(out, out_indices)
 
-    def _until_chunk(self, events: list[Event], types: list[Any]) -> int:
+    def _until_chunk(self, batch: Batch) -> int:
         """The position of the first chunk, keeping the owner record up to date before it."""
-        idle = _IDLE.get
-        try:
-            # Event type → action for the whole batch in C; the deltas (most events) have none.
-            found: list[Any] = list(map(idle, types))
-        except TypeError:  # an unhashable type
-            found = [idle(kind) if type(kind) is str else None for kind in types]
+        events = batch.events
+        found: list[Any] = batch.by_type(_IDLE)  # the deltas, most events, have no action
         for position in compress(range(len(found)), found):
             action = found[position]
             if action[0] == _CHUNK:

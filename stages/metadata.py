@@ -25,7 +25,8 @@ Where the merge lands. The page puts the merged value on the *item*; an
 event's own ``metadata`` stays "the event's own, visible to middleware and to
 whatever observes the stream". So this stage writes nothing onto events —
 every delivered event carries exactly the metadata its producer sent — and
-keeps the merged value per item in :class:`ItemMetadata` (``ctx.item_metadata``),
+keeps the merged value per item in :class:`~agui_pipeline.item_metadata.ItemMetadata`
+(``ctx.item_metadata``),
 which the Conversation puts on the messages and tool calls it materialises.
 
 Stored metadata (``/spec/1.1/basic/metadata``, "Stored metadata"): a message
@@ -41,9 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from agui_pipeline.item_metadata import ItemMetadata, Merged
 from agui_pipeline.stage import Batch, Event, Stage, StreamContext
-
-Merged = dict[str, Any]
 
 _MESSAGE, _CALL, _ACTIVITY = 0, 1, 2
 
@@ -68,28 +68,6 @@ _SPECIAL = frozenset({"MESSAGES_SNAPSHOT", "ACTIVITY_SNAPSHOT", "REASONING_MESSA
 
 _CLIENT_ONLY = ("activity", "reasoning")
 """Roles a ``MESSAGES_SNAPSHOT`` without that role does not drop (``/spec/1.1/events/state``)."""
-
-
-class ItemMetadata:
-    """The merged metadata of every item so far, by id.
-
-    ``messages`` is keyed by message id (text, reasoning, tool and activity
-    messages share that namespace), ``tool_calls`` by tool call id. Only items
-    that have metadata have an entry. The dicts are this object's own copies,
-    updated in place as events arrive; never the producer's objects.
-    """
-
-    __slots__ = ("messages", "tool_calls")
-
-    def __init__(self) -> None:
-        self.messages: dict[str, Merged] = {}
-        self.tool_calls: dict[str, Merged] = {}
-
-    def message(self, message_id: str) -> Merged | None:
-        return self.messages.get(message_id)
-
-    def tool_call(self, tool_call_id: str) -> Merged | None:
-        return self.tool_calls.get(tool_call_id)
 
 
 class Metadata(Stage):

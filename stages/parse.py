@@ -13,6 +13,10 @@ Framings, detected from the first non-blank byte unless forced:
   ends a frame. Producers must use LF; CR and CRLF are tolerated.
 - JSON lines: one object per line.
 - A JSON array document: read whole, then each element is a frame.
+- Protobuf (``/spec/1.1/basic/transports/http-protobuf``): length-prefixed
+  binary frames, never detected — chosen by ``framing="proto"`` or by the HTTP
+  client from the response's ``Content-Type``; read by
+  :mod:`agui_pipeline._proto.framing` (the ``proto`` extra).
 
 Chunk boundaries may fall anywhere, including inside a multi-byte UTF-8
 character: bytes are only decoded once a whole frame is in hand.
@@ -26,6 +30,8 @@ from operator import lt
 from typing import Any, ClassVar
 
 import orjson
+from agui_pipeline._json import describe
+from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.catalog import (
     LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
@@ -35,10 +41,18 @@ from agui_pipeline.catalog import (
     PARSE_NOT_OBJECT,
     PARSE_UNKNOWN_FRAMING,
 )
-from agui_pipeline.errors import StreamRejected, json_kind
-from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, read_types
+from agui_pipeline.errors import StreamRejected
+from agui_pipeline.stage import (
+    Batch,
+    Decoder,
+    Event,
+    StreamContext,
+    empty_batch,
+    read_types,
+    reject_after,
+)
 
-FRAMINGS = ("sse", "jsonl", "json")
+FRAMINGS = ("sse", "jsonl", "json", "proto")
 _BLANK = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
 _loads = orjson.loads
@@ -65,10 +79,17 @@ class Parse(Decoder):
         self._depth_bytes = 2 * ctx.limits.max_depth
         if self.framing is not None:
             ctx.transport = self.framing
+        self._proto: Decoder | None = None
+        if self.framing == "proto" or ctx.transport == PROTO_TRANSPORT:
+            from agui_pipeline._proto.framing import ProtoFrames  # needs the proto extra
+
+            self._proto = ProtoFrames(ctx)
 
     # -- public -------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> Batch:
+        if self._proto is not None:
+            return self._proto.feed(chunk)
         if not self._started:
             chunk = self._start(chunk)
             if not chunk:
@@ -82,6 +103,8 @@ class Parse(Decoder):
         return self._feed_document(chunk)
 
     def finish(self) -> Batch:
+        if self._proto is not None:
+            return self._proto.finish()
         if not self._started:
             rest = self._start(b"", at_end=True)
             if not rest:
@@ -204,7 +227,7 @@ class Parse(Decoder):
         if type(document) is not list:
             raise StreamRejected(
                 PARSE_NOT_ARRAY,
-                f"expected a JSON array of event objects, found {json_kind(document)}",
+                f"expected a JSON array of event objects, found {describe(document)}",
                 event_index=0,
             )
         if _depth(document) - 1 > self.ctx.limits.max_depth:
@@ -264,8 +287,7 @@ class Parse(Decoder):
     ) -> StreamRejected:
         """``problem`` placed at frame ``position`` of ``events``, the frames before it kept."""
         problem.event_index = self._next_index + position
-        problem.accepted = self._accept(events[:position])
-        return problem
+        return reject_after(self._accept(events[:position]), problem)
 
     def _decode_until_failure(self, payloads: list[bytes]) -> list[Any]:
         """Slow path: find the frame that failed, keeping the frames before it."""
@@ -298,8 +320,7 @@ class Parse(Decoder):
                 if type(value) is not dict:
                     rejection = StreamRejected(
                         PARSE_NOT_OBJECT,
-                        f"expected a JSON object (one event) in the frame, found "
-                        f"{json_kind(value)}",
+                        f"expected a JSON object (one event) in the frame, found {describe(value)}",
                     )
                     raise self._rejected_at(rejection, values, position)
         events: list[Event] = values

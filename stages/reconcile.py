@@ -52,6 +52,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any, ClassVar
 
+from agui_pipeline._json import shown
 from agui_pipeline.capabilities import (
     AgentCapabilities,
     Declaration,
@@ -71,6 +72,8 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+
+from .enforce import would_deliver
 
 OBSERVABLE = (
     "/transport/streaming",
@@ -199,21 +202,18 @@ class Reconcile(Stage):
     def _dispatch(self, batch: Batch, start: int) -> int | None:
         """Hand ``batch.events[start:]`` to their handlers; where a new run restores the
         handler table, the position to look the rest of the batch up again from."""
-        events, indices, types = batch.events, batch.indices, batch.types
-        get = self._handlers.get
-        rest = types if start == 0 else types[start:]
-        try:
-            # Event type → handler for the whole batch in C; most types have none.
-            found: list[Any] = list(map(get, rest))
-        except TypeError:  # an unhashable type (a pipeline without enforcement)
-            found = [_handler_of(get, kind) for kind in rest]
+        events, indices = batch.events, batch.indices
+        found: list[Any] = batch.by_type(self._handlers, start)  # compress skips the Nones
         for offset in compress(range(len(found)), found):
             position = start + offset
             try:
                 found[offset](events[position], indices[position])
             except (AttributeError, TypeError, KeyError, ValueError):
-                # Material enforcement would have rejected (a pipeline without it):
-                # reconcile has nothing to say about it, and never fails the stream.
+                # What reading a malformed event raises: material enforce would have
+                # rejected, in a pipeline without it. Reconcile has nothing to say about
+                # that and never fails the stream; on any other event it is a bug.
+                if would_deliver(events[position]):
+                    raise
                 continue
             if self._retable:
                 self._retable = False
@@ -293,7 +293,7 @@ class Reconcile(Stage):
         self.ctx.report(
             code,
             f"{what}, but the declaration says {field}: "
-            f"{_json(self._declared.get(field))} (the event is delivered as it is; "
+            f"{shown(self._declared.get(field))} (the event is delivered as it is; "
             "only the first such event of the run is reported)",
             event_index=index,
             pointer=pointer,
@@ -331,13 +331,13 @@ class Reconcile(Stage):
         self._done("TOOL_CALL_RESULT")
         self._used[field] = index
         if self._declared.get(field) is False:
-            others = ", ".join(_short(other) for other in list(calls)[:3])
+            others = ", ".join(shown(other) for other in list(calls)[:3])
             self._complain(
                 RECONCILE_PARALLEL_CALLS,
                 field,
                 index,
                 "/toolCallId",
-                f"tool call {_short(call_id)} started while {others} had not been answered "
+                f"tool call {shown(call_id)} started while {others} had not been answered "
                 "(no TOOL_CALL_RESULT yet)",
             )
 
@@ -355,7 +355,7 @@ class Reconcile(Stage):
                         field,
                         index,
                         "/toolCallName",
-                        f"the agent called {_short(name)}, one of the application's tools from the "
+                        f"the agent called {shown(name)}, one of the application's tools from the "
                         "run input",
                     )
         else:
@@ -370,7 +370,7 @@ class Reconcile(Stage):
                 self._named.add(name)
                 self.ctx.report(
                     RECONCILE_UNLISTED_TOOL,
-                    f"the agent called {_short(name)}, which is in neither the declaration's "
+                    f"the agent called {shown(name)}, which is in neither the declaration's "
                     f"/tools/items ({_names(items)}) nor "
                     + (
                         f"the run input's tools ({_names(app)})"
@@ -402,7 +402,7 @@ class Reconcile(Stage):
                 "/reasoning/streaming",
                 index,
                 "/delta",
-                f"reasoning message {_short(message_id)} was streamed in more than one delta",
+                f"reasoning message {shown(message_id)} was streamed in more than one delta",
             )
         else:
             seen.add(message_id)
@@ -437,7 +437,7 @@ class Reconcile(Stage):
             self._named.add(name)
             self.ctx.report(
                 RECONCILE_UNLISTED_SUBAGENT,
-                f"the agent started subagent {_short(name)}, which the declaration's "
+                f"the agent started subagent {shown(name)}, which the declaration's "
                 f"/multiAgent/subagents ({_names(names)}) does not list",
                 event_index=index,
                 pointer="/name",
@@ -488,7 +488,7 @@ class Reconcile(Stage):
         undeclared = [f for f in OBSERVABLE if f in used and f not in declared]
         run = "a run with no RUN_STARTED"
         if self._run_id is not None:
-            run = f"run {_short(self._run_id)}"
+            run = f"run {shown(self._run_id)}"
         parts = [
             f"exercised {_list(exercised)}",
             f"declared but not exercised (fine) {_list(idle)}",
@@ -508,14 +508,6 @@ class Reconcile(Stage):
 Handler = Callable[[Event, int], None]
 
 
-def _handler_of(get: Callable[[Any], Handler | None], kind: Any) -> Handler | None:
-    """The tolerant lookup for a batch holding something that is not a typed event."""
-    try:
-        return get(kind)
-    except TypeError:
-        return None
-
-
 def _tool_names(run_input: dict[str, Any]) -> set[Any]:
     """The application's tool names; an absent list means none (``/spec/1.1/basic/run-input``)."""
     tools = run_input.get("tools")
@@ -525,25 +517,11 @@ def _tool_names(run_input: dict[str, Any]) -> set[Any]:
 
 
 def _names(names: set[Any]) -> str:
-    shown = sorted(_short(name) for name in names)
-    if not shown:
+    quoted = sorted(shown(name) for name in names)
+    if not quoted:
         return "none"
-    return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
-
-
-def _short(value: Any) -> str:
-    """A producer-supplied value for a message, cut short: a message never grows with it."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return ", ".join(quoted[:8]) + (f" and {len(quoted) - 8} more" if len(quoted) > 8 else "")
 
 
 def _list(fields: list[str]) -> str:
     return ", ".join(fields) if fields else "none"
-
-
-def _json(value: Any) -> str:
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return f"[{len(value)} entries]"
-    return repr(value)

@@ -4,7 +4,11 @@ Verification runs after chunk expansion (``/spec/1.1/basic/processing``): what
 it checks — that items open before they continue and close after — only
 exists once a chunk has become the events it stands for. Every event reaching
 it is schema-valid (enforce saw it first), so this stage judges order and
-identity only, and every violation is fatal with the page of the rule:
+identity only, and every violation is fatal with the page of the rule.
+(A pipeline without enforce may hand it an event it cannot read: that is
+rejected as ``verify.unreadable-event`` only when enforce would not have
+delivered the event, ``enforce.would_deliver``; an exception on any other
+event is verify's own bug and propagates as itself.)
 
 - runs (``/spec/1.1/events/lifecycle``): the stream opens with ``RUN_STARTED``
   or ``RUN_ERROR``; no run starts inside another; after ``RUN_FINISHED`` only a
@@ -40,9 +44,10 @@ never per event.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
+from agui_pipeline._json import MISSING
 from agui_pipeline.catalog import (
     LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
@@ -78,7 +83,10 @@ from agui_pipeline.stage import (
     Stage,
     StreamContext,
     empty_batch,
+    reject_after,
 )
+
+from .enforce import would_deliver
 
 Owner = str | None
 """Who produced an item: a ``subagentRunId``, or ``None`` for the parent agent."""
@@ -92,9 +100,22 @@ _ATTRIBUTED, _RUNNING, _ENDED = range(3)
 
 _TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
 _SUBAGENT_EVENTS = frozenset({"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
-_MISSING: Any = object()
 
 Handler = Callable[[Event, int, Owner], None]
+
+
+def _counting(events: list[Event]) -> tuple[Iterator[Event], Callable[[], int]]:
+    """An iterator over ``events`` and a function saying how many it has yet to yield.
+
+    What it buys: verify iterates the events alone and works out the position of the
+    current one (``len(events) - 1 - left()``) only when it needs its frame index —
+    the deltas to an open item, most events, need none — instead of pairing every
+    event with its index: 138 instructions an event fewer than ``enumerate``
+    (``python -m benchmarks.instructions --upto verify``). A list iterator's
+    ``__length_hint__`` is exact: what it has not yet yielded.
+    """
+    unread = iter(events)
+    return unread, unread.__length_hint__  # type: ignore[attr-defined]
 
 
 class Verify(Stage):
@@ -211,6 +232,15 @@ class Verify(Stage):
     # -- the stage ----------------------------------------------------------------
 
     async def process(self, batch: Batch) -> Batch:
+        try:
+            self._check(batch)
+        except StreamRejected as rejection:
+            # Every event passes verify unchanged: what it kept is the batch before the fault.
+            raise reject_after(batch.before(rejection.event_index), rejection) from None
+        return batch
+
+    def _check(self, batch: Batch) -> None:
+        """Judge every event of ``batch`` in turn; raise at the first that breaks a rule."""
         events, indices = batch.events, batch.indices
         if len(indices) != len(events):
             raise self.ctx.reject(
@@ -220,16 +250,14 @@ class Verify(Stage):
                 event_index=self._end_index,
                 pointer="",
             )
-        handlers, missing = self._handlers, _MISSING
+        handlers, missing = self._handlers, MISSING
         open_text, open_reasoning, open_calls = (
             self._open_text,
             self._open_reasoning,
             self._open_calls,
         )
-        # Iterated alone (pairing each event with its index costs more than the check): the
-        # position of the current event is read off the iterator when the index is needed.
-        unread, last = iter(events), len(events) - 1
-        left = unread.__length_hint__  # type: ignore[attr-defined]  # list iterators have it
+        unread, left = _counting(events)
+        last = len(events) - 1  # the current event is events[last - left()]
         try:
             for event in unread:
                 kind = event["type"]
@@ -269,19 +297,21 @@ class Verify(Stage):
                 handler = handlers.get(kind)
                 if handler is not None:
                     handler(event, index, tag)
-        except StreamRejected:
-            raise
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            # What reading a malformed event raises. Only a pipeline without enforce lets
+            # one through, and then it is the producer's fault; otherwise it is ours.
+            position = last - left()
+            if would_deliver(events[position]):
+                raise
             raise self.ctx.reject(
                 VERIFY_UNREADABLE,
                 f"expected a schema-valid event, found one verification cannot read "
                 f"({type(exc).__name__}: {exc}); is enforce missing from the pipeline?",
-                event_index=indices[last - left()],
+                event_index=indices[position],
                 pointer="",
             ) from None
         if indices:
             self._end_index = indices[-1] + 1
-        return batch
 
     async def finish(self) -> Batch:
         """A run still open here has no outcome: the stream is truncated, never completed."""
@@ -671,8 +701,8 @@ class Verify(Stage):
         self._open_text[message_id] = self._open_message(event, index, tag, "text")
 
     def _text_continue(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_text.get(event["messageId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_text.get(event["messageId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_TEXT_MESSAGE, self._open_text, event, "messageId", "text message", index
             )
@@ -689,8 +719,8 @@ class Verify(Stage):
         self._open_reasoning[message_id] = self._open_message(event, index, tag, "reasoning")
 
     def _reasoning_continue(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_reasoning.get(event["messageId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_reasoning.get(event["messageId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_REASONING,
                 self._open_reasoning,
@@ -712,8 +742,8 @@ class Verify(Stage):
         self._open_spans[event["messageId"]] = tag
 
     def _span_end(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_spans.get(event["messageId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_spans.get(event["messageId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_REASONING, self._open_spans, event, "messageId", "reasoning span", index
             )
@@ -802,8 +832,8 @@ class Verify(Stage):
         return owner
 
     def _call_continue(self, event: Event, index: int, tag: Owner) -> None:
-        owner = self._open_calls.get(event["toolCallId"], _MISSING)
-        if owner is _MISSING or (tag is not None and tag != owner):
+        owner = self._open_calls.get(event["toolCallId"], MISSING)
+        if owner is MISSING or (tag is not None and tag != owner):
             raise self._bad_continuation(
                 VERIFY_TOOL_CALL, self._open_calls, event, "toolCallId", "tool call", index
             )

@@ -595,7 +595,7 @@ def test_the_default_pipeline_materialises_the_conversation_unless_told_not_to()
     assert result.conversation is not None
     assert result.conversation.messages == [{"id": "m", "role": "assistant", "content": "hello"}]
     result = anyio.run(Pipeline(conversation=False).run, stream)
-    assert result.conversation is None
+    assert result.materialised is None
 
 
 # -- properties ---------------------------------------------------------------------------------

@@ -8,7 +8,14 @@ from typing import Any
 
 import anyio
 import pytest
-from agui_pipeline import HandlerFailed, Outcome, Pipeline
+from agui_pipeline import (
+    AnyEvent,
+    EventType,
+    HandlerFailed,
+    Outcome,
+    Pipeline,
+    TextMessageContentEvent,
+)
 from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import Event
 from agui_pipeline.subscribers import (
@@ -40,16 +47,16 @@ def test_typed_handlers_then_every_event_handlers_in_stream_order() -> None:
     handlers = Handlers()
 
     @handlers.on("TEXT_MESSAGE_CONTENT")
-    def content(event: Event) -> None:
+    def content(event: TextMessageContentEvent) -> None:
         calls.append(("content", event["delta"]))
 
-    @handlers.on("TEXT_MESSAGE_CONTENT")
-    async def content_async(event: Event) -> None:
+    @handlers.on(EventType.TEXT_MESSAGE_CONTENT)
+    async def content_async(event: TextMessageContentEvent) -> None:
         await anyio.sleep(0)
         calls.append(("content-async", event["delta"]))
 
     @handlers.on("*")
-    def every(event: Event) -> None:
+    def every(event: AnyEvent) -> None:
         calls.append(("every", event["type"]))
 
     result = run(STREAM, Pipeline(handlers=handlers))
@@ -217,11 +224,12 @@ async def test_a_handler_sees_the_conversation_up_to_its_own_event() -> None:
         async for _ in stream:
             pass
     assert seen == ["Hello, ", "Hello, world."]  # both deltas arrived in one read
+    assert stream.context.conversation is not None
     assert stream.context.conversation.messages[-1]["content"] == "Hello, world."
 
 
 def test_the_conversation_can_be_turned_off() -> None:
-    assert run(STREAM, Pipeline(conversation=False)).conversation is None
+    assert run(STREAM, Pipeline(conversation=False)).materialised is None
     assert run(STREAM).conversation.messages[-1]["content"] == "Hello, world."
 
 

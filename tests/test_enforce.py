@@ -41,7 +41,7 @@ def enforce(*events: dict[str, Any]) -> Outcome:
     try:
         out = anyio.run(stage.process, batch)
     except StreamRejected as error:
-        accepted = error.accepted.events if error.accepted is not None else []
+        accepted = error.kept.events if error.kept is not None else []
         return Outcome(accepted, ctx, error)
     return Outcome(out.events, ctx, None)
 
@@ -156,9 +156,12 @@ def test_undescribed_property_is_stripped_with_its_pointer() -> None:
     assert outcome.ctx.counters.stripped == 1
 
 
-def test_pointer_tokens_are_escaped() -> None:
-    outcome = enforce({**RUN, "a/b~c": 1})
-    assert outcome.ctx.diagnostics[0].pointer == "/a~1b~0c"
+@pytest.mark.parametrize(
+    ("key", "token"), [("a/b~c", "a~1b~0c"), ("a/b", "a~1b"), ("~c", "~0c"), ("ab", "ab")]
+)
+def test_pointer_tokens_are_escaped(key: str, token: str) -> None:
+    outcome = enforce({**RUN, key: 1})
+    assert outcome.ctx.diagnostics[0].pointer == f"/{token}"
 
 
 def test_a_huge_undescribed_key_is_named_abbreviated() -> None:

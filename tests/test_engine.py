@@ -15,10 +15,12 @@ from agui_pipeline import (
     Stage,
     StreamContext,
     StreamRejected,
+    UsageError,
     run_sync,
 )
 from agui_pipeline.catalog import PARSE_NOT_JSON
 from agui_pipeline.engine import CANONICAL_ORDER
+from agui_pipeline.stage import reject_after
 
 pytestmark = pytest.mark.anyio
 
@@ -59,9 +61,9 @@ def rejecting_at(index: int, name: str) -> type[Stage]:
         async def process(self, batch: Batch) -> Batch:
             for position, event in enumerate(batch.events):
                 if event.get("n") == index:
-                    raise self.ctx.reject(
-                        PARSE_NOT_JSON, f"{name} rejects", event_index=batch.indices[position]
-                    )
+                    at = batch.indices[position]
+                    rejection = self.ctx.reject(PARSE_NOT_JSON, f"{name} rejects", event_index=at)
+                    raise reject_after(batch.before(at), rejection)  # it only checks
             return batch
 
     RejectAt.name = name
@@ -72,7 +74,7 @@ async def test_delivers_events_in_order_under_each_backend() -> None:
     async with bare().open(b"".join(frames(EVENTS))) as stream:
         seen = [event async for event in stream]
     assert seen == EVENTS
-    assert stream.verdict is not None and stream.verdict.outcome is Outcome.COMPLETED
+    assert stream.verdict.outcome is Outcome.COMPLETED
 
 
 async def test_a_batch_is_what_one_read_delivered() -> None:
@@ -136,7 +138,7 @@ async def test_reading_stops_when_the_consumer_stops() -> None:
 async def test_cancellation_closes_the_source_and_leaves_no_task() -> None:
     tasks_before = _tasks()
     closed = anyio.Event()
-    delivered: list[dict[str, Any]] = []
+    delivered: list[Any] = []
 
     async def stalled() -> AsyncIterator[bytes]:
         try:
@@ -153,7 +155,9 @@ async def test_cancellation_closes_the_source_and_leaves_no_task() -> None:
     assert scope.cancelled_caught
     assert closed.is_set()
     assert delivered == EVENTS[:1]
-    assert stream.verdict is None  # never judged: the consumer abandoned it
+    assert not stream.ended  # never judged: the consumer abandoned it
+    with pytest.raises(UsageError, match="closed before its end"):
+        stream.verdict  # noqa: B018
     assert _tasks() == tasks_before
 
 

@@ -623,7 +623,7 @@ def test_a_rejection_mid_batch_keeps_what_was_produced() -> None:
     ]
     with pytest.raises(StreamRejected) as info:
         _sync(stage.process(Batch(events, [10, 11, 12, 13, 14])))
-    accepted = info.value.accepted
+    accepted = info.value.kept
     assert accepted is not None
     assert [e["type"] for e in accepted.events] == [
         "RUN_STARTED",
@@ -666,7 +666,7 @@ def test_a_malformed_opener_closes_and_makes_nothing(field: str) -> None:
     with pytest.raises(StreamRejected) as info:
         _sync(stage.process(Batch(events, [0, 1, 2])))
     assert info.value.code == EXPAND_MALFORMED_CHUNK.id
-    accepted = info.value.accepted
+    accepted = info.value.kept
     assert accepted is not None
     assert [e["type"] for e in accepted.events] == [
         "RUN_STARTED",
@@ -719,7 +719,7 @@ def test_hostile_shapes_never_crash_the_stage() -> None:
 def test_chunk_fixtures(path: Any) -> None:
     fixture = json.loads(path.read_text(encoding="utf-8"))
     expect = fixture["expect"]
-    result = run("\n".join(json.dumps(event) for event in fixture["stream"]) + "\n")
+    result = run(("\n".join(json.dumps(event) for event in fixture["stream"]) + "\n").encode())
     if expect["outcome"] == "failed":
         assert result.verdict.outcome is Outcome.REJECTED
         assert result.verdict.code is not None and result.verdict.code.startswith("expand.")

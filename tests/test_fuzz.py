@@ -9,6 +9,7 @@ Run a bigger profile by hand with ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_fu
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -194,7 +195,7 @@ def test_one_mutated_event(
 
     # The frames before the fault are the same bytes in both streams: what came
     # from them is delivered, and delivered exactly as without the fault.
-    def before_fault(events: list[Event], indices: list[int]) -> list[Event]:
+    def before_fault(events: Sequence[Any], indices: list[int]) -> list[Any]:
         return [event for event, index in zip(events, indices, strict=True) if index < position]
 
     assert before_fault(broken.events, broken_indices) == before_fault(clean.events, clean_indices)

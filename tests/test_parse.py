@@ -142,8 +142,8 @@ def test_forced_framing_is_used() -> None:
     ("frame", "code", "found"),
     [
         (b"not json", "parse.not-json", "do not decode"),
-        (b"[1, 2]", "parse.not-object", "an array"),
-        (b'"text"', "parse.not-object", "a string"),
+        (b"[1, 2]", "parse.not-object", "found array"),
+        (b'"text"', "parse.not-object", 'found string "text"'),
         (b"null", "parse.not-object", "null"),
         (b'{"type": "RUN_STARTED"', "parse.not-json", "do not decode"),
     ],
@@ -161,9 +161,9 @@ def test_a_frame_that_is_not_a_json_object_is_fatal_with_its_index(
     assert found in str(error)
     assert "/spec/1.1/basic/transports" in str(error)
     # The frames before the bad one are kept for delivery.
-    assert isinstance(error.accepted, Batch)
-    assert error.accepted.events == EVENTS[:2]
-    assert error.accepted.indices == [0, 1]
+    assert isinstance(error.kept, Batch)
+    assert error.kept.events == EVENTS[:2]
+    assert error.kept.indices == [0, 1]
 
 
 def test_jsonl_bad_line_index_counts_earlier_batches() -> None:
@@ -172,8 +172,8 @@ def test_jsonl_bad_line_index_counts_earlier_batches() -> None:
     with pytest.raises(StreamRejected) as raised:
         parser.feed(b'{"type":"X"}\n{oops}\n')
     assert raised.value.event_index == 4
-    assert raised.value.accepted is not None
-    assert raised.value.accepted.indices == [3]
+    assert raised.value.kept is not None
+    assert raised.value.kept.indices == [3]
 
 
 def test_array_document_must_be_an_array_of_objects() -> None:
@@ -237,8 +237,8 @@ def test_nesting_deeper_than_the_limit_is_rejected_at_its_frame(encode: Any) -> 
     assert raised.value.event_index == 2
     assert "21 levels" in str(raised.value) and "max_depth=20" in str(raised.value)
     assert "(event 2)" in str(raised.value)
-    assert raised.value.accepted is not None
-    assert raised.value.accepted.events == EVENTS[:2]
+    assert raised.value.kept is not None
+    assert raised.value.kept.events == EVENTS[:2]
     assert decode([encode(events)], limits=Limits(max_depth=21))[0] == events
 
 
@@ -255,4 +255,4 @@ def test_a_whole_frame_larger_than_the_limit_in_one_read_is_rejected() -> None:
 def test_an_object_document_is_named_as_json_names_it() -> None:
     with pytest.raises(StreamRejected) as raised:
         decode([b'{"type": "X"}'], framing="json")
-    assert "found an object" in str(raised.value)
+    assert "found object" in str(raised.value)

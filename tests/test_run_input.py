@@ -469,14 +469,14 @@ def test_a_null_under_a_metadata_key_is_data() -> None:
     ("raw", "pointer", "found"),
     [
         ({"runId": "r", "messages": []}, "/threadId", "nothing"),
-        (base(threadId=7), "/threadId", "the number 7"),
-        (base(messages={}), "/messages", "an object"),
+        (base(threadId=7), "/threadId", "found number 7"),
+        (base(messages={}), "/messages", "found object"),
         (base(messages=[{"id": "m", "content": "x"}]), "/messages/0/role", "nothing"),
-        (base(messages=[user(5)]), "/messages/0/content", "the number 5"),
+        (base(messages=[user(5)]), "/messages/0/content", "found number 5"),
         (
             base(messages=[user([{"type": "text", "text": 5}])]),
             "/messages/0/content/0/text",
-            "the number 5",
+            "found number 5",
         ),
         (base(messages=[user([{"text": "x"}])]), "/messages/0/content/0/type", "nothing"),
         (
@@ -487,7 +487,7 @@ def test_a_null_under_a_metadata_key_is_data() -> None:
         (
             base(messages=[{"id": "a", "role": "assistant", "content": ["x"]}]),
             "/messages/0/content",
-            "an array",
+            "found array",
         ),
         (
             base(messages=[{"id": "t", "role": "tool", "content": "x"}]),
@@ -495,14 +495,14 @@ def test_a_null_under_a_metadata_key_is_data() -> None:
             "nothing",
         ),
         (base(tools=[{"name": "f"}]), "/tools/0/description", "nothing"),
-        (base(context=[{"description": "d", "value": 1}]), "/context/0/value", "the number 1"),
+        (base(context=[{"description": "d", "value": 1}]), "/context/0/value", "found number 1"),
         (
             base(resume=[{"interruptId": 1, "status": "resolved"}]),
             "/resume/0/interruptId",
-            "the number 1",
+            "found number 1",
         ),
-        (base(messages=[user("x", metadata=[])]), "/messages/0/metadata", "an array"),
-        (base(messages=[user(True)]), "/messages/0/content", "the boolean true"),
+        (base(messages=[user("x", metadata=[])]), "/messages/0/metadata", "found array"),
+        (base(messages=[user(True)]), "/messages/0/content", "found boolean true"),
     ],
 )
 def test_a_malformed_known_field_is_rejected(raw: dict[str, Any], pointer: str, found: str) -> None:

@@ -1,0 +1,129 @@
+"""Small helpers for decoded JSON values, shared by every module that handles them.
+
+- :data:`MISSING`: "no value here", distinct from ``null`` (``None``);
+- :func:`escape`, :func:`unescape`, :func:`join_pointer`: RFC 6901 JSON Pointer
+  reference tokens, the way every diagnostic points into a document;
+- :func:`describe` and :func:`shown`: a value named in a message, cut short,
+  since a producer's value can be of any size;
+- :func:`copy_json`: a deep copy of a JSON value, at any depth.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+MISSING: Any = object()
+"""The absence of a value (``dict.get(key, MISSING)``), where ``None`` is JSON ``null``."""
+
+
+def escape(token: str) -> str:
+    """A member name as a JSON Pointer reference token: ``~`` is ``~0``, ``/`` is ``~1``."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def unescape(token: str) -> str:
+    """A JSON Pointer reference token back to the member name it spells (RFC 6901 §4)."""
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def join_pointer(tokens: Iterable[str | int]) -> str:
+    """The JSON Pointer of a path of member names and array positions (``[]`` is ``""``)."""
+    return "".join(f"/{escape(str(token))}" for token in tokens)
+
+
+SHOWN_CHARACTERS = 60
+"""The longest string a message quotes whole; a longer one is cut, with "…"."""
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it, in JSON's spelling, never longer than a short line.
+
+    A string is quoted as JSON (cut at :data:`SHOWN_CHARACTERS`), a number,
+    ``true``, ``false`` and ``null`` as JSON writes them; an array or an object
+    is named, not written out.
+    """
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        if len(value) > SHOWN_CHARACTERS:
+            value = value[:SHOWN_CHARACTERS] + "…"
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"  # made in Python: orjson reads 64-bit
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a Python {type(value).__name__}"
+
+
+def describe(value: Any) -> str:
+    """What was found, for an error message: ``number 5``, ``string "x"``, ``array``, ``null``.
+
+    JSON's type names without an article, as in "expected string, received
+    number 5" (the wording the conformance corpus matches); :data:`MISSING`
+    reads as ``nothing (the field is absent)``, a value JSON cannot spell (made
+    in Python) as its Python type.
+    """
+    if value is MISSING:
+        return "nothing (the field is absent)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {shown(value)}"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"number ({shown(value)})"
+    if isinstance(value, int | float):
+        return f"number {shown(value)}"
+    if isinstance(value, str):
+        return f"string {shown(value)}"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return f"Python {type(value).__name__}"
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (any depth; an object's member order kept).
+
+    One orjson round trip, several times faster than ``copy.deepcopy``; a
+    value orjson cannot write (nested deeper than 255 levels, or holding
+    something JSON cannot spell) is copied by a loop instead. A float JSON
+    cannot spell (``nan``, ``inf``; never decoded, only made in Python) comes
+    back as ``null``, as orjson writes it.
+    """
+    if type(value) is not dict and type(value) is not list:
+        return value
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError):
+        return _copy_deep(value)
+
+
+def _copy_deep(value: Any) -> Any:
+    """Iterative deep copy of dicts and lists (no recursion limit); other values are shared."""
+    copy: Any = {} if type(value) is dict else []
+    pending = [(value, copy)]
+    while pending:
+        source, target = pending.pop()
+        items = source.items() if type(source) is dict else enumerate(source)
+        for key, item in items:
+            kind = type(item)
+            if kind is dict or kind is list:
+                child: Any = {} if kind is dict else []
+                pending.append((item, child))
+                item = child
+            if type(target) is dict:
+                target[key] = item
+            else:
+                target.append(item)
+    return copy

@@ -1,0 +1,406 @@
+"""One AG-UI event between its JSON shape and its protobuf wire form (``agui.proto``).
+
+``/spec/1.1/basic/transports/http-protobuf`` ("The wire schema"): a decoded
+event enters the pipeline exactly as one parsed from SSE would, so decoding
+rebuilds the JSON shapes the wire projects away — the common members out of
+``base_event``, ``content`` out of ``content_parts``/``activity_content``, an
+outcome object out of its discriminator and lifted members, patch ``op`` names
+out of the enum — and maps ``Struct``/``Value`` to plain JSON values. Nothing is
+judged here: an unrecognised outcome or role rides on for enforcement to strip.
+
+What the binary wire inherently narrows (the spec's words): a member the wire
+schema does not model is not encoded, and a number inside an open JSON value
+travels as a double, so ``3`` and ``3.0`` are told apart only on the JSON wire
+(an integral double decodes as an ``int``, as a JSON reader would give it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+try:
+    from google.protobuf.descriptor import Descriptor, FieldDescriptor
+    from google.protobuf.message import DecodeError, Message
+    from google.protobuf.struct_pb2 import Struct, Value
+
+    from . import agui_pb2
+except ImportError as missing:  # the runtime is the optional ``proto`` extra
+    raise ImportError(
+        "the HTTP + Protobuf binding needs the protobuf runtime: pip install 'agui-pipeline[proto]'"
+    ) from missing
+
+__all__ = ["DecodeError", "FrameInvalid", "UnknownArm", "decode", "encode", "encode_frames"]
+
+_ENVELOPE = agui_pb2.Event
+_EVENT_TYPE = agui_pb2.EventType
+_PATCH_OP = agui_pb2.JsonPatchOperationType
+_ARMS = {field.name for field in _ENVELOPE.DESCRIPTOR.oneofs_by_name["event"].fields}
+_TYPE_NAMES = {value.number: value.name for value in _EVENT_TYPE.DESCRIPTOR.values}
+_ARM_TYPES = {arm: (arm.upper(), _EVENT_TYPE.Value(arm.upper())) for arm in _ARMS}
+"""Each envelope arm's event type, by name and by number (looked up once, not per frame:
+``EnumTypeWrapper.values()`` builds a list on every call)."""
+_STRUCT = Struct.DESCRIPTOR
+_VALUE = Value.DESCRIPTOR
+_MAX_SAFE = 2**53
+_PARTS_ROLES = {"user", "tool"}
+_MAP_ROLES = {"activity"}
+_KNOWN_ROLES = {"developer", "system", "assistant", "user", "tool", "activity", "reasoning"}
+_REQUIRED_LISTS = {
+    "MessagesSnapshotEvent": ("messages",),
+    "RunAgentInput": ("messages",),
+    "StateDeltaEvent": ("delta",),
+    "ActivityDeltaEvent": ("patch",),
+}
+"""Repeated fields the schema requires: present (perhaps empty) on every decoded event."""
+
+
+class FrameInvalid(ValueError):
+    """The frame decodes as protobuf but is not one event (fatal, like bytes that do not decode)."""
+
+
+class UnknownArm(Exception):
+    """The envelope holds only an arm this build's wire schema predates: no type to hand on."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        super().__init__(f"envelope arm {number}")
+
+
+# -- decoding -------------------------------------------------------------------
+
+
+def decode(data: bytes, dropped: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The JSON event of one frame's bytes.
+
+    Raises ``DecodeError`` for bytes that are not a message, :class:`FrameInvalid`
+    for a message that is not one event, :class:`UnknownArm` for an event from a
+    later wire schema. ``dropped`` hears the path of a content part whose arm this
+    build does not know (it has no name to hand on to enforcement).
+    """
+    envelope = _ENVELOPE.FromString(data)
+    arm = envelope.WhichOneof("event")
+    if arm is None:
+        if data:
+            raise UnknownArm(_first_field_number(data))
+        raise FrameInvalid("the frame is empty: it carries no event")
+    body = getattr(envelope, arm)
+    event_type, expected = _ARM_TYPES[arm]
+    event: dict[str, Any] = {"type": event_type}
+    if body.HasField("base_event"):
+        declared = 0  # proto3 does not send the default, TEXT_MESSAGE_START
+        for field, value in body.base_event.ListFields():  # one call for the four members
+            name = field.name
+            if name == "type":
+                declared = value
+            elif name == "timestamp":
+                event["timestamp"] = value
+            elif name == "raw_event":
+                event["rawEvent"] = _value(value)
+            else:
+                event["metadata"] = _struct(value)
+        if declared != expected:
+            raise FrameInvalid(
+                f"the envelope arm {arm!r} holds an event whose base_event.type is "
+                f"{_TYPE_NAMES.get(declared, declared)}"
+            )
+    event.update(_message(body, skip="base_event"))
+    _restore(event, dropped or _ignore)
+    return event
+
+
+def _ignore(path: str) -> None:
+    pass
+
+
+def _first_field_number(data: bytes) -> int:
+    """The field number of the first tag (a varint) in well-formed ``data``."""
+    tag = shift = 0
+    for byte in data[:10]:
+        tag |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            break
+    return tag >> 3
+
+
+def _message(message: Message, skip: str | None = None) -> dict[str, Any]:
+    descriptor: Any = message.DESCRIPTOR
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        if field.name == skip:
+            continue
+        out[field.json_name] = _field(field, value)
+    for name, default in _defaults(descriptor):
+        out.setdefault(name, default)
+    return out
+
+
+def _field(field: FieldDescriptor, value: Any) -> Any:
+    kind = field.message_type
+    if field.is_repeated:
+        if kind is None:
+            if field.enum_type is not None:
+                return [_enum(field, item) for item in value]
+            return list(value)
+        return [_convert(kind, item) for item in value]
+    if kind is not None:
+        return _convert(kind, value)
+    if field.enum_type is not None:
+        return _enum(field, value)
+    return value
+
+
+def _convert(kind: Descriptor, value: Any) -> Any:
+    if kind is _STRUCT:
+        return _struct(value)
+    if kind is _VALUE:
+        return _value(value)
+    return _message(value)
+
+
+def _enum(field: FieldDescriptor, number: int) -> str:
+    """A patch ``op`` by its JSON name; a number this build does not know, as its digits."""
+    enum = field.enum_type
+    known = enum.values_by_number.get(number) if enum is not None else None
+    return known.name.lower() if known is not None else str(number)
+
+
+def _struct(struct: Struct) -> dict[str, Any]:
+    return {key: _value(item) for key, item in struct.fields.items()}
+
+
+def _value(value: Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        # JSON does not tell 3 from 3.0, and a JSON reader gives 3: so does this one.
+        if number.is_integer() and -_MAX_SAFE <= number <= _MAX_SAFE:
+            return int(number)
+        return number
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return _struct(value.struct_value)
+    if kind == "list_value":
+        return [_value(item) for item in value.list_value.values]
+    return None  # null_value, or a Value with no kind set
+
+
+_DEFAULTS_BY_MESSAGE: dict[str, list[tuple[str, Any]]] = {}
+
+
+def _defaults(descriptor: Descriptor) -> list[tuple[str, Any]]:
+    """Members every decoded message has: implicit-presence scalars, required lists.
+
+    Proto3 does not send a scalar equal to its default, but the schema requires
+    those members (the generator makes every optional one ``optional``).
+    """
+    cached = _DEFAULTS_BY_MESSAGE.get(descriptor.full_name)
+    if cached is None:
+        cached = [
+            (field.json_name, _enum(field, 0) if field.enum_type else field.default_value)
+            for field in descriptor.fields
+            if not field.is_repeated
+            and not field.has_presence
+            and field.message_type is None
+            and field.name != "outcome"  # the discriminator: "" means absent
+        ]
+        cached += [(name, []) for name in _REQUIRED_LISTS.get(descriptor.name, ())]
+        _DEFAULTS_BY_MESSAGE[descriptor.full_name] = cached
+    return cached
+
+
+def _restore(event: dict[str, Any], dropped: Callable[[str], None]) -> None:
+    """The JSON shapes the wire projected away (see the module docstring)."""
+    kind = event["type"]
+    if kind == "MESSAGES_SNAPSHOT":
+        for position, message in enumerate(event["messages"]):
+            _restore_message(message, f"/messages/{position}", dropped)
+    elif kind == "RUN_STARTED" and "input" in event:
+        for position, message in enumerate(event["input"].get("messages", ())):
+            _restore_message(message, f"/input/messages/{position}", dropped)
+    elif kind == "TOOL_CALL_RESULT":
+        parts = event.pop("contentParts", [])
+        if "content" not in event:
+            event["content"] = _parts(parts, "/content", dropped)
+    elif kind == "RUN_FINISHED":
+        _restore_outcome(event, ("pendingToolCallIds", "interrupts"), {"interrupt": "interrupts"})
+    elif kind == "SUBAGENT_FINISHED":
+        _restore_outcome(event, ("interruptIds",), {})
+
+
+def _restore_outcome(
+    event: dict[str, Any], lifted: tuple[str, ...], always: dict[str, str]
+) -> None:
+    """``outcome: "interrupt"`` and ``interrupts: [...]`` back into one outcome object.
+
+    An outcome this build does not know keeps its name and members: enforce strips it.
+    """
+    name = event.pop("outcome", "")
+    if not name:
+        return  # absent means success; lifted members without one stay for enforce
+    outcome: dict[str, Any] = {"type": name}
+    for member in lifted:
+        if member in event:
+            outcome[member] = event.pop(member)
+    if name in always:
+        outcome.setdefault(always[name], [])
+    event["outcome"] = outcome
+
+
+def _restore_message(message: dict[str, Any], at: str, dropped: Callable[[str], None]) -> None:
+    parts = message.pop("contentParts", None)
+    activity = message.pop("activityContent", None)
+    role = message.get("role", "")
+    known = role in _KNOWN_ROLES
+    uses_parts = role in _PARTS_ROLES if known else bool(parts)
+    uses_map = role in _MAP_ROLES if known else activity is not None and not uses_parts
+    if uses_parts and "content" not in message:
+        message["content"] = _parts(parts or [], f"{at}/content", dropped)
+    elif uses_map and activity is not None:
+        message["content"] = activity
+
+
+def _parts(parts: list[dict[str, Any]], at: str, dropped: Callable[[str], None]) -> list[Any]:
+    """``{"image": {...}}`` content parts as ``{"type": "image", ...}``; an unknown arm dropped."""
+    restored = []
+    for position, part in enumerate(parts):
+        if not part:
+            dropped(f"{at}/{position}")
+            continue
+        (name, body), *_ = part.items()
+        if "source" in body:
+            source = body["source"]
+            if not source:
+                dropped(f"{at}/{position}/source")
+                continue
+            (source_name, source_body), *_ = source.items()
+            body["source"] = {"type": source_name, **source_body}
+        restored.append({"type": name, **body})
+    return restored
+
+
+# -- encoding -------------------------------------------------------------------
+
+
+def encode(event: Mapping[str, Any]) -> bytes:
+    """The wire bytes of one JSON event (no length prefix).
+
+    Members the wire schema does not model are not encoded (the binding's
+    narrowing). Raises ``ValueError`` for an event type the wire has no arm for.
+    """
+    kind = event.get("type")
+    if not isinstance(kind, str) or kind.lower() not in _ARMS:
+        raise ValueError(f"the protobuf wire has no arm for the event type {kind!r}")
+    arm = kind.lower()
+    envelope = _ENVELOPE()
+    body = getattr(envelope, arm)
+    base = body.base_event
+    base.type = _EVENT_TYPE.Value(kind)
+    members = dict(event)
+    del members["type"]
+    if "timestamp" in members:
+        base.timestamp = members.pop("timestamp")
+    if "rawEvent" in members:
+        _set_value(base.raw_event, members.pop("rawEvent"))
+    if isinstance(members.get("metadata"), dict):
+        base.metadata.update(members.pop("metadata"))
+    _project(kind, members)
+    try:
+        _fill(body, members)
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"the {kind} event has no protobuf wire form: {error}") from None
+    return envelope.SerializeToString()
+
+
+def encode_frames(events: Iterable[Mapping[str, Any]]) -> bytes:
+    """Events as the binding's body: each one a 4-byte big-endian length, then its bytes."""
+    out = bytearray()
+    for event in events:
+        data = encode(event)
+        out += len(data).to_bytes(4, "big")
+        out += data
+    return bytes(out)
+
+
+def _project(kind: str, members: dict[str, Any]) -> None:
+    """The JSON shapes onto the wire's (the inverse of :func:`_restore`)."""
+    if kind == "MESSAGES_SNAPSHOT":
+        members["messages"] = [_project_message(m) for m in members.get("messages", ())]
+    elif kind == "RUN_STARTED" and isinstance(members.get("input"), dict):
+        run_input = dict(members["input"])
+        run_input["messages"] = [_project_message(m) for m in run_input.get("messages", ())]
+        members["input"] = run_input
+    elif kind == "TOOL_CALL_RESULT" and isinstance(members.get("content"), list):
+        members["contentParts"] = _project_parts(members.pop("content"))
+    elif kind in ("RUN_FINISHED", "SUBAGENT_FINISHED") and isinstance(members.get("outcome"), dict):
+        outcome = dict(members.pop("outcome"))
+        members["outcome"] = outcome.pop("type", "")
+        members.update(outcome)
+
+
+def _project_message(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    message = dict(message)
+    content = message.get("content")
+    if isinstance(content, list):
+        message["contentParts"] = _project_parts(message.pop("content"))
+    elif isinstance(content, dict):
+        message["activityContent"] = message.pop("content")
+    return message
+
+
+def _project_parts(parts: list[Any]) -> list[dict[str, Any]]:
+    projected = []
+    for part in parts:
+        body = {key: value for key, value in part.items() if key != "type"}
+        source = body.get("source")
+        if isinstance(source, dict):
+            body["source"] = {source.get("type"): {k: v for k, v in source.items() if k != "type"}}
+        projected.append({part.get("type"): body})
+    return projected
+
+
+def _fill(message: Message, members: Mapping[str, Any]) -> None:
+    fields = message.DESCRIPTOR.fields_by_camelcase_name
+    for key, value in members.items():
+        field = fields.get(key)
+        kind = field.message_type if field is not None else None
+        if field is None or (value is None and kind is not _VALUE):
+            continue  # not on the wire: the binding's narrowing
+        if kind is None and not field.is_repeated:
+            if field.enum_type is not None:
+                value = _PATCH_OP.Value(str(value).upper())
+            setattr(message, field.name, value)
+            continue
+        target: Any = getattr(message, field.name)
+        if kind is _STRUCT:
+            target.update(value)
+        elif kind is _VALUE:
+            _set_value(target, value)
+        elif kind is None:
+            target.extend(value)
+        elif field.is_repeated:
+            for item in value:
+                _fill(target.add(), item)
+        else:
+            _fill(target, value)
+
+
+def _set_value(target: Value, value: Any) -> None:
+    if value is None:
+        target.null_value = 0  # type: ignore[assignment]
+    elif value is True or value is False:
+        target.bool_value = value
+    elif isinstance(value, int | float):
+        target.number_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, dict):
+        target.struct_value.update(value)
+    else:
+        target.list_value.extend(value)

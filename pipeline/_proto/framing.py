@@ -1,0 +1,141 @@
+"""The HTTP + Protobuf framing, the parse stage's reader for ``application/vnd.ag-ui.event+proto``.
+
+``/spec/1.1/basic/transports/http-protobuf`` ("Framing"): each frame is a
+4-byte unsigned big-endian length and then exactly that many bytes of one
+encoded event; frames abut, and may be split across chunks or packed several
+to a chunk. What each kind of bad frame is:
+
+- a body that ends mid-frame: a truncated run — a warning, the partial frame
+  discarded, the stream judged as it stands;
+- a frame that does not decode as one event: fatal, with the frame's index;
+- a frame whose envelope arm this build predates: dropped with a warning
+  (it has no type string to hand on);
+- a length over ``limits.max_frame_bytes``: fatal before its bytes are
+  buffered, so a hostile length cannot exhaust memory.
+
+Events leave as the JSON dicts the SSE path yields (:mod:`.codec`); judging
+them is for the later stages, as on every transport.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from agui_pipeline.catalog import (
+    LIMIT_FRAME_SIZE,
+    PARSE_PROTO_FRAME,
+    PARSE_PROTO_INCOMPLETE_FRAME,
+    PARSE_PROTO_UNKNOWN_ARM,
+    Code,
+)
+from agui_pipeline.errors import StreamRejected
+from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, reject_after
+
+from .codec import DecodeError, FrameInvalid, UnknownArm, decode
+
+HEADER = 4
+"""Bytes of a frame's length header."""
+
+
+class ProtoFrames(Decoder):
+    """Length-prefixed protobuf frames in, event dicts out."""
+
+    name: ClassVar[str] = "parse"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self._buffer = bytearray()
+        self._next_frame = 0  # index of the next frame to be read
+        self._max_frame = ctx.limits.max_frame_bytes
+        ctx.transport = ctx.transport or "proto"
+
+    def feed(self, chunk: bytes) -> Batch:
+        buffer = self._buffer
+        buffer += chunk
+        events: list[Event] = []
+        indices: list[int] = []
+        start, size = 0, len(buffer)
+        while size - start >= HEADER:
+            length = int.from_bytes(buffer[start : start + HEADER], "big")
+            if length > self._max_frame:
+                raise self._fail(
+                    LIMIT_FRAME_SIZE,
+                    f"a frame header announces {length} bytes, over the limit "
+                    f"max_frame_bytes={self._max_frame}",
+                    events,
+                    indices,
+                )
+            end = start + HEADER + length
+            if end > size:
+                break  # the rest of this frame is in a later chunk
+            self._read(bytes(buffer[start + HEADER : end]), events, indices)
+            start = end
+        del buffer[:start]  # once per chunk: cost per frame does not grow with the chunk
+        return self._batch(events, indices)
+
+    def finish(self) -> Batch:
+        if self._buffer:
+            held = len(self._buffer)
+            self._buffer.clear()
+            self.ctx.report(
+                PARSE_PROTO_INCOMPLETE_FRAME,
+                f"the body ended inside frame {self._next_frame} ({held} bytes of it arrived, "
+                "header included); the partial frame was not decoded and the run is judged "
+                "as it stands (a truncated run)",
+                event_index=self._next_frame,
+            )
+        return empty_batch()
+
+    def _read(self, payload: bytes, events: list[Event], indices: list[int]) -> None:
+        index = self._next_frame
+        self._next_frame += 1
+        try:
+            event = decode(payload, lambda path: self._dropped_part(index, path))
+        except UnknownArm as unknown:
+            self.ctx.report(
+                PARSE_PROTO_UNKNOWN_ARM,
+                f"frame {index} holds only envelope arm {unknown.number}, which this build's "
+                "wire schema predates: it carries no event type to hand on, so the frame "
+                "was dropped",
+                event_index=index,
+            )
+            return
+        except (DecodeError, FrameInvalid, RecursionError) as error:
+            detail = error if isinstance(error, FrameInvalid) else f"not an Event message ({error})"
+            raise self._fail(
+                PARSE_PROTO_FRAME,
+                f"expected one encoded AG-UI Event in frame {index} ({len(payload)} bytes); "
+                f"its bytes do not decode: {detail}",
+                events,
+                indices,
+                at=index,
+            ) from None
+        events.append(event)
+        indices.append(index)
+
+    def _dropped_part(self, index: int, path: str) -> None:
+        self.ctx.report(
+            PARSE_PROTO_UNKNOWN_ARM,
+            f"a content part at {path} has an arm this build's wire schema predates; "
+            "the part was dropped",
+            event_index=index,
+            pointer=path,
+        )
+
+    def _fail(
+        self,
+        code: Code,
+        message: str,
+        events: list[Event],
+        indices: list[int],
+        at: int | None = None,
+    ) -> StreamRejected:
+        """A rejection at frame ``at`` (default: the next), the events before it kept."""
+        rejection = StreamRejected(
+            code, message, event_index=self._next_frame if at is None else at
+        )
+        return reject_after(self._batch(events, indices), rejection)
+
+    def _batch(self, events: list[Event], indices: list[int]) -> Batch:
+        self.ctx.counters.read += len(events)
+        return Batch(events, indices, [event["type"] for event in events], objects=True)

@@ -1,0 +1,115 @@
+"""A pipeline's configuration: :class:`Options` and the :class:`Limits` inside it.
+
+Both are frozen: a :class:`~agui_pipeline.Pipeline` and every copy made from
+it (``with_options``, ``insert_before``, ...) hold an ``Options`` nobody can
+change under them. :func:`settled` is where a pipeline reads what it was given
+once — the capabilities declaration, the handler registry, the sinks — so no
+stream repeats that work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Final
+
+from .capabilities import CapabilitiesSource, Declaration
+from .errors import Diagnostic
+from .subscribers import HandlerMap, Handlers, Sink
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds that keep a hostile producer from exhausting memory.
+
+    Exceeding one rejects the stream with a ``limit.*`` code naming the limit
+    and the value seen.
+    """
+
+    max_frame_bytes: int = 16 * 1024 * 1024
+    """Largest single frame (one SSE event, one JSON line)."""
+    max_document_bytes: int = 256 * 1024 * 1024
+    """Largest JSON array document, which must be read whole before decoding."""
+    max_diagnostics: int = 10_000
+    """Diagnostics kept on the result; later ones are counted, not stored."""
+    max_depth: int = 128
+    """Deepest nesting of arrays and objects in one event (orjson itself stops at 1024,
+    and cannot re-encode past 255, so a sink could not pass a deeper event on)."""
+    max_open_items: int = 10_000
+    """Messages, tool calls, reasoning spans, steps and subagents open at once."""
+    max_text_chars: int = 64 * 1024 * 1024
+    """Longest text the Conversation accumulates for one message or one tool call's
+    arguments, in characters."""
+    max_state_bytes: int = 64 * 1024 * 1024
+    """Largest state document the Conversation holds, as JSON bytes (to within a
+    sixteenth: the state is measured when what patches inserted reaches the limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Configuration shared by the stages of a pipeline, fixed for its lifetime.
+
+    Pass the fields to ``Pipeline(...)`` or ``Pipeline.with_options(...)`` by
+    name; an ``Options`` built by hand is taken as it is (a stage test's
+    ``StreamContext(Options())``).
+    """
+
+    limits: Limits = field(default_factory=Limits)
+    framing: str | None = None
+    """Force ``"sse"``, ``"jsonl"`` or ``"json"``; ``None`` detects from the first bytes."""
+    idle_timeout: float | None = 300.0
+    """Seconds without a byte from a live source (a socket, a pipe, an async iterable)
+    after which the stream is ended and judged as it stands — a run still open is
+    truncated, never a hang. ``None`` waits forever."""
+    peer_max_protocol_version: str | None = None
+    """The newest protocol version the peer speaks, when the consumer knows it is older."""
+    on_diagnostic: Callable[[Diagnostic], None] | None = None
+    """Called with every diagnostic as it is made (for logging or progress)."""
+    handlers: Handlers | HandlerMap | None = None
+    """Application callbacks by event type, run by dispatch (``"*"``: every event). A
+    pipeline holds them as a :class:`~agui_pipeline.Handlers` registry closed to
+    further registration."""
+    sinks: Sequence[Sink] = ()
+    """Where dispatch re-encodes delivered events (``SseSink``, ``JsonLinesSink``)."""
+    conversation: bool = True
+    """Materialise the Conversation (messages, state, interrupts) in dispatch."""
+    capabilities: Declaration | CapabilitiesSource | None = None
+    """The agent's ``AgentCapabilities`` declaration — a model, a dict, JSON bytes or a file
+    path — read once when the pipeline is made; reconcile compares each stream with it
+    (never rejecting)."""
+
+
+class Unset(Enum):
+    """The type of :data:`UNSET`, the default of every ``Pipeline(...)`` setting."""
+
+    UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = Unset.UNSET
+"""A setting the caller did not pass: the pipeline keeps the value it has (or the default)."""
+
+
+def changed(options: Options, settings: dict[str, Any]) -> Options:
+    """``options`` with the settings that were passed (not :data:`UNSET`), read once."""
+    given = {name: value for name, value in settings.items() if value is not UNSET}
+    return settled(replace(options, **given) if given else options)
+
+
+def settled(options: Options) -> Options:
+    """What a pipeline keeps: the declaration read, the handlers and sinks frozen.
+
+    Reading the declaration here (a file, JSON, a model) is once per pipeline,
+    not once per stream; the handler registry is closed so that no copy of the
+    pipeline, and no stream already running, sees a handler appear.
+    """
+    capabilities = options.capabilities
+    if capabilities is not None and not isinstance(capabilities, Declaration):
+        capabilities = Declaration.read(capabilities)
+    handlers = None if options.handlers is None else Handlers.of(options.handlers).closed()
+    return replace(
+        options, capabilities=capabilities, handlers=handlers, sinks=tuple(options.sinks)
+    )

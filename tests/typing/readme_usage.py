@@ -1,0 +1,198 @@
+"""A user's file that follows every Python example of the README, checked with ``mypy --strict``.
+
+``tests/test_public_api.py`` runs mypy on it and checks that every line of the
+README's Python examples appears here, so the two cannot drift apart. It is
+never executed: it names files and endpoints that need not exist.
+"""
+
+# The README shows a value by naming it, and loops over events it leaves alone:
+# ruff: noqa: B007, B018
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, assert_type
+
+import anyio
+from agui_pipeline import (
+    AgentCapabilities,
+    AnyEvent,
+    Batch,
+    Conversation,
+    Handlers,
+    HttpAgent,
+    InputRejected,
+    Outcome,
+    Pipeline,
+    RunErrorEvent,
+    RunResult,
+    Source,
+    SseSink,
+    Stage,
+    TextMessageContentEvent,
+    Verdict,
+    check_run_input,
+    prepare_input,
+    reject_after,
+    resume_input,
+    run_sync,
+)
+from agui_pipeline.catalog import PARSE_NOT_JSON  # or a Code of your own
+
+# -- Library -------------------------------------------------------------------------
+
+
+async def main() -> None:
+    result = await Pipeline().run(Path("examples/weather.sse"))
+    print(result.verdict.outcome)  # completed | rejected | truncated | handler-failed
+    # each diagnostic: code, severity, message, event index, pointer, spec page
+    for diagnostic in result.diagnostics:
+        print(diagnostic)
+
+
+def from_sync_code() -> Outcome:
+    anyio.run(main)
+    return run_sync("examples/weather.sse").verdict.outcome  # a str is a path
+
+
+async def as_they_arrive(source: Source) -> None:
+    async with Pipeline().open(source) as stream:
+        async for event in stream:  # an AnyEvent; its "type" narrows it
+            assert_type(event, AnyEvent)
+            if event["type"] == "TEXT_MESSAGE_CONTENT":
+                assert_type(event, TextMessageContentEvent)
+                print(event["delta"], end="")
+    print(stream.verdict.outcome)
+    assert_type(stream.verdict, Verdict)
+
+
+async def judged(source: Source) -> Verdict:
+    result = await Pipeline().open(source).drain()
+    return result.verdict
+
+
+class Tagger(Stage):
+    name = "tagger"
+
+    async def process(self, batch: Batch) -> Batch:
+        for event in batch.events:
+            ...  # translate, observe, rewrite
+        return batch
+
+
+pipeline = Pipeline(middleware=[Tagger])
+
+
+class Redactor(Stage):
+    name = "redactor"
+
+    async def process(self, batch: Batch) -> Batch:
+        kept = Batch([], [])
+        for event, index in zip(batch.events, batch.indices, strict=True):
+            if event.get("name") == "secret":
+                continue  # removed: never delivered, whatever happens next
+            if event.get("name") == "forbidden":
+                rejection = self.ctx.reject(PARSE_NOT_JSON, "...", event_index=index)
+                raise reject_after(kept, rejection)
+            kept.events.append(event)
+            kept.indices.append(index)
+        return kept
+
+
+# -- Compatibility and versions --------------------------------------------------------
+
+
+def outgoing(run_input: dict[str, Any]) -> None:
+    pipeline = Pipeline(peer_max_protocol_version="0.0.57")
+    try:
+        prepared = prepare_input(run_input, peer_max_protocol_version=None)
+    except InputRejected as error:
+        print(error.pointer, pipeline.options.peer_max_protocol_version)
+        return
+    prepared.body  # the RunAgentInput to send, with "protocolVersion": "1.1"
+    prepared.diagnostics  # what was removed or upgraded, with pointers into run_input
+
+
+# -- The Conversation -------------------------------------------------------------------
+
+
+async def conversation_of(source: Source, body: dict[str, Any]) -> Conversation:
+    result = await Pipeline().run(source, run_input=body)
+    conversation = result.conversation  # UsageError when the pipeline builds none
+    conversation.messages  # plain dicts in the schema's Message shapes, in order
+    conversation.state  # any JSON value: STATE_SNAPSHOT replaces, STATE_DELTA patches
+    conversation.interrupts  # the interrupts the latest run ended with, until the next run
+    return conversation
+
+
+# -- Handlers and sinks --------------------------------------------------------------
+
+
+handlers = Handlers()
+
+
+@handlers.on("TEXT_MESSAGE_CONTENT")
+async def show(event: TextMessageContentEvent) -> None:
+    print(event["delta"], end="", flush=True)
+
+
+@handlers.on("*")
+def log(event: AnyEvent) -> None:
+    print(event["type"])
+
+
+def alert(event: RunErrorEvent) -> None:
+    print(event["message"], event.get("code"))
+
+
+pipeline = Pipeline(handlers=handlers)  # or handlers={"RUN_ERROR": alert, "*": log}
+by_mapping = Pipeline(handlers={"RUN_ERROR": alert, "*": log})
+
+
+async def send_to_browser(frames: bytes) -> None: ...
+
+
+per_request = pipeline.with_options(sinks=[SseSink(send_to_browser)])
+
+
+class Counting:
+    """A sink of one's own: the ``Sink`` protocol."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    async def write(self, events: Sequence[AnyEvent]) -> None:
+        self.seen += len(events)
+
+
+counted = Pipeline(sinks=[Counting()], conversation=False)
+
+
+# -- HTTP client --------------------------------------------------------------------
+
+
+async def over_http(url: str, token: str, run_input: dict[str, Any]) -> RunResult:
+    async with HttpAgent(
+        url, headers={"Authorization": f"Bearer {token}"}, pipeline=Pipeline(idle_timeout=60)
+    ) as agent:
+        result = await agent.run(run_input)  # or: async with agent.open(run_input) as stream
+        async with agent.open(run_input) as stream:
+            async for event in stream:
+                assert_type(event, AnyEvent)
+        nxt = resume_input(run_input, result, {"int-1": {"approved": True}}, cancelled=["int-2"])
+        result = await agent.run(nxt)
+    return result
+
+
+# -- Capabilities and producer diagnostics ---------------------------------------------
+
+
+async def reconciled(source: Source, body: dict[str, Any], path: Path) -> None:
+    pipeline = Pipeline(capabilities=Path("capabilities.json"))  # or a dict, JSON bytes, a model
+    result = await pipeline.run(source, run_input=body)
+    [d for d in result.diagnostics if d.code.startswith("reconcile.")]
+    # d.declared is the declaration field, d.event_index / d.pointer the evidence
+
+    # before sending: what the run input offers that the declaration refuses
+    check_run_input(AgentCapabilities.load(path), body)
