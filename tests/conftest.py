@@ -1,20 +1,155 @@
-"""Shared test helpers: the shared reference folder and a one-call runner."""
+"""Shared test helpers: the AG-UI spec artifacts, the two tiers, and a one-call runner.
+
+The suite runs on any clone. The tests that need the official AG-UI 1.1 artifacts
+(``schema.json``, the conformance corpus, …) find them through one setting,
+``AGUI_SPEC_DIR`` (default: ``../shared`` beside the checkout), and skip with a reason
+naming it when they are absent. ``AGUI_FULL_TIER=1`` (set by ``.ci/run``) turns every such
+skip — and the packaging test's "no network" skip — into a failure, so CI runs it all.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import pytest
 from agui_pipeline import Pipeline, RunResult
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-"""``../shared`` beside the checkout (read-only; CI has it there too)."""
-SPEC = SHARED / "reference" / "agui-1.1"
-SCHEMA_PATH = SPEC / "schema.json"
-CORPUS = SHARED / "conformance" / "streams"
+
+SPEC_DIR_SETTING = "AGUI_SPEC_DIR"
+"""Where the AG-UI 1.1 spec artifacts are: a folder in one of :data:`SPEC_LAYOUTS`."""
+DEFAULT_SPEC_DIR = ROOT.parent / "shared"
+"""``../shared`` beside the checkout (read-only; CI has it there)."""
+FULL_TIER_SETTING = "AGUI_FULL_TIER"
+"""``1``: a test that cannot run here (artifacts or network absent) fails instead of skipping."""
+
+SPEC_LAYOUTS = (
+    # (the 1.1 spec files: schema.json, DEPRECATIONS.md, proto-freeze.txt; the .mdx pages;
+    #  the corpus's streams), relative to AGUI_SPEC_DIR; the first whose schema.json and
+    #  streams/ both exist wins.
+    ("reference/agui-1.1", "reference/agui-1.1/spec", "conformance/streams"),  # ../shared
+    ("1.1", "1.1", "1.1/conformance/streams"),  # the AG-UI repository's spec/ folder
+    (".", ".", "conformance/streams"),  # its spec/1.1 folder itself
+)
+
+
+@dataclass(frozen=True)
+class SpecArtifacts:
+    """The AG-UI 1.1 artifacts found under ``AGUI_SPEC_DIR`` (read-only)."""
+
+    files: Path
+    pages: Path
+    corpus: Path
+
+    @property
+    def schema_path(self) -> Path:
+        return self.files / "schema.json"
+
+    @property
+    def deprecations(self) -> Path:
+        return self.files / "DEPRECATIONS.md"
+
+    @property
+    def proto_freeze(self) -> Path:
+        return self.files / "proto-freeze.txt"
+
+    def fixtures(self) -> list[Path]:
+        """The corpus's fixture files, sorted by name."""
+        return sorted(self.corpus.glob("*.json"))
+
+
+def spec_dir() -> Path:
+    """The folder ``AGUI_SPEC_DIR`` names (relative to the working directory), or the default."""
+    chosen = os.environ.get(SPEC_DIR_SETTING)
+    return Path(chosen).expanduser().resolve() if chosen else DEFAULT_SPEC_DIR
+
+
+@functools.cache
+def find_spec_artifacts() -> SpecArtifacts | None:
+    """The artifacts in the first layout that matches, or ``None``."""
+    base = spec_dir()
+    for files, pages, corpus in SPEC_LAYOUTS:
+        found = SpecArtifacts(base / files, base / pages, base / corpus)
+        if found.schema_path.is_file() and found.corpus.is_dir():
+            return found
+    return None
+
+
+def full_tier() -> bool:
+    return os.environ.get(FULL_TIER_SETTING) == "1"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the running test for ``reason`` — or fail it, in the full tier."""
+    if full_tier():
+        pytest.fail(f"{reason} [{FULL_TIER_SETTING}=1: this test must run]", pytrace=False)
+    pytest.skip(reason)
+
+
+def spec_artifacts() -> SpecArtifacts:
+    """The spec artifacts; the test calling this skips (full tier: fails) when they are absent.
+
+    The one way a test reaches them: call it inside the test (or its fixture), never at import.
+    """
+    found = find_spec_artifacts()
+    if found is None:
+        unavailable(
+            f"needs the AG-UI 1.1 spec artifacts (schema.json, conformance corpus): set "
+            f"{SPEC_DIR_SETTING} to a folder holding them (default ../shared; none in "
+            f"{spec_dir()}; see README.md, Tests)"
+        )
+    return found
+
+
+@functools.cache
+def spec_schema() -> dict[str, Any]:
+    """``schema.json``, parsed once (shared by the tests: do not mutate it)."""
+    return dict(json.loads(spec_artifacts().schema_path.read_text(encoding="utf-8")))
+
+
+def corpus_file(name: str) -> Path:
+    """The corpus fixture named ``name`` (its file name without ``.json``)."""
+    return spec_artifacts().corpus / f"{name}.json"
+
+
+def corpus_paths(selected: Callable[[Path], bool] = lambda path: True) -> list[Any]:
+    """The corpus fixtures as ``parametrize`` values, each with its name as the test id.
+
+    Without the artifacts, one placeholder marked ``spec``, so the test still collects and
+    then skips (or fails, in the full tier) with the reason.
+    """
+    found = find_spec_artifacts()
+    if found is None:
+        return [pytest.param(None, id="corpus-absent", marks=pytest.mark.spec)]
+    return [pytest.param(path, id=path.stem) for path in found.fixtures() if selected(path)]
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures (a server, say) start
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``spec`` (as :func:`corpus_paths`' placeholder is) needs the artifacts."""
+    if item.get_closest_marker("spec") is not None:
+        spec_artifacts()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if anything imported the repository's folders as top-level modules.
+
+    The repository root is on ``sys.path`` while testing, so ``import pipeline`` would work
+    here and nowhere else: the library is ``agui_pipeline`` only.
+    """
+    strays = sorted(name for name in sys.modules if name.split(".")[0] in ("pipeline", "stages"))
+    if strays:
+        print(f"\nimported as top-level modules (use agui_pipeline): {strays}", file=sys.stderr)
+        session.exitstatus = max(exitstatus, pytest.ExitCode.TESTS_FAILED)
 
 
 def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResult:
@@ -29,12 +164,10 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-# Hypothesis profiles: the default keeps CI bounded; `HYPOTHESIS_PROFILE=fuzz`
-# runs the long profile by hand.
-import os  # noqa: E402
-
-from hypothesis import settings  # noqa: E402
-
+# Hypothesis profiles: `default` keeps the test command fast; `.ci/run` loads `ci` (ten
+# times the examples); `HYPOTHESIS_PROFILE=fuzz` runs the long profile by hand. A test that
+# sets its own `max_examples` keeps it under every profile.
 settings.register_profile("default", max_examples=100)
+settings.register_profile("ci", max_examples=1_000, deadline=None, print_blob=True)
 settings.register_profile("fuzz", max_examples=5_000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 Event = dict[str, Any]
 
 _text = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=12
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=12
 )
 _name = st.text(alphabet="abcdefghij_", min_size=1, max_size=8)
 _json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), _text)

@@ -16,7 +16,7 @@ from agui_pipeline.agent_resource import (
 
 from tests.conftest import run
 from tests.streams import encode
-from tests.test_capabilities import VALIDATOR
+from tests.test_capabilities import validator
 
 APP = "projects/p/locations/us/apps/shop"
 
@@ -46,7 +46,7 @@ LLM_AGENT: dict[str, Any] = {
 
 def test_llm_agent_mapping() -> None:
     document = declaration_document(LLM_AGENT)
-    assert VALIDATOR.is_valid(document)
+    assert validator().is_valid(document)
     assert document["identity"]["name"] == "Shop assistant"
     assert document["identity"]["description"] == "Answers order questions"
     assert document["tools"] == {
@@ -108,7 +108,7 @@ def test_remote_a2a_agent_transport_and_card() -> None:
         },
     }
     document = declaration_document(resource)
-    assert VALIDATOR.is_valid(document)
+    assert validator().is_valid(document)
     # The CES connection setting wins over what the card says the agent can do.
     assert document["transport"] == {"streaming": False, "pushNotifications": True}
     assert document["identity"]["version"] == "2.0.1"

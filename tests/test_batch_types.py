@@ -8,10 +8,11 @@ and check that the stages after see the change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import orjson
-from agui_pipeline import Pipeline
+from agui_pipeline import Pipeline, StreamRejected
 from agui_pipeline.stage import Batch, Stage
 
 from tests.conftest import run
@@ -20,7 +21,7 @@ START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
 
 
-def jsonl(*events: dict[str, object]) -> bytes:
+def jsonl(*events: Mapping[str, object]) -> bytes:
     return b"".join(orjson.dumps(event) + b"\n" for event in events)
 
 
@@ -94,6 +95,6 @@ def test_an_event_swapped_in_place_by_middleware_is_judged_again() -> None:
     opened = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
     result = run(jsonl(START, opened, content, END), Pipeline(middleware=[Subclassing]))
     assert not result.verdict.completed
-    assert result.verdict.error is not None
+    assert isinstance(result.verdict.error, StreamRejected)
     assert result.verdict.error.code == "enforce.malformed"
     assert result.verdict.error.event_index == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchmarks import bench_expand
 from benchmarks.workload import events
 from tests.test_expand import Expanded
@@ -12,7 +14,7 @@ def test_the_chunk_spelling_expands_back_to_the_workload() -> None:
     spelled = bench_expand.chunked(stream)
     assert sum(e["type"].endswith("_CHUNK") for e in spelled) > len(stream) // 2
     out = Expanded(spelled, splits=list(range(100, len(spelled), 250)))
-    expected = []
+    expected: list[tuple[Any, Any, Any]] = []
     for event in stream:
         if event["type"].endswith("_END") and "metadata" in event:
             # an END's metadata rides a metadata-only last chunk: an empty content event

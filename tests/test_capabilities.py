@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from tests.conftest import SCHEMA_PATH
+from tests.conftest import spec_schema
 
-SCHEMA = json.loads(SCHEMA_PATH.read_text())
-DEFS = SCHEMA["$defs"]
-VALIDATOR = Draft202012Validator({"$ref": "#/$defs/AgentCapabilities", "$defs": DEFS})
+
+@functools.cache
+def defs() -> dict[str, Any]:
+    """The definitions in ``schema.json`` (a test without the spec artifacts skips)."""
+    return dict(spec_schema()["$defs"])
+
+
+@functools.cache
+def validator() -> Draft202012Validator:
+    return Draft202012Validator({"$ref": "#/$defs/AgentCapabilities", "$defs": defs()})
+
 
 FULL: dict[str, Any] = {
     "identity": {
@@ -86,7 +95,7 @@ FULL: dict[str, Any] = {
 
 
 def test_the_full_example_is_schema_valid_and_round_trips() -> None:
-    assert VALIDATOR.is_valid(FULL)
+    assert validator().is_valid(FULL)
     capabilities = AgentCapabilities.load(FULL)
     assert capabilities.to_json() == FULL
     assert capabilities.unrecognised() == []
@@ -96,12 +105,12 @@ def test_every_schema_group_and_field_is_modelled() -> None:
     def fields(model: type[Any]) -> set[str]:
         return set(model.model_fields)
 
-    assert fields(AgentCapabilities) == set(DEFS["AgentCapabilities"]["properties"])
-    for group, ref in DEFS["AgentCapabilities"]["properties"].items():
+    assert fields(AgentCapabilities) == set(defs()["AgentCapabilities"]["properties"])
+    for group, ref in defs()["AgentCapabilities"]["properties"].items():
         if "$ref" not in ref:
             continue
         model = AgentCapabilities.model_fields[group].annotation
-        target = DEFS[ref["$ref"].rsplit("/", 1)[1]]
+        target = defs()[ref["$ref"].rsplit("/", 1)[1]]
         (arg,) = [a for a in model.__args__ if a is not type(None)]  # type: ignore[union-attr]
         assert fields(arg) == set(target["properties"]), group
 
@@ -137,7 +146,7 @@ def test_omitted_means_undeclared_not_false() -> None:
 def test_a_malformed_known_field_makes_the_declaration_unusable(
     document: dict[str, Any], pointer: str
 ) -> None:
-    assert not VALIDATOR.is_valid(document)
+    assert not validator().is_valid(document)
     with pytest.raises(DeclarationUnusable) as caught:
         AgentCapabilities.load(document)
     assert caught.value.pointer == pointer
@@ -150,7 +159,7 @@ def test_a_malformed_known_field_makes_the_declaration_unusable(
 
 
 def test_an_integral_number_is_an_integer_as_json_schema_says() -> None:
-    assert VALIDATOR.is_valid({"execution": {"maxIterations": 3.0}})
+    assert validator().is_valid({"execution": {"maxIterations": 3.0}})
     capabilities = AgentCapabilities.load({"execution": {"maxIterations": 3.0}})
     assert capabilities.execution is not None
     assert capabilities.execution.maxIterations == 3
@@ -246,7 +255,8 @@ def test_check_run_input_warns_before_sending_only_on_explicit_false() -> None:
 
 
 def _known(definition: dict[str, Any]) -> dict[str, Any]:
-    return definition.get("properties", {})
+    known: dict[str, Any] = definition.get("properties", {})
+    return known
 
 
 _OPEN = {"metadata", "custom", "parameters"}
@@ -256,7 +266,7 @@ def strip_unrecognised(value: Any, definition: dict[str, Any]) -> Any:
     """The document with every member the schema does not define removed (recursively),
     leaving open objects (metadata, custom, a tool's parameters) untouched."""
     if "$ref" in definition:
-        definition = DEFS[definition["$ref"].rsplit("/", 1)[1]]
+        definition = defs()[definition["$ref"].rsplit("/", 1)[1]]
     if isinstance(value, list) and "items" in definition:
         return [strip_unrecognised(item, definition["items"]) for item in value]
     if not isinstance(value, dict) or "properties" not in definition:
@@ -289,7 +299,7 @@ _anything = st.recursive(
 def _value_for(definition: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Mostly values of the right shape, sometimes anything at all."""
     if "$ref" in definition:
-        definition = DEFS[definition["$ref"].rsplit("/", 1)[1]]
+        definition = defs()[definition["$ref"].rsplit("/", 1)[1]]
     right: st.SearchStrategy[Any]
     kind = definition.get("type")
     if kind == "boolean":
@@ -327,7 +337,7 @@ def _object_for(definition: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]
     return build()
 
 
-declarations = st.one_of(_object_for(DEFS["AgentCapabilities"]), _anything)
+declarations = st.deferred(lambda: st.one_of(_object_for(defs()["AgentCapabilities"]), _anything))
 """Random declarations: mostly shaped like the schema, with wrong types, nulls and
 unrecognised members mixed in, and now and then not an object at all."""
 
@@ -341,16 +351,16 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
         assert Declaration.read(None) is Declaration.NONE
         assert not Declaration.read(b"null").usable
         return
-    expected = VALIDATOR.is_valid(strip_unrecognised(document, DEFS["AgentCapabilities"]))
+    expected = validator().is_valid(strip_unrecognised(document, defs()["AgentCapabilities"]))
     declaration = Declaration.read(document)
     assert declaration.usable == expected, (document, declaration.notes)
     if not expected:
         # The diagnostic names a field the schema itself faults (or, for a missing
         # required member, the member inside the object the schema faults).
-        stripped = strip_unrecognised(document, DEFS["AgentCapabilities"])
+        stripped = strip_unrecognised(document, defs()["AgentCapabilities"])
         faulted = {
             "".join(f"/{part}" for part in error.absolute_path)
-            for error in VALIDATOR.iter_errors(stripped)
+            for error in validator().iter_errors(stripped)
         }
         (note,) = declaration.notes
         assert note.pointer in faulted or note.pointer.rsplit("/", 1)[0] in faulted, (

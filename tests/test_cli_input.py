@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.cli_run import agui, write_json
-from tests.conftest import CORPUS, ROOT
+from tests.conftest import ROOT, corpus_file
 from tests.streams import encode
 
 # A producer that answers the frontend tool its input declared: tool-calls.mdx, "A
@@ -120,9 +120,7 @@ def test_a_fixture_brings_its_own_input_and_input_overrides_it(tmp_path: Path) -
 
 
 def test_a_corpus_fixture_checked_directly() -> None:
-    fixture = CORPUS / "conformant-run-is-quiet.json"
-    if not fixture.is_file():
-        pytest.skip("the conformance corpus (../shared) is not here")
+    fixture = corpus_file("conformant-run-is-quiet")
     completed = agui("check", fixture)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert f"{fixture}: completed" in completed.stdout

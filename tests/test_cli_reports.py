@@ -119,7 +119,7 @@ def test_conversation_carries_the_messages(tmp_path: Path) -> None:
 
 
 def test_conversation_names_activity_messages(tmp_path: Path) -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         CLEAN[0],
         {
             "type": "ACTIVITY_SNAPSHOT",

@@ -8,6 +8,7 @@ import pty
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_progress_line_for_a_file(misspelt: Path) -> None:
 @pytest.mark.parametrize("report", [["--format", "json", "--conversation"], []])
 def test_no_traceback_when_the_reader_closes_the_pipe(tmp_path: Path, report: list[str]) -> None:
     messages = 6_666  # three events each: 20,000 events with the run's two
-    events = [CLEAN[0]]
+    events: list[dict[str, Any]] = [CLEAN[0]]
     for number in range(messages):
         events += [
             {"type": "TEXT_MESSAGE_START", "messageId": f"m{number}", "role": "assistant"},

@@ -29,7 +29,7 @@ from agui_pipeline.stages.compat import Compat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import CORPUS, run
+from tests.conftest import corpus_file, run
 from tests.streams import encode, valid_stream
 
 
@@ -640,7 +640,7 @@ def test_any_shape_passes_without_an_exception(
 
 def _fixture(name: str) -> tuple[dict[str, Any], RunResult, list[Diagnostic]]:
     """Both halves, as a client runs a fixture: the input prepared, then the stream read."""
-    fixture = json.loads((CORPUS / f"{name}.json").read_text())
+    fixture = json.loads(corpus_file(name).read_text())
     peer = fixture.get("client", {}).get("maxProtocolVersion")
     first = fixture["stream"][0]
     raw = {"threadId": first["threadId"], "runId": first["runId"], "messages": []}
@@ -690,7 +690,7 @@ def test_era_0_0_45_delivers_well_formed_reasoning() -> None:
 
 
 def test_the_current_peer_fixture_loses_its_subagents_when_pinned_to_0_0_57() -> None:
-    fixture = json.loads((CORPUS / "era-current-peer-keeps-modern-content.json").read_text())
+    fixture = json.loads(corpus_file("era-current-peer-keeps-modern-content").read_text())
     stream = b"".join(orjson.dumps(event) + b"\n" for event in fixture["stream"])
     result = run(stream, Pipeline(peer_max_protocol_version="0.0.57"))
     assert [e["type"] for e in result.events] == ["RUN_STARTED", "RUN_FINISHED"]

@@ -1,6 +1,6 @@
 """The conformance corpus through the runner, and the runner's own checks.
 
-Every fixture in ``../shared/conformance/streams`` is one case. Each
+Every fixture in the corpus (``AGUI_SPEC_DIR``, see ``tests/conftest.py``) is one case. Each
 ``expect`` key's checker is then shown to go red: a fixture whose
 expectation is mutated must FAIL on that key, with what was seen.
 """
@@ -28,20 +28,19 @@ from agui_pipeline.conformance import (
     subset_mismatch,
 )
 
-from tests.conftest import CORPUS
-
-FIXTURES = sorted(CORPUS.glob("*.json"))
+from tests.conftest import corpus_file, corpus_paths, spec_artifacts
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+@pytest.mark.parametrize("path", corpus_paths())
 def test_corpus_fixture(path: Path) -> None:
     report = check_fixture(run_fixture(load_fixture(path)))
     assert report.passed, report.line()
 
 
 def test_the_corpus_is_all_there_and_each_fixture_is_named_for_its_file() -> None:
-    assert len(FIXTURES) == 52
-    assert all(load_fixture(path).name == path.stem for path in FIXTURES)
+    fixtures = spec_artifacts().fixtures()
+    assert len(fixtures) >= 52  # the subset in ../shared; the AG-UI repository has them all
+    assert all(load_fixture(path).name == path.stem for path in fixtures)
 
 
 # -- each checker can fail ----------------------------------------------------------------
@@ -49,7 +48,7 @@ def test_the_corpus_is_all_there_and_each_fixture_is_named_for_its_file() -> Non
 
 def mutated(name: str, **expect: Any) -> Report:
     """Run fixture ``name`` with its ``expect`` changed; the report."""
-    fixture = load_fixture(CORPUS / f"{name}.json")
+    fixture = load_fixture(corpus_file(name))
     changed = replace(fixture, expect={**copy.deepcopy(fixture.expect), **expect})
     return check_fixture(run_fixture(changed))
 
@@ -111,8 +110,8 @@ def test_an_unknown_expect_key_fails_rather_than_passing_silently() -> None:
 
 
 def test_expect_overrides_are_ignored() -> None:
-    fixture = load_fixture(CORPUS / "metadata-merges-last-write-wins.json")
-    data = orjson.loads((CORPUS / "metadata-merges-last-write-wins.json").read_bytes())
+    fixture = load_fixture(corpus_file("metadata-merges-last-write-wins"))
+    data = orjson.loads(corpus_file("metadata-merges-last-write-wins").read_bytes())
     assert "expectOverrides" in data and "expectOverrides" not in fixture.expect
     assert check_fixture(run_fixture(fixture)).passed
 
@@ -147,7 +146,7 @@ def test_subset_match(expected: Any, actual: Any, problem: str | None) -> None:
 
 def test_the_one_deviation_asserts_the_spec_and_is_pinned_to_the_corpus() -> None:
     assert set(DEVIATIONS) == {"unknown-enum-value-role-fatal"}
-    fixture = load_fixture(CORPUS / "unknown-enum-value-role-fatal.json")
+    fixture = load_fixture(corpus_file("unknown-enum-value-role-fatal"))
     deviation = DEVIATIONS[fixture.name]
     assert fixture.expect == deviation.pinned
     report = check_fixture(run_fixture(fixture))
@@ -159,14 +158,14 @@ def test_the_one_deviation_asserts_the_spec_and_is_pinned_to_the_corpus() -> Non
 
 
 def test_a_deviation_goes_stale_when_the_corpus_changes_the_fixture() -> None:
-    fixture = load_fixture(CORPUS / "unknown-enum-value-role-fatal.json")
+    fixture = load_fixture(corpus_file("unknown-enum-value-role-fatal"))
     changed = replace(fixture, expect={"outcome": "completed", "warnings": ["/role"]})
     report = check_fixture(run_fixture(changed))
     assert failed_keys(report) == ["deviation"]
 
 
 def test_the_deviation_checks_the_spec_behaviour_and_would_catch_the_gap() -> None:
-    fixture = load_fixture(CORPUS / "unknown-enum-value-role-fatal.json")
+    fixture = load_fixture(corpus_file("unknown-enum-value-role-fatal"))
     bad_role_kept = replace(
         fixture,
         stream=[
@@ -181,7 +180,7 @@ def test_the_deviation_checks_the_spec_behaviour_and_would_catch_the_gap() -> No
 
 
 def test_a_source_replaces_the_in_memory_replay() -> None:
-    fixture = load_fixture(CORPUS / "triad-assembles-message.json")
+    fixture = load_fixture(corpus_file("triad-assembles-message"))
     other = [e for e in fixture.stream if e["type"] != "TEXT_MESSAGE_CONTENT"]
     jsonl = b"".join(orjson.dumps(e) + b"\n" for e in other)
     report = check_fixture(run_fixture(fixture, source=jsonl))
@@ -190,7 +189,7 @@ def test_a_source_replaces_the_in_memory_replay() -> None:
 
 
 def test_the_request_takes_its_ids_from_the_first_run_started() -> None:
-    fixture = load_fixture(CORPUS / "era-pinned-peer-omits-protocol-version.json")
+    fixture = load_fixture(corpus_file("era-pinned-peer-omits-protocol-version"))
     replay = run_fixture(fixture)
     assert replay.request is not None
     assert (replay.request["threadId"], replay.request["runId"]) == ("t-erapin", "r-1")
@@ -212,7 +211,7 @@ def test_a_rejected_input_is_a_failed_outcome_with_its_message() -> None:
 
 
 def test_the_command_prints_a_line_per_fixture_and_the_totals(tmp_path: Path) -> None:
-    good = CORPUS / "triad-assembles-message.json"
+    good = corpus_file("triad-assembles-message")
     data = orjson.loads(good.read_bytes())
     data["name"] = "triad-wrong"
     data["expect"]["messageCount"] = 3

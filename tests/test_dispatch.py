@@ -224,6 +224,7 @@ async def test_a_handler_sees_the_conversation_up_to_its_own_event() -> None:
         async for _ in stream:
             pass
     assert seen == ["Hello, ", "Hello, world."]  # both deltas arrived in one read
+    assert stream.context.conversation is not None
     assert stream.context.conversation.messages[-1]["content"] == "Hello, world."
 
 

@@ -18,7 +18,7 @@ from agui_pipeline.engine import CANONICAL_ORDER
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
 
-from tests.conftest import CORPUS
+from tests.conftest import corpus_file
 
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
@@ -56,7 +56,7 @@ def rejected(*events: dict[str, Any]) -> StreamRejected:
 
 
 def test_clean_batch_passes_untouched_and_quiet() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         dict(RUN, protocolVersion="1.1", timestamp=1_767_225_600_000),
         {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "user", "name": "ann"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"},
@@ -320,7 +320,7 @@ def test_unknown_resume_status_drops_the_entry() -> None:
 
 
 def test_open_objects_pass_untouched_and_quietly() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         {
             "type": "TEXT_MESSAGE_START",
             "messageId": "m",
@@ -534,7 +534,7 @@ def test_malformed_value_in_a_nested_document_is_fatal() -> None:
 
 
 def test_events_before_a_rejection_are_delivered_as_enforced() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         RUN,
         {"type": "FUTURE_EVENT"},
         {"type": "TEXT_MESSAGE_START", "messageId": "m", "extra": 1},
@@ -592,7 +592,7 @@ ENFORCE_FIXTURES = [
 
 @pytest.mark.parametrize("name", ENFORCE_FIXTURES)
 def test_corpus_fixture_verdicts_hold_for_enforce(name: str) -> None:
-    fixture = json.loads((CORPUS / f"{name}.json").read_text())
+    fixture = json.loads(corpus_file(name).read_text())
     expect = fixture["expect"]
     outcome = enforce(*fixture["stream"])
     if expect["outcome"] == "failed":
@@ -615,7 +615,7 @@ def test_corpus_fixture_verdicts_hold_for_enforce(name: str) -> None:
 def test_corpus_admitted_gap_role_follows_the_spec_instead() -> None:
     # unknown-enum-value-role-fatal pins the reference client's gap (the run fails);
     # /spec/1.1/basic/processing strips the role with a warning naming /role.
-    fixture = json.loads((CORPUS / "unknown-enum-value-role-fatal.json").read_text())
+    fixture = json.loads(corpus_file("unknown-enum-value-role-fatal").read_text())
     assert fixture["expect"]["outcome"] == "failed"
     outcome = enforce(*fixture["stream"])
     assert outcome.error is None

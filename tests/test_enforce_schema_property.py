@@ -16,13 +16,14 @@ pins one (malformed, unless the schema happens to accept the result).
   the path, and what it delivers validates;
 - it is malformed → enforce rejects it, pointing at or inside the mutated value.
 
-``ENFORCE_PROPERTY_EXAMPLES`` raises the number of examples for a longer run.
+It runs five times the hypothesis profile's examples (500 under the test command, 5,000 in
+CI); ``ENFORCE_PROPERTY_EXAMPLES`` sets the number for a longer run.
 """
 
 from __future__ import annotations
 
 import copy
-import json
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +35,16 @@ from agui_pipeline.stages.enforce import Enforce
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import SCHEMA_PATH
+from tests.conftest import spec_schema
 
-SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
-DEFS: dict[str, Any] = SCHEMA["$defs"]
-EXAMPLES = int(os.environ.get("ENFORCE_PROPERTY_EXAMPLES", "2500"))
+
+@functools.cache
+def defs() -> dict[str, Any]:
+    """The definitions in ``schema.json`` (a test without the spec artifacts skips)."""
+    return dict(spec_schema()["$defs"])
+
+
+EXAMPLES = int(os.environ.get("ENFORCE_PROPERTY_EXAMPLES", 5 * settings().max_examples))
 
 Path = tuple[str | int, ...]
 
@@ -53,7 +59,7 @@ def pointer(path: Path) -> str:
 def resolve(schema: dict[str, Any]) -> dict[str, Any]:
     """A definition with ``$ref`` followed and ``allOf`` parts merged into one object."""
     if "$ref" in schema:
-        target = resolve(DEFS[schema["$ref"].rsplit("/", 1)[1]])
+        target = resolve(defs()[schema["$ref"].rsplit("/", 1)[1]])
         rest = {k: v for k, v in schema.items() if k not in ("$ref", "description")}
         return {**target, **rest}
     if "allOf" in schema:
@@ -73,7 +79,7 @@ _validators: dict[int, jsonschema.Draft202012Validator] = {}
 def valid_for(value: Any, schema: dict[str, Any]) -> bool:
     validator = _validators.get(id(schema))
     if validator is None:
-        validator = jsonschema.Draft202012Validator({"$defs": DEFS, **schema})
+        validator = jsonschema.Draft202012Validator({"$defs": defs(), **schema})
         _validators[id(schema)] = validator
     return bool(validator.is_valid(value))
 
@@ -141,7 +147,10 @@ def values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     return non_null_json if "not" in schema else json_value
 
 
-EVENT_SCHEMAS = {resolve(ref)["properties"]["type"]["const"]: ref for ref in DEFS["Event"]["oneOf"]}
+@functools.cache
+def event_schemas() -> dict[str, dict[str, Any]]:
+    """Each event type's branch of the ``Event`` union."""
+    return {resolve(ref)["properties"]["type"]["const"]: ref for ref in defs()["Event"]["oneOf"]}
 
 
 def event_valid(event: dict[str, Any]) -> bool:
@@ -152,10 +161,13 @@ def event_valid(event: dict[str, Any]) -> bool:
     names; validating that branch alone is the same verdict, much faster.
     """
     kind = event.get("type")
-    return type(kind) is str and kind in EVENT_SCHEMAS and valid_for(event, EVENT_SCHEMAS[kind])
+    schemas = event_schemas()
+    return type(kind) is str and kind in schemas and valid_for(event, schemas[kind])
 
 
-events = st.one_of([values(EVENT_SCHEMAS[kind]) for kind in sorted(EVENT_SCHEMAS)])
+events = st.deferred(
+    lambda: st.one_of([values(schema) for _, schema in sorted(event_schemas().items())])
+)
 
 
 # --- where a mutation can go -----------------------------------------------------------
@@ -225,7 +237,7 @@ def remove(document: Any, path: Path) -> None:
     del get(document, path[:-1])[path[-1]]
 
 
-WRONG = [None, True, 0, -1, 2**53, 5.0, 1.5, "", "s", "~x", [], [1], {}]
+WRONG: list[Any] = [None, True, 0, -1, 2**53, 5.0, 1.5, "", "s", "~x", [], [1], {}]
 """Replacement values; the schema decides which are wrong where."""
 
 
@@ -254,7 +266,7 @@ class Case:
 def cases(draw: st.DrawFn) -> Case:
     original = draw(events)
     event = copy.deepcopy(original)
-    spots = positions(event, EVENT_SCHEMAS[event["type"]], (), True, None)
+    spots = positions(event, event_schemas()[event["type"]], (), True, None)
     spots[0].pinned = True  # the event itself; its "type" is the discriminator of Event
     for spot in spots:
         spot.pinned = spot.pinned or spot.path == ("type",)
@@ -285,11 +297,11 @@ def cases(draw: st.DrawFn) -> Case:
         target[key] = draw(json_value)
         return Case(original, event, "unrecognised", (*spot.path, key), (*spot.path, key))
     if mutation == "unknown-member":
-        key = discriminator(spot.schema)
-        assert key is not None
+        tag = discriminator(spot.schema)
+        assert tag is not None
         extra = draw(st.dictionaries(st.sampled_from(["value", "id", "data"]), json_value))
-        put(event, spot.path, {**extra, key: "future-" + draw(st.text("xyz", max_size=3))})
-        return Case(original, event, "unrecognised", (*spot.path, key), spot.anchor)
+        put(event, spot.path, {**extra, tag: "future-" + draw(st.text("xyz", max_size=3))})
+        return Case(original, event, "unrecognised", (*spot.path, tag), spot.anchor)
     if mutation == "unknown-value":
         put(event, spot.path, "future-" + draw(st.text("xyz", max_size=3)))
         return Case(original, event, "unrecognised", spot.path, spot.anchor)

@@ -66,7 +66,7 @@ def rejecting_at(index: int, name: str) -> type[Stage]:
                     raise reject_after(batch.before(at), rejection)  # it only checks
             return batch
 
-    RejectAt.name = name  # type: ignore[misc]
+    RejectAt.name = name
     return RejectAt
 
 
@@ -172,6 +172,7 @@ def _tasks() -> set[object]:
     import trio
 
     root = trio.lowlevel.current_root_task()
+    assert root is not None
     found: set[object] = set()
     pending = [root]
     while pending:

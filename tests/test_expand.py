@@ -7,7 +7,7 @@ re-spells valid triad streams as chunks and checks nothing changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from itertools import pairwise
 from typing import Any
 
@@ -24,7 +24,7 @@ from agui_pipeline.stages.expand import Expand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import CORPUS, run
+from tests.conftest import corpus_paths, run
 
 Event = dict[str, Any]
 
@@ -239,7 +239,7 @@ def test_finish_synthesizes_nothing_for_a_truncated_run() -> None:
 
 
 def test_events_other_than_chunks_pass_untouched() -> None:
-    events = [
+    events: list[Event] = [
         RS,
         {"type": "TEXT_MESSAGE_START", "messageId": "m"},
         {"type": "SOMETHING_NEW", "x": 1},
@@ -403,7 +403,7 @@ def test_a_chunk_of_another_kind_closes_the_lanes_stream() -> None:
 
 # -- closing a chunk stream -------------------------------------------------------------
 
-CLOSERS = [
+CLOSERS: list[Event] = [
     {"type": "TEXT_MESSAGE_START", "messageId": "other"},
     {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x"},
     {"type": "TOOL_CALL_START", "toolCallId": "c9", "toolCallName": "f"},
@@ -426,7 +426,7 @@ def test_an_event_in_the_lane_closes_the_stream(closer: Event) -> None:
     assert out.indices[-2:] == [2, 2]
 
 
-ASIDE = [
+ASIDE: list[Event] = [
     {"type": "RAW", "event": {"x": 1}},
     {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "plan", "content": {}},
     {"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "plan", "patch": []},
@@ -454,7 +454,7 @@ def test_four_events_and_subagent_started_stand_aside(aside: Event) -> None:
     ]
 
 
-RUN_LEVEL = [
+RUN_LEVEL: list[Event] = [
     RF,
     {"type": "RUN_ERROR", "message": "boom"},
     RS,
@@ -712,12 +712,10 @@ def test_hostile_shapes_never_crash_the_stage() -> None:
 
 # -- the corpus fixtures that use chunks, through the default pipeline -----------------------
 
-CHUNK_FIXTURES = sorted(
-    path for path in CORPUS.glob("*.json") if "_CHUNK" in path.read_text(encoding="utf-8")
+
+@pytest.mark.parametrize(
+    "path", corpus_paths(lambda path: "_CHUNK" in path.read_text(encoding="utf-8"))
 )
-
-
-@pytest.mark.parametrize("path", CHUNK_FIXTURES, ids=[p.stem for p in CHUNK_FIXTURES])
 def test_chunk_fixtures(path: Any) -> None:
     fixture = json.loads(path.read_text(encoding="utf-8"))
     expect = fixture["expect"]
@@ -903,7 +901,7 @@ class _Respeller:
         lane = self.lane()
         self.end(lane)
         self.serial += 1
-        event = self.draw(
+        event: Event = self.draw(
             st.sampled_from(
                 [
                     {"type": "CUSTOM", "name": "c", "value": self.serial},
@@ -918,7 +916,7 @@ class _Respeller:
 
     def aside(self) -> None:
         self.serial += 1
-        event = self.draw(
+        event: Event = self.draw(
             st.sampled_from(
                 [
                     {"type": "RAW", "event": {"n": self.serial}},
@@ -971,7 +969,7 @@ def respelled(draw: st.DrawFn) -> tuple[list[Event], list[Event]]:
     return speller.triad, speller.chunks
 
 
-def _splits(draw: st.DrawFn, size: int) -> list[int]:
+def _splits(draw: Callable[[st.SearchStrategy[list[int]]], list[int]], size: int) -> list[int]:
     return sorted(set(draw(st.lists(st.integers(1, max(1, size - 1)), max_size=4))))
 
 

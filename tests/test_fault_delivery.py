@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from benchmarks.workload import DECLARATION
 from benchmarks.workload import events as workload
-from tests.conftest import CORPUS, run
+from tests.conftest import run, spec_artifacts
 from tests.streams import valid_stream
 
 START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -58,7 +58,8 @@ class Redact(Stage):
     name: ClassVar[str] = "redact"
 
     async def process(self, batch: Batch) -> Batch:
-        out, out_indices = [], []
+        out: list[Event] = []
+        out_indices: list[int] = []
         for event, index in zip(batch.events, batch.indices, strict=True):
             if event.get("name") == "secret":
                 continue
@@ -75,7 +76,8 @@ class RedactAndSay(Redact):
     name: ClassVar[str] = "redact-and-say"
 
     async def process(self, batch: Batch) -> Batch:
-        out, out_indices = [], []
+        out: list[Event] = []
+        out_indices: list[int] = []
         for event, index in zip(batch.events, batch.indices, strict=True):
             if event.get("name") == "secret":
                 continue
@@ -330,10 +332,9 @@ def test_caches_stay_fresh_through_every_built_in_stage_on_the_workload() -> Non
     assert run(sse(START, *retired, END), checking_pipeline()).verdict.completed
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the conformance corpus is not beside the checkout")
 def test_caches_stay_fresh_through_every_built_in_stage_on_the_corpus() -> None:
     pipeline = checking_pipeline()
-    for path in sorted(CORPUS.glob("*.json")):
+    for path in spec_artifacts().fixtures():
         case = json.loads(path.read_text())
         run(sse(*case["stream"]), pipeline)  # any verdict: the checkers assert
 

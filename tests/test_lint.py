@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks import workload
-from tests.conftest import CORPUS, run
+from tests.conftest import corpus_file, run
 from tests.streams import valid_stream
 from tests.test_verify import call, check, in_run, rejected, tagged, text
 
@@ -154,7 +154,7 @@ def test_a_tagged_call_disagreeing_with_its_message_is_rejected_in_both_orders()
 
 
 def test_the_conformance_corpus_quiet_run_stays_quiet() -> None:
-    fixture = json.loads((CORPUS / "conformant-run-is-quiet.json").read_text())
+    fixture = json.loads(corpus_file("conformant-run-is-quiet").read_text())
     result = lint(fixture["stream"])
     assert result.warnings == []
     assert findings(result) == []

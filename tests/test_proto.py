@@ -27,9 +27,8 @@ from agui_pipeline.subscribers import encode_sse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import CORPUS, SCHEMA_PATH, SPEC
+from tests.conftest import SpecArtifacts, spec_artifacts
 
-FREEZE_PATH = SPEC / "proto-freeze.txt"
 HERE = Path(__file__).resolve().parent
 REFERENCE_DIR = HERE / ".npm"
 REFERENCE_PACKAGE = "@ag-ui/proto@1.0.0"
@@ -75,14 +74,14 @@ def frame(payload: bytes) -> bytes:
 # -- the wire schema ------------------------------------------------------------
 
 
-def needs_reference() -> None:
-    if not SCHEMA_PATH.is_file() or not FREEZE_PATH.is_file():
-        pytest.skip(f"the AG-UI 1.1 reference is not beside the checkout ({SPEC})")
+def needs_reference() -> SpecArtifacts:
+    """schema.json and proto-freeze.txt (AGUI_SPEC_DIR; absent, the test skips)."""
+    return spec_artifacts()
 
 
 def test_committed_proto_is_what_the_generator_writes() -> None:
-    needs_reference()
-    generated = generate.generate(SCHEMA_PATH, FREEZE_PATH)
+    spec = needs_reference()
+    generated = generate.generate(spec.schema_path, spec.proto_freeze)
     committed = generate.PROTO_PATH.read_text(encoding="utf-8")
     assert committed == generated, (
         "agui.proto drifted from schema.json + proto-freeze.txt: run "
@@ -92,12 +91,12 @@ def test_committed_proto_is_what_the_generator_writes() -> None:
 
 def test_compiled_module_has_every_frozen_number() -> None:
     """agui_pb2.py was compiled from the committed .proto: each frozen slot, its number."""
-    needs_reference()
+    spec = needs_reference()
     reserved = {
         (line.split()[0], int(line.split()[2].rstrip(";")))
         for line in _reserved_lines(generate.PROTO_PATH.read_text(encoding="utf-8"))
     }
-    for slot in generate.read_freeze(FREEZE_PATH.read_text(encoding="utf-8")):
+    for slot in generate.read_freeze(spec.proto_freeze.read_text(encoding="utf-8")):
         if (slot.message, slot.number) in reserved:
             continue
         if slot.message in agui_pb2.DESCRIPTOR.enum_types_by_name:
@@ -125,9 +124,8 @@ def _reserved_lines(text: str) -> list[str]:
 def test_open_payloads_follow_the_reference_wire() -> None:
     """Objects open by key travel as Struct, any JSON value as Value (``@ag-ui/proto``)."""
     fields = agui_pb2.DESCRIPTOR.message_types_by_name
-    assert fields["BaseEvent"].fields_by_name["metadata"].message_type.full_name == (
-        "google.protobuf.Struct"
-    )
+    metadata = fields["BaseEvent"].fields_by_name["metadata"].message_type
+    assert metadata is not None and metadata.full_name == "google.protobuf.Struct"
     for message, field in [
         ("BaseEvent", "raw_event"),
         ("StateSnapshotEvent", "snapshot"),
@@ -136,7 +134,7 @@ def test_open_payloads_follow_the_reference_wire() -> None:
         ("Interrupt", "metadata"),
     ]:
         kind = fields[message].fields_by_name[field].message_type
-        assert kind.full_name == "google.protobuf.Value", (message, field)
+        assert kind is not None and kind.full_name == "google.protobuf.Value", (message, field)
 
 
 # -- framing ----------------------------------------------------------------------
@@ -320,9 +318,8 @@ def test_decoded_events_are_the_dicts_the_sse_path_yields() -> None:
     proto = run(encode_frames(RUN))
     assert proto.events == sse.events
     # Same types too (3 stays an int, 2.5 a float); key order is the map's (the spec says so).
-    plan_types = [
-        {k: type(v) for k, v in r.events[1]["snapshot"]["plan"].items()} for r in (proto, sse)
-    ]
+    snapshots: list[Any] = [r.events[1]["snapshot"] for r in (proto, sse)]  # type: ignore[typeddict-item]
+    plan_types = [{k: type(v) for k, v in snapshot["plan"].items()} for snapshot in snapshots]
     assert plan_types[0] == plan_types[1]
     assert codes(proto) == codes(sse)
     assert proto.transport == "proto"
@@ -428,11 +425,9 @@ def reference(mode: str, items: list[Any]) -> list[dict[str, Any]]:
 
 
 def corpus_streams() -> list[tuple[str, list[Any]]]:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the conformance corpus is not beside the checkout ({CORPUS})")
     return [
         (path.stem, json.loads(path.read_text(encoding="utf-8"))["stream"])
-        for path in sorted(CORPUS.glob("*.json"))
+        for path in spec_artifacts().fixtures()
     ]
 
 

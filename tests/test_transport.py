@@ -30,7 +30,7 @@ from agui_pipeline.serve import BackgroundServer, Replay, ReplayServer
 from agui_pipeline.subscribers import SseSink, encode_sse
 from starlette.types import Receive, Scope, Send
 
-from tests.conftest import CORPUS
+from tests.conftest import corpus_paths
 
 pytestmark = pytest.mark.anyio
 
@@ -244,8 +244,6 @@ async def test_cancellation_leaves_no_task_behind(server: ReplayServer) -> None:
 
 # -- the conformance corpus over real HTTP + SSE --------------------------------------
 
-FIXTURES = sorted(CORPUS.glob("*.json"))
-
 
 @pytest.fixture(scope="module")
 def corpus_server() -> Iterator[ReplayServer]:
@@ -265,7 +263,7 @@ async def _http_replay(fixture: Fixture, url: str) -> ConformanceReplay:
     return ConformanceReplay(fixture, None, [], result=result)
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+@pytest.mark.parametrize("path", corpus_paths())
 async def test_every_fixture_passes_over_http(corpus_server: ReplayServer, path: Path) -> None:
     fixture = load_fixture(path)
     corpus_server.replay.events = fixture.stream
@@ -282,7 +280,7 @@ async def test_every_fixture_passes_over_http(corpus_server: ReplayServer, path:
     assert replay.result.conversation.to_dict() == in_memory.result.conversation.to_dict()
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[path.stem for path in FIXTURES])
+@pytest.mark.parametrize("path", corpus_paths())
 async def test_the_runner_reads_the_http_body_as_it_reads_memory(
     corpus_server: ReplayServer, path: Path
 ) -> None:
@@ -358,7 +356,7 @@ def gateway(agent_url: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 async def test_a_gateway_relays_only_what_the_pipeline_delivered(server: ReplayServer) -> None:
-    noisy = [
+    noisy: list[dict[str, Any]] = [
         {**RUN[0], "futureProp": 1},
         {"type": "FUTURE_EVENT", "x": 1},
         *RUN[1:],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import tracemalloc
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -307,7 +308,7 @@ def test_steps_are_per_owner() -> None:
 # -- the streamed items (/spec/1.1/basic/patterns/streaming) --------------------
 
 
-TRIADS = {
+TRIADS: dict[str, tuple[Callable[[str], list[Event]], c.Code, str]] = {
     "text": (text, c.VERIFY_TEXT_MESSAGE, "text message"),
     "tool": (call, c.VERIFY_TOOL_CALL, "tool call"),
     "reasoning": (thought, c.VERIFY_REASONING, "reasoning message"),
@@ -387,7 +388,7 @@ def test_chunks_never_reach_verification() -> None:
 # -- attribution and subagents (/spec/1.1/events/subagents) ---------------------
 
 
-CONTINUATIONS = {
+CONTINUATIONS: dict[str, tuple[Callable[[str | None], list[Event]], int]] = {
     "text": (lambda sub: text("x", sub), 1),
     "text-end": (lambda sub: text("x", sub), 2),
     "tool": (lambda sub: call("x", sub), 1),

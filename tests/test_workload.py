@@ -9,7 +9,6 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Pipeline
-from conftest import SCHEMA_PATH, run
 from jsonschema import Draft202012Validator
 
 from benchmarks.workload import (
@@ -20,11 +19,12 @@ from benchmarks.workload import (
     events,
     iter_sse_chunks,
 )
+from tests.conftest import run, spec_schema
 
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    return dict(json.loads(SCHEMA_PATH.read_text()))
+    return spec_schema()
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_token_deltas_dominate_and_every_kind_occurs() -> None:
     assert kinds["RUN_STARTED"] >= 5
 
 
-def _apply(state: dict, ops: list[dict]) -> None:
+def _apply(state: dict[str, Any], ops: list[dict[str, Any]]) -> None:
     """Enough of RFC 6902 for the workload's patches; raises when one does not apply."""
     for op in ops:
         *parents, last = op["path"].split("/")[1:]
@@ -119,7 +119,7 @@ def test_sequences_are_legal() -> None:
     open_steps: set[str] = set()
     open_items: set[tuple[str, str]] = set()
     ended_calls: set[str] = set()
-    state: dict = {}
+    state: dict[str, Any] = {}
     for index, event in enumerate(events(30_000, seed=5)):
         kind = event["type"]
         where = f"event {index}: {event}"
