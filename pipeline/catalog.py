@@ -138,6 +138,15 @@ PARSE_INTEGER_PRECISION = _code(
     advice="Send integers within 64 bits (I-JSON RFC 7493 §2.2 advises within ±2**53); send a "
     "larger one as a string.",
 )
+PARSE_CONTENT_ENCODING = _code(
+    "parse.content-encoding",
+    _E,
+    TRANSPORTS,
+    "the response body does not decode by its Content-Encoding, or names one the client "
+    "does not read",
+    advice="Compress the body with what the request's Accept-Encoding offered (gzip or "
+    "deflate), or not at all.",
+)
 PARSE_NOT_OBJECT = _code(
     "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
 )

@@ -44,6 +44,10 @@ class Limits:
     max_state_bytes: int = 64 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
     sixteenth: the state is measured when what patches inserted reaches the limit)."""
+    max_decompression_ratio: int = 100
+    """Most bytes a compressed HTTP response body (``Content-Encoding``) may inflate to
+    per byte received, past its first MiB: a real event stream compresses about tenfold,
+    a decompression bomb (``gzip, gzip``) a millionfold."""
 
 
 @dataclass(frozen=True, slots=True)
