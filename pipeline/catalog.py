@@ -125,8 +125,7 @@ PARSE_UNPAIRED_SURROGATE = _code(
     "parse.unpaired-surrogate",
     _E,
     PROCESSING,
-    "a frame's string escapes a lone UTF-16 surrogate (such as \\ud800), which names no "
-    "character",
+    "a frame's string escapes a lone UTF-16 surrogate (such as \\ud800), which names no character",
     advice="Escape characters outside the Basic Multilingual Plane as a surrogate pair, or send "
     "them as UTF-8 (RFC 8259 §7, §8.2; I-JSON RFC 7493 §2.1).",
 )

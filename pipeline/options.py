@@ -44,6 +44,12 @@ class Limits:
     max_state_bytes: int = 64 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
     sixteenth: the state is measured when what patches inserted reaches the limit)."""
+    max_run_records: int = 1_000
+    """Run records kept on the result (``RunResult.runs``): the first half of this many
+    runs and the latest half; every run is counted in ``RunResult.run_counts``."""
+    max_run_ids: int = 100_000
+    """runIds remembered to find a reused one (``verify.run-id-reused``): a reuse of a
+    runId more than this many runs back is not seen."""
     max_decompression_ratio: int = 100
     """Most bytes a compressed HTTP response body (``Content-Encoding``) may inflate to
     per byte received, past its first MiB: a real event stream compresses about tenfold,
