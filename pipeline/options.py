@@ -28,9 +28,11 @@ class Limits:
     """
 
     max_frame_bytes: int = 16 * 1024 * 1024
-    """Largest single frame (one SSE event, one JSON line)."""
-    max_document_bytes: int = 256 * 1024 * 1024
-    """Largest JSON array document, which must be read whole before decoding."""
+    """Largest single frame (one SSE event, one JSON line); decoded, a frame of the
+    smallest arrays takes about 40 times its size."""
+    max_document_bytes: int = 16 * 1024 * 1024
+    """Largest JSON array document, which must be read whole before decoding (decoded,
+    a document of the smallest objects takes about 45 times its size)."""
     max_diagnostics: int = 10_000
     """Diagnostics kept on the result; later ones are counted, not stored."""
     max_depth: int = 128

@@ -248,6 +248,10 @@ def test_the_child_process_measure_is_real() -> None:
         "max_text_chars",
         "max_state_bytes",
         "max_diagnostics",
+        "max_document_bytes",
+        "max_run_records",
+        "max_run_ids",
+        "max_decompression_ratio",
     ],
 )
 def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
@@ -377,3 +381,80 @@ def test_memory_under_an_endless_stream_of_runs_is_flat() -> None:
     assert verdict.split()[0] == "completed"
     assert int(runs) > 100_000  # enough runs for growth to show
     assert float(at_16s) - float(at_8s) < 4, (at_8s, at_16s, runs)
+
+
+# -- every limit bounds memory: the worst shapes at the default limits (issue 13, item 8) -----
+
+_WORST_SHAPES = {
+    # A JSON array document of the smallest containers, as large as max_document_bytes allows.
+    "document of empty objects": "document(b'{},')",
+    "document of nested objects": "document(b'{\"a\":[{}]},')",
+    # One SSE frame of the smallest containers, as large as max_frame_bytes allows.
+    "frame of empty arrays": "frame(b'[],')",
+    "frame of nested objects": "frame(b'{\"a\":[{}]},')",
+    # An open message of one-character deltas (four UTF-8 bytes each), 2 million of them.
+    "open message of tiny deltas": "deltas(2_000_000)",
+}
+
+
+def _shape_source(shape: str) -> Iterator[bytes]:
+    """The bytes of a worst shape (see ``_WORST_SHAPES``), in 64 KiB reads."""
+    start = b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+
+    def document(unit: bytes) -> bytes:
+        count = (Limits().max_document_bytes - 200) // len(unit)
+        return b"[" + start + b"," + unit * count + b"{}]"
+
+    def frame(unit: bytes) -> bytes:
+        count = (Limits().max_frame_bytes - 200) // len(unit)
+        value = b'{"type":"CUSTOM","name":"x","value":[' + unit * count + b"0]}"
+        return b"data: " + start + b"\n\ndata: " + value + b"\n\n"
+
+    def deltas(count: int) -> Iterator[bytes]:  # made as it is read: the input is not held
+        delta = (
+            b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\xf0\x9f\x8c\x8d"}\n\n'
+        )
+        yield b"data: " + start + b"\n\n"
+        yield b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+        per_read = 65_536 // len(delta)
+        for _ in range(count // per_read):
+            yield delta * per_read
+
+    made = eval(_WORST_SHAPES[shape], {"document": document, "frame": frame, "deltas": deltas})
+    if not isinstance(made, bytes):
+        yield from made
+        return
+    for position in range(0, len(made), 65_536):
+        yield made[position : position + 65_536]
+
+
+@pytest.mark.parametrize("shape", list(_WORST_SHAPES))
+def test_no_shape_takes_the_default_pipeline_past_a_gigabyte(shape: str) -> None:
+    """drain() with the Conversation on, in a child capped at 3 GB of address space and
+    60 s of CPU; its peak RSS stays under 1 GB (before: a document at the old 256 MiB limit
+    needed ~12 GB, 2 million deltas 208 MB where they now take 47)."""
+    script = textwrap.dedent(
+        f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+        import anyio
+        from agui_pipeline import Pipeline
+        from tests.test_limits import _shape_source
+
+        async def main():
+            async with Pipeline().open(_shape_source({shape!r})) as stream:
+                return await stream.drain()
+
+        result = anyio.run(main)
+        print(result.verdict.outcome, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome, peak_mb = done.stdout.split()
+    assert outcome in ("rejected", "truncated")  # each shape is cut, or opens a run never closed
+    limit = 1024 if "deltas" not in shape else 80  # the deltas: text plus one string per join
+    assert int(peak_mb) < limit, (shape, peak_mb)
