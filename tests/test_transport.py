@@ -470,6 +470,7 @@ def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory() -> N
         import anyio
         from agui_pipeline.client import HttpAgent
         from agui_pipeline.serve import BackgroundServer
+        from tests.test_limits import peak_mb
         from tests.test_transport import INPUT, encoded_app, gzip_bomb, plain_http
 
         body = gzip_bomb(8 * 1024**3)
@@ -480,7 +481,7 @@ def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory() -> N
                     return await agent.run(INPUT)
 
         result = anyio.run(main)
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        rss = peak_mb()
         print(len(body), result.verdict.code, len(result.events), rss)
         print(result.verdict.message)
         """
