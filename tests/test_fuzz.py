@@ -309,9 +309,8 @@ def test_integers_past_64_bits_become_doubles_with_a_warning_each(
         data = b"".join(frame + b"\n" for frame in encoded)
     result, _ = run([data])
     assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
-    assert result.events[1]["value"] == [
-        n if -(2**63) <= n <= 2**64 - 1 else float(n) for n in numbers
-    ]
+    delivered: dict[str, Any] = dict(result.events[1])
+    assert delivered["value"] == [n if -(2**63) <= n <= 2**64 - 1 else float(n) for n in numbers]
     warned = [d.pointer for d in result.diagnostics if d.code == "parse.integer-precision"]
     expected = [f"/value/{i}" for i, n in enumerate(numbers) if not -(2**63) <= n <= 2**64 - 1]
     assert warned == expected
