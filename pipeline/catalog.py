@@ -115,6 +115,39 @@ PARSE_NOT_JSON = _code(
     advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
     "truncated write or an unescaped newline inside a data: line).",
 )
+PARSE_NUMBER_RANGE = _code(
+    "parse.number-range",
+    _E,
+    PROCESSING,
+    "a frame holds a number too large for a double (such as 1e999999): it has no value to deliver",
+    advice="Send numbers within IEEE 754 double range (RFC 8259 §6, I-JSON RFC 7493 §2.2); "
+    "send a larger quantity as a string.",
+)
+PARSE_UNPAIRED_SURROGATE = _code(
+    "parse.unpaired-surrogate",
+    _E,
+    PROCESSING,
+    "a frame's string escapes a lone UTF-16 surrogate (such as \\ud800), which names no character",
+    advice="Escape characters outside the Basic Multilingual Plane as a surrogate pair, or send "
+    "them as UTF-8 (RFC 8259 §7, §8.2; I-JSON RFC 7493 §2.1).",
+)
+PARSE_INTEGER_PRECISION = _code(
+    "parse.integer-precision",
+    _W,
+    PROCESSING,
+    "an integer beyond 64 bits was delivered as the nearest double: its exact value is lost",
+    advice="Send integers within 64 bits (I-JSON RFC 7493 §2.2 advises within ±2**53); send a "
+    "larger one as a string.",
+)
+PARSE_CONTENT_ENCODING = _code(
+    "parse.content-encoding",
+    _E,
+    TRANSPORTS,
+    "the response body does not decode by its Content-Encoding, or names one the client "
+    "does not read",
+    advice="Compress the body with what the request's Accept-Encoding offered (gzip or "
+    "deflate), or not at all.",
+)
 PARSE_NOT_OBJECT = _code(
     "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
 )
@@ -180,6 +213,12 @@ LIMIT_TEXT_CHARS = _code(
 )
 LIMIT_STATE_BYTES = _code(
     "limit.state-bytes", _E, TRANSPORTS, "the state document grew past the configured limit"
+)
+LIMIT_DECOMPRESSION = _code(
+    "limit.decompression",
+    _E,
+    TRANSPORTS,
+    "a compressed response body inflated past the configured ratio (a decompression bomb)",
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",

@@ -298,8 +298,15 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         + (f", {counters.discarded} discarded at the rejection" if counters.discarded else "")
         + f" ({result.transport or 'no framing'})\n"
     )
-    for run in result.runs:
+    listed = len(result.runs)
+    for position, run in enumerate(result.runs):
+        if position == listed // 2 and sum(result.run_counts.values()) > listed:
+            unlisted = sum(result.run_counts.values()) - listed
+            out.write(f"  ... {unlisted} more runs not listed (limit max_run_records)\n")
         out.write(f"  {_run_line(run)}\n")
+    if sum(result.run_counts.values()) > listed:
+        counted = ", ".join(f"{count} {status}" for status, count in result.run_counts.items())
+        out.write(f"  runs: {counted}\n")
     if isinstance(verdict.error, StreamRejected):
         out.write(f"  {_diagnostic_line(verdict.error.to_diagnostic(), style, label=False)}\n")
     elif verdict.error is not None:
@@ -372,6 +379,7 @@ def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         "suppressed": result.suppressed,
         "producerReport": producer_report(result.diagnostics, result.suppressed).to_dict(),
         "runs": [run.to_dict() for run in result.runs],
+        "runCounts": result.run_counts,
     }
     head = _dumps(report)
     conversation = result.materialised

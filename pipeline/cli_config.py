@@ -73,9 +73,9 @@ class Gate:
             reasons.append(f"{counts['error']} diagnostic(s) raised to error by --rule")
         rank = FAIL_ON.index(self.fail_on)
         if rank >= FAIL_ON.index("run-error"):
-            failed = [run for run in result.runs if run.status is RunStatus.ERROR]
+            failed = result.run_counts.get(str(RunStatus.ERROR), 0)  # listed or not
             if failed:
-                reasons.append(f"{len(failed)} run(s) ended with RUN_ERROR")
+                reasons.append(f"{failed} run(s) ended with RUN_ERROR")
         if rank >= FAIL_ON.index("warning") and counts["warning"]:
             reasons.append(f"{counts['warning']} warning(s) (--fail-on {self.fail_on})")
         if rank >= FAIL_ON.index("info") and counts["info"]:

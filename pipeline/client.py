@@ -14,7 +14,11 @@ What can go wrong, and what each is:
 - a connection that drops, or a transport error, mid-body: the stream ends
   there, with a diagnostic, and is judged as it stands — a run left open is a
   truncated run (``/spec/1.1/basic/transports``, Truncation), never a crash;
-- no byte for ``Options.idle_timeout`` seconds: the same, by the engine.
+- no byte for ``Options.idle_timeout`` seconds: the same, by the engine;
+- a compressed body (``Content-Encoding``, only ``gzip`` and ``deflate`` are
+  offered): undone layer by layer in bounded pieces before the decoder, and
+  refused (``limit.decompression``) once it inflates past
+  ``Limits.max_decompression_ratio`` bytes per byte received.
 
 Cancelling the reading task closes the connection.
 """
@@ -22,7 +26,8 @@ Cancelling the reading task closes the connection.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 from typing import Any
@@ -33,13 +38,21 @@ import orjson
 
 from ._proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ._proto import TRANSPORT as PROTO_TRANSPORT
-from .catalog import TRANSPORT_CONNECTION_LOST, TRANSPORT_CONTENT_TYPE
+from .catalog import (
+    LIMIT_DECOMPRESSION,
+    PARSE_CONTENT_ENCODING,
+    TRANSPORT_CONNECTION_LOST,
+    TRANSPORT_CONTENT_TYPE,
+)
 from .engine import EventStream, Pipeline, RunResult
-from .errors import AguiPipelineError, Diagnostic
+from .errors import AguiPipelineError, Diagnostic, StreamRejected
 from .run_input import prepare_input
-from .stage import Event, StreamContext
+from .stage import Batch, Decoder, DecoderFactory, Event, StreamContext, empty_batch, reject_after
 
 SSE_MEDIA_TYPE = "text/event-stream"
+ACCEPT_ENCODING = "gzip, deflate"
+"""The codings every request offers: the ones :class:`_Inflating` undoes (httpx would also
+offer brotli and zstd when installed, and undo them unbounded)."""
 BODY_EXCERPT = 2048
 """Bytes of an error response kept on :class:`HttpStatusError`."""
 
@@ -144,6 +157,7 @@ class HttpAgent:
             **(headers or {}),
             "Content-Type": "application/json",
             "Accept": self.accept,
+            "Accept-Encoding": ACCEPT_ENCODING,
         }
         idle = math.inf if options.idle_timeout is None else options.idle_timeout
         async with AsyncExitStack() as stack:
@@ -169,7 +183,12 @@ class HttpAgent:
             ctx = self.pipeline.context(prepared.body)
             _report_outgoing(ctx, prepared.diagnostics)
             _check_content_type(ctx, response)
-            async with EventStream(self.pipeline, _body(response, ctx), ctx) as stream:
+            pipeline = self.pipeline
+            codings = _codings(response)
+            if codings:
+                inflating = _inflating(codings, pipeline.decoder)
+                pipeline = pipeline.replace("parse", inflating)  # type: ignore[arg-type]
+            async with EventStream(pipeline, _body(response, ctx), ctx) as stream:
                 yield stream
 
     async def run(
@@ -186,7 +205,7 @@ class HttpAgent:
 async def _body(response: httpx.Response, ctx: StreamContext) -> AsyncGenerator[bytes]:
     """The response body as it arrives; a transport failure ends it, it does not escape."""
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.aiter_raw():  # as sent: _Inflating undoes the encoding
             yield chunk
     except httpx.RequestError as error:
         ctx.report(
@@ -237,3 +256,115 @@ def _report_outgoing(ctx: StreamContext, diagnostics: Iterable[Diagnostic]) -> N
         ctx.diagnostics.append(diagnostic)
         if ctx.options.on_diagnostic is not None:
             ctx.options.on_diagnostic(diagnostic)
+
+
+def _codings(response: httpx.Response) -> list[str]:
+    """The response's content codings, in the order they were applied (``identity`` left out)."""
+    listed = response.headers.get_list("content-encoding", split_commas=True)
+    return [coding.strip().lower() for coding in listed if coding.strip().lower() != "identity"]
+
+
+def _inflating(codings: list[str], inner: DecoderFactory) -> DecoderFactory:
+    def factory(ctx: StreamContext) -> Decoder:
+        return _Inflating(ctx, codings, inner(ctx))
+
+    return factory
+
+
+_INFLATED_PIECE = 64 * 1024
+"""The most one layer inflates in one step: what is held of a layer's output at a time."""
+_RATIO_GRACE = 1024 * 1024
+"""Inflated bytes allowed before the ratio counts: a short body may compress far better."""
+_WINDOW = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
+
+
+class _Inflating(Decoder):
+    """Undoes a response's content codings ahead of the decoder, bounded.
+
+    httpx inflates each read whole, so two ``gzip`` layers turn 13 kB into
+    8 GiB inside one call. Here each layer gives at most ``_INFLATED_PIECE``
+    bytes a step, each piece goes to the decoder as it is made, and the body is
+    refused once it has inflated to more than ``max_decompression_ratio``
+    bytes per byte received (past the first MiB).
+    """
+
+    def __init__(self, ctx: StreamContext, codings: list[str], inner: Decoder) -> None:
+        super().__init__(ctx)
+        self._inner = inner
+        self._codings = codings
+        self._layers: list[zlib._Decompress] = []
+        self._windows: list[int] = []
+        self._received = 0
+        self._inflated = 0
+        self._ratio = ctx.limits.max_decompression_ratio
+
+    def feed(self, chunk: bytes) -> Batch:
+        self._received += len(chunk)
+        return self._decoded(chunk)
+
+    def finish(self) -> Batch:
+        batch = self._decoded(b"")
+        try:
+            return batch + self._inner.finish()
+        except StreamRejected as fault:
+            raise reject_after(batch + (fault.kept or empty_batch()), fault) from None
+
+    def _decoded(self, chunk: bytes) -> Batch:
+        """What the decoder makes of ``chunk`` inflated, piece by piece."""
+        batch = empty_batch()
+        try:
+            if not self._layers:
+                self._layers = self._start()
+            for piece in self._inflate(0, chunk):
+                batch = batch + self._inner.feed(piece)
+        except StreamRejected as fault:
+            raise reject_after(batch + (fault.kept or empty_batch()), fault) from None
+        return batch
+
+    def _start(self) -> list[zlib._Decompress]:
+        unknown = [coding for coding in self._codings if coding not in _WINDOW]
+        if unknown:
+            raise StreamRejected(
+                PARSE_CONTENT_ENCODING,
+                f"expected the body in one of the codings the request accepted "
+                f"({ACCEPT_ENCODING}), found Content-Encoding {unknown[0]!r}",
+                event_index=0,
+            )
+        # The last coding applied is the first to undo.
+        self._windows = [_WINDOW[coding] for coding in reversed(self._codings)]
+        return [zlib.decompressobj(window) for window in self._windows]
+
+    def _inflate(self, layer: int, data: bytes) -> Iterator[bytes]:
+        """``data`` through layers ``layer``.. in bounded pieces; the last layer's pieces out."""
+        if layer == len(self._layers):
+            self._inflated += len(data)
+            if self._inflated > self._ratio * self._received + _RATIO_GRACE:
+                raise StreamRejected(
+                    LIMIT_DECOMPRESSION,
+                    f"the body inflated to more than {self._inflated} bytes from "
+                    f"{self._received} received (Content-Encoding "
+                    f"{', '.join(self._codings)}), past the limit "
+                    f"max_decompression_ratio={self._ratio}",
+                    event_index=self.ctx.counters.read,
+                )
+            yield data
+            return
+        inflater = self._layers[layer]
+        while True:
+            try:
+                piece = inflater.decompress(data, _INFLATED_PIECE)
+            except zlib.error as error:
+                raise StreamRejected(
+                    PARSE_CONTENT_ENCODING,
+                    f"expected a body in {self._codings[len(self._codings) - 1 - layer]} "
+                    f"(Content-Encoding), but it does not decode: {error}",
+                    event_index=self.ctx.counters.read,
+                ) from None
+            data = inflater.unconsumed_tail
+            if piece:
+                yield from self._inflate(layer + 1, piece)
+            if inflater.eof and inflater.unused_data:  # another member follows (RFC 1952)
+                data = inflater.unused_data
+                inflater = self._layers[layer] = zlib.decompressobj(self._windows[layer])
+            elif not data and len(piece) < _INFLATED_PIECE:
+                return

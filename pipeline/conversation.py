@@ -219,7 +219,10 @@ class Conversation:
         if length > self._max_text:
             raise self._too_long_in_run(run, mark, done, indices)
         run.length = length
-        return done + len(run) - mark
+        after = done + len(run) - mark
+        if len(run) - run.joined > _JOIN_AT:
+            run.join_tail()
+        return after
 
     def _too_long_in_run(
         self, run: _Pieces, mark: int, done: int, indices: list[int]
@@ -283,6 +286,8 @@ class Conversation:
         pieces.length += len(delta)
         if pieces.length > self._max_text:
             raise self._too_long(pieces, index)
+        if len(pieces) - pieces.joined > _JOIN_AT:
+            pieces.join_tail()
 
     def _too_long(self, pieces: _Pieces, index: int) -> StreamRejected:
         return self._ctx.reject(
@@ -626,15 +631,30 @@ class Conversation:
 class _Pieces(list[str]):
     """Text not yet joined, and its length so far (held to ``Limits.max_text_chars``).
 
-    Never empty (its first piece is what the item held), so always true.
+    Never empty (its first piece is what the item held), so always true. The
+    pieces since the last join are joined into one once there are more than
+    ``_JOIN_AT`` of them (:meth:`join_tail`): a delta of one character costs
+    about 60 bytes as a string of its own, so an open message of a million
+    one-character deltas would hold 60 MB for 1 MB of text; joined, it holds
+    the text and one string per ``_JOIN_AT`` deltas, and each delta is copied
+    once more, not once per join.
     """
 
-    __slots__ = ("length",)
+    __slots__ = ("joined", "length")
 
     def __init__(self, first: str) -> None:
         super().__init__((first,))
         self.length = len(first)
+        self.joined = 0
+        """Leading pieces that are already joins of earlier ones."""
 
+    def join_tail(self) -> None:
+        self[self.joined :] = ["".join(self[self.joined :])]
+        self.joined += 1
+
+
+_JOIN_AT = 1024
+"""Pieces an open item may hold unjoined (see :class:`_Pieces`)."""
 
 _NO_RUN = _Pieces("")
 """Stands for the run of deltas while none is open (never appended to)."""

@@ -111,7 +111,11 @@ class RunResult:
     suppressed: dict[str, int] = field(default_factory=dict)
     """Diagnostics over the ``max_diagnostics`` limit, counted by code."""
     runs: list[RunRecord] = field(default_factory=list)
-    """The runs on the stream in order, with how each ended (kept by verify)."""
+    """The runs on the stream in order, with how each ended (kept by verify): all of them
+    up to ``Limits.max_run_records``, past that the first half of that many and the latest
+    half (:attr:`run_counts` counts every run)."""
+    run_counts: dict[str, int] = field(default_factory=dict)
+    """Every run on the stream by :class:`RunStatus` value, listed in :attr:`runs` or not."""
     materialised: Conversation | None = field(default=None, repr=False)
     """The Conversation, or ``None`` when the pipeline builds none (see :attr:`conversation`)."""
 
@@ -246,6 +250,7 @@ class EventStream:
             transport=ctx.transport,
             suppressed=ctx.suppressed,
             runs=ctx.runs,
+            run_counts=ctx.run_counts(),
             materialised=ctx.conversation,
         )
 

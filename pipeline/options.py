@@ -28,9 +28,11 @@ class Limits:
     """
 
     max_frame_bytes: int = 16 * 1024 * 1024
-    """Largest single frame (one SSE event, one JSON line)."""
-    max_document_bytes: int = 256 * 1024 * 1024
-    """Largest JSON array document, which must be read whole before decoding."""
+    """Largest single frame (one SSE event, one JSON line); decoded, a frame of the
+    smallest arrays takes about 40 times its size."""
+    max_document_bytes: int = 16 * 1024 * 1024
+    """Largest JSON array document, which must be read whole before decoding (decoded,
+    a document of the smallest objects takes about 45 times its size)."""
     max_diagnostics: int = 10_000
     """Diagnostics kept on the result; later ones are counted, not stored."""
     max_depth: int = 128
@@ -44,6 +46,16 @@ class Limits:
     max_state_bytes: int = 64 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
     sixteenth: the state is measured when what patches inserted reaches the limit)."""
+    max_run_records: int = 1_000
+    """Run records kept on the result (``RunResult.runs``): the first half of this many
+    runs and the latest half; every run is counted in ``RunResult.run_counts``."""
+    max_run_ids: int = 100_000
+    """runIds remembered to find a reused one (``verify.run-id-reused``): a reuse of a
+    runId more than this many runs back is not seen."""
+    max_decompression_ratio: int = 100
+    """Most bytes a compressed HTTP response body (``Content-Encoding``) may inflate to
+    per byte received, past its first MiB: a real event stream compresses about tenfold,
+    a decompression bomb (``gzip, gzip``) a millionfold."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,6 +238,7 @@ class StreamContext:
         "options",
         "run_input",
         "runs",
+        "runs_unlisted",
         "suppressed",
         "transport",
     )
@@ -259,7 +260,33 @@ class StreamContext:
         self.item_metadata: ItemMetadata | None = None
         """Each item's merged metadata, once the metadata stage provides it."""
         self.runs: list[RunRecord] = []
-        """The runs on the stream in order, as verify saw them begin and end."""
+        """The runs on the stream in order, as verify saw them begin and end: a sample
+        (see :meth:`record_run`)."""
+        self.runs_unlisted: dict[str, int] = {}
+        """Runs dropped from :attr:`runs`, counted by status."""
+
+    def record_run(self, record: RunRecord) -> None:
+        """Add the run that just began to :attr:`runs`, a sample of bounded size.
+
+        ``limits.max_run_records`` bounds it: the first half of that many runs
+        stay, and the latest half; a run dropped from the middle has ended
+        (only the latest can be open) and is counted by its status, so a
+        stream of a million runs holds a thousand records, not a million.
+        """
+        runs = self.runs
+        runs.append(record)
+        limit = max(self.limits.max_run_records, 1)
+        if len(runs) > limit:
+            dropped = runs.pop(limit // 2)  # the oldest of the latest half
+            status = str(dropped.status)
+            self.runs_unlisted[status] = self.runs_unlisted.get(status, 0) + 1
+
+    def run_counts(self) -> dict[str, int]:
+        """Every run on the stream by status, listed in :attr:`runs` or not."""
+        counts = dict(self.runs_unlisted)
+        for record in self.runs:
+            counts[str(record.status)] = counts.get(str(record.status), 0) + 1
+        return counts
 
     def report(
         self,

@@ -109,7 +109,11 @@ class Lint(Stage):
         self._answers: dict[Any, Any] = {}
         """toolCallId → the messageId of the tool message that answered it."""
         self._frontend_tools: set[Any] = set()
-        self._run_ids: list[Any] = []
+        self._first_run_ids: list[Any] = []
+        """The first runIds on the stream (a few, for the message): runs add O(1) each."""
+        self._runs_started = 0
+        self._run_id: Any = None
+        self._input_run_seen = False
         self._last_start: int | None = None
         self._ordered = _ORDERED
         """Event types whose handler reads the deltas before it: those are set aside first."""
@@ -175,11 +179,13 @@ class Lint(Stage):
 
     async def finish(self) -> Batch:
         wanted = self._input_run_id
-        if wanted is not None and self._run_ids and wanted not in self._run_ids:
+        seen = self._input_run_seen or wanted in self._first_run_ids
+        if wanted is not None and self._runs_started and not seen:
             self._report(
                 LINT_RUN_IDENTITY,
                 f"no run on the stream carries the run input's runId {_short(wanted)} "
-                f"(runs: {_ids(self._run_ids)}): the requested run echoes the input's runId",
+                f"(runs: {_ids(self._first_run_ids, self._runs_started)}): the requested run "
+                "echoes the input's runId",
                 self._last_start,
                 "/runId",
             )
@@ -230,10 +236,15 @@ class Lint(Stage):
     def _run_started(self, event: Event, index: int) -> None:
         self._reset_run()
         self._last_start = index
-        self._run_ids.append(event.get("runId"))
+        run_id = self._run_id = event.get("runId")
+        self._runs_started += 1
+        if len(self._first_run_ids) < _IDS_SHOWN:
+            self._first_run_ids.append(run_id)
         echoed = event.get("input")
         if isinstance(echoed, dict) and self.ctx.run_input is None:
             self._learn_input(echoed)
+        if run_id is not None and run_id == self._input_run_id:
+            self._input_run_seen = True
         wanted = self._input_thread
         if wanted is not None and event.get("threadId") != wanted:
             self._report(
@@ -296,7 +307,7 @@ class Lint(Stage):
             counts = ", ".join(f"{code} ×{count}" for code, count in sorted(findings.items()))
             self.ctx.report(
                 LINT_RUN_REPORT,
-                f"run {_short(self._run_ids[-1] if self._run_ids else None)}: "
+                f"run {_short(self._run_id)}: "
                 f"{sum(findings.values())} producer findings ({counts})",
                 event_index=index,
                 pointer="",
@@ -326,9 +337,9 @@ class Lint(Stage):
         if waiting:
             self._report(
                 LINT_PENDING_OMITTED,
-                f"the run leaves frontend tool calls {_ids(waiting)} for the application "
-                "to answer, but RUN_FINISHED carries no /outcome/pendingToolCallIds: a producer "
-                "SHOULD name the pending calls",
+                f"the run leaves frontend tool calls {_ids(waiting[:_IDS_SHOWN], len(waiting))} "
+                "for the application to answer, but RUN_FINISHED carries no "
+                "/outcome/pendingToolCallIds: a producer SHOULD name the pending calls",
                 index,
                 pointer,
             )
@@ -591,6 +602,10 @@ def _excerpt(value: Any) -> str:
     return "empty text" if value == "" else _short(value)
 
 
-def _ids(ids: list[Any]) -> str:
-    shown = [_short(item) for item in ids[:5]]
-    return ", ".join(shown) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+_IDS_SHOWN = 5
+
+
+def _ids(first: list[Any], count: int) -> str:
+    """The first runIds of ``count`` runs, for a message."""
+    shown = ", ".join(_short(item) for item in first)
+    return shown + (f" and {count - len(first)} more" if count > len(first) else "")

@@ -24,22 +24,26 @@ character: bytes are only decoded once a whole frame is in hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from itertools import compress, count, repeat
 from operator import lt
 from typing import Any, ClassVar
 
 import orjson
-from agui_pipeline._json import describe
+from agui_pipeline._json import describe, join_pointer, shown
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.catalog import (
     LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
     PARSE_INCOMPLETE_FRAME,
+    PARSE_INTEGER_PRECISION,
     PARSE_NOT_ARRAY,
     PARSE_NOT_JSON,
     PARSE_NOT_OBJECT,
+    PARSE_NUMBER_RANGE,
     PARSE_UNKNOWN_FRAMING,
+    PARSE_UNPAIRED_SURROGATE,
 )
 from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import (
@@ -74,7 +78,8 @@ class Parse(Decoder):
         self._next_index = 0  # index of the next frame to be decoded
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF is its CRLF pair
         self._started = False  # the BOM and the framing have been dealt with
-        self._head = b""  # bytes held back until the framing can be told
+        self._head = bytearray()  # bytes held back until the framing can be told
+        self._past_bom = False  # the first bytes have been checked for a BOM
         self._max_frame = ctx.limits.max_frame_bytes
         self._depth_bytes = 2 * ctx.limits.max_depth
         if self.framing is not None:
@@ -118,7 +123,7 @@ class Parse(Decoder):
             return empty_batch()
         if self.framing == "jsonl":
             # The last line needs no newline: a JSON value ends where it ends.
-            return self._decode([rest])
+            return self._decode([rest], rest)
         if _sse_payloads(rest):
             # An SSE event is dispatched only at a blank line (the SSE grammar):
             # a stream cut before it lost that frame, and says so.
@@ -133,19 +138,34 @@ class Parse(Decoder):
     # -- detection ----------------------------------------------------------
 
     def _start(self, chunk: bytes, at_end: bool = False) -> bytes:
-        """Strip a leading BOM and detect the framing; ``b""`` while undecided."""
-        data = self._head + chunk
-        if not at_end and len(data) < len(_BOM) and _BOM.startswith(data):
-            self._head = data
-            return b""
-        if data.startswith(_BOM):
-            data = data[len(_BOM) :]
-        if self.framing is None:
-            if not data.strip(_BLANK):
-                self._head = data  # only blanks so far: wait for a telling byte
+        """Strip a leading BOM and detect the framing; ``b""`` while undecided.
+
+        Blank bytes before the first frame say nothing in any framing, so whole
+        blank lines are dropped as they come: only the blanks after the last line
+        break wait (they could begin an SSE line), and they count as a frame
+        against ``max_frame_bytes``.
+        """
+        head = self._head
+        head += chunk
+        fresh: bytes | bytearray = chunk
+        if not self._past_bom:
+            if not at_end and len(head) < len(_BOM) and _BOM.startswith(head):
                 return b""
+            if head.startswith(_BOM):
+                del head[: len(_BOM)]
+            self._past_bom = True
+            fresh = head
+        if self.framing is None and not fresh.strip(_BLANK):
+            line_end = max(fresh.rfind(b"\n"), fresh.rfind(b"\r"))
+            if line_end >= 0:  # complete blank lines dispatch nothing: not held
+                del head[: len(head) - len(fresh) + line_end + 1]
+            if len(head) > self._max_frame:
+                raise self._frame_too_large(len(head))
+            return b""
+        data = bytes(head)
+        head.clear()
+        if self.framing is None:
             self._detect(data)
-        self._head = b""
         self._started = True
         return data
 
@@ -185,7 +205,7 @@ class Parse(Decoder):
         self._scanned = len(buffer)
         if len(buffer) > self._max_frame:
             raise self._frame_too_large(len(buffer))
-        return self._decode(payloads_of(complete))
+        return self._decode(payloads_of(complete), complete)
 
     def _frame_too_large(self, size: int) -> StreamRejected:
         return StreamRejected(
@@ -219,6 +239,9 @@ class Parse(Decoder):
         try:
             document = _loads(data)
         except _DecodeError as exc:
+            rejection = self._valid_json_refused(data, document=True)
+            if rejection is not None:
+                raise rejection from None
             raise StreamRejected(
                 PARSE_NOT_JSON,
                 f"expected a JSON array of event objects; the document does not decode: {exc}",
@@ -232,7 +255,10 @@ class Parse(Decoder):
             )
         if _depth(document) - 1 > self.ctx.limits.max_depth:
             self._reject_deep_elements(document)
-        return self._accept(document)
+        batch = self._accept(document)
+        if _may_hold_a_long_integer(data):
+            self._warn_of_long_integers([data], batch, document=True)
+        return batch
 
     def _reject_deep_elements(self, document: list[Any]) -> None:
         for position, event in enumerate(document):
@@ -242,7 +268,8 @@ class Parse(Decoder):
 
     # -- decoding ---------------------------------------------------------------
 
-    def _decode(self, payloads: list[bytes]) -> Batch:
+    def _decode(self, payloads: list[bytes], region: bytes) -> Batch:
+        """Decode the frames of ``region`` (the bytes their ``payloads`` were cut from)."""
         try:
             events = list(map(_loads, payloads))
         except _DecodeError:
@@ -252,7 +279,10 @@ class Parse(Decoder):
         lengths = list(map(len, payloads))
         if lengths and max(lengths) > self._depth_bytes:
             self._check_sizes(payloads, lengths, events)
-        return self._accept(events)
+        batch = self._accept(events)
+        if _may_hold_a_long_integer(region):
+            self._warn_of_long_integers(payloads, batch)
+        return batch
 
     def _check_sizes(self, payloads: list[bytes], lengths: list[int], events: list[Any]) -> None:
         """The per-frame limits, for the few frames long enough to matter."""
@@ -298,6 +328,9 @@ class Parse(Decoder):
             try:
                 events.append(_loads(payload))
             except _DecodeError as exc:
+                rejection = self._valid_json_refused(payload)
+                if rejection is not None:
+                    raise self._rejected_at(rejection, events, len(events)) from None
                 excerpt = payload[:60].decode("utf-8", "replace")
                 rejection = StreamRejected(
                     PARSE_NOT_JSON,
@@ -306,6 +339,70 @@ class Parse(Decoder):
                 )
                 raise self._rejected_at(rejection, events, len(events)) from None
         return events
+
+    def _valid_json_refused(
+        self, payload: bytes, *, document: bool = False
+    ) -> StreamRejected | None:
+        """The rule or limit a frame orjson refused breaks, if it is valid JSON.
+
+        orjson refuses some valid JSON with one message for all: a number past
+        double range, a lone surrogate escape, nesting past 1,024 levels. The
+        standard library reads those, so it tells which (only on this failure
+        path); bytes it cannot read either are not JSON, and return.
+        """
+        try:
+            value = json.loads(
+                payload.decode("utf-8"), parse_int=_int_or_infinity, parse_constant=_not_json
+            )
+        except RecursionError:
+            # Deeper than the interpreter nests (~1,000 levels), so past max_depth.
+            limit = self.ctx.limits.max_depth
+            return StreamRejected(
+                LIMIT_DEPTH,
+                f"an event nested deeper than orjson reads (1,024 levels) exceeds the limit "
+                f"max_depth={limit}",
+                event_index=0 if document else None,
+            )
+        except ValueError:
+            return None  # not JSON (or not UTF-8): the caller says so
+        frames: list[tuple[int | None, Any]] = [(None, value)]
+        if document and type(value) is list:
+            frames = list(enumerate(value))
+        for position, frame in frames:
+            problem = self._too_deep(frame) or _unreadable_value(frame)
+            if problem is not None:
+                if document:
+                    problem.event_index = position or 0
+                return problem
+        return None  # valid JSON that orjson refused for a reason not foreseen: not-json
+
+    def _warn_of_long_integers(
+        self, payloads: list[bytes], batch: Batch, *, document: bool = False
+    ) -> None:
+        """One warning per integer orjson turned into a double, by frame and pointer.
+
+        orjson reads integers up to 64 bits exactly and a longer one as the
+        nearest double, silently; the frames that may hold one (a run of 19
+        digits) are read again by the standard library, exactly, to find them.
+        """
+        first = batch.indices[0] if batch.indices else self._next_index
+        if document:
+            frames = list(json.loads(payloads[0], parse_int=_int_or_infinity))
+        else:
+            frames = [
+                json.loads(payload, parse_int=_int_or_infinity)
+                for payload in payloads
+                if not payload.isspace()
+            ]
+        for position, frame in enumerate(frames):
+            for pointer, number in _long_integers(frame):
+                self.ctx.report(
+                    PARSE_INTEGER_PRECISION,
+                    f"the integer {number} at {pointer} is beyond 64 bits; it is delivered as "
+                    f"the nearest double, {float(number)!r}",
+                    event_index=first + position,
+                    pointer=pointer,
+                )
 
     def _accept(self, values: list[Any]) -> Batch:
         """Check every frame decoded to an object and number the frames."""
@@ -382,15 +479,101 @@ def _sse_event_data(block: bytes) -> bytes | None:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of a decoded JSON value (iterative: no recursion on hostile input)."""
+    """Nesting depth of a decoded JSON value (iterative: no recursion on hostile input).
+
+    Level by level, holding only references to the containers of one level: a
+    stack of ``(child, level)`` pairs cost a tuple per value, more than the
+    value itself for a frame of small arrays.
+    """
     deepest = 0
-    pending = [(value, 1)]
-    while pending:
-        item, level = pending.pop()
-        if type(item) is dict:
-            item = item.values()
-        elif type(item) is not list:
-            continue
-        deepest = max(deepest, level)
-        pending.extend((child, level + 1) for child in item)
+    level: list[Any] = [value]
+    while level:
+        containers = [item for item in level if type(item) is dict or type(item) is list]
+        if not containers:
+            break
+        deepest += 1
+        level = []
+        for container in containers:
+            level.extend(container.values() if type(container) is dict else container)
     return deepest
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+def _may_hold_a_long_integer(region: bytes) -> bool:
+    """Whether ``region`` has a run of 19 digits, the shortest integer past 64 bits.
+
+    What it buys: two C passes over the bytes read (a translate, a find) say
+    that nearly every read holds no such integer, where walking the decoded
+    events for doubles would cost a Python loop per value; a run inside a
+    string is a false alarm that costs only a second decode of those frames.
+    """
+    return region.translate(_DIGITS_AS_ZERO).find(_LONG_DIGIT_RUN) >= 0
+
+
+_LONGEST_INTEGER = 320
+"""Digits past which an integer literal is past double range anyway (read as infinity),
+and below Python's limit on converting digits to ``int`` (4,300)."""
+
+
+def _int_or_infinity(digits: str) -> int | float:
+    return int(digits) if len(digits) <= _LONGEST_INTEGER else float(digits)
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")  # the standard library's NaN and Infinity
+
+
+def _walk(value: Any) -> Iterator[tuple[list[str | int], Any]]:
+    """Every member name, array element and value under ``value``, with its path."""
+    pending: list[tuple[list[str | int], Any]] = [([], value)]
+    while pending:
+        path, item = pending.pop()
+        yield path, item
+        if type(item) is dict:
+            for key, child in reversed(item.items()):
+                yield path, key  # a member name, at its object's pointer
+                pending.append(([*path, key], child))
+        elif type(item) is list:
+            pending.extend(
+                ([*path, position], child) for position, child in reversed(list(enumerate(item)))
+            )
+
+
+def _unreadable_value(event: Any) -> StreamRejected | None:
+    """The first value of valid JSON the pipeline cannot hold: a number past double
+    range (infinity), or a string with a lone surrogate (no Unicode text)."""
+    for path, item in _walk(event):
+        if type(item) is float and item in (_INFINITY, -_INFINITY):
+            pointer = join_pointer(path)
+            return StreamRejected(
+                PARSE_NUMBER_RANGE,
+                f"expected a number within double range at {pointer or '/'}, found one past "
+                f"±1.8e308 (RFC 8259 §6: such a number has no value a consumer can use)",
+                pointer=pointer,
+            )
+        if type(item) is str and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                pointer = join_pointer(path)
+                return StreamRejected(
+                    PARSE_UNPAIRED_SURROGATE,
+                    f"expected Unicode text at {pointer or '/'}, found a string that escapes a "
+                    f"lone surrogate ({shown(item.encode('utf-8', 'backslashreplace').decode())})"
+                    " — RFC 8259 §8.2: it names no character",
+                    pointer=pointer,
+                )
+    return None
+
+
+_INFINITY = float("inf")
+_SMALLEST, _LARGEST = -(2**63), 2**64 - 1  # what orjson reads as an exact integer
+
+
+def _long_integers(event: Any) -> Iterator[tuple[str, int]]:
+    for path, item in _walk(event):
+        if type(item) is int and not _SMALLEST <= item <= _LARGEST:
+            yield join_pointer(path), item

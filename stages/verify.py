@@ -132,7 +132,8 @@ class Verify(Stage):
         self._run: RunRecord | None = None
         self._run_no = 0
         """Counts runs; ownership recorded under an older number has lapsed (it is per run)."""
-        self._run_ids: set[str] = set()
+        self._run_ids: dict[str, None] = {}
+        """The latest ``limits.max_run_ids`` runIds, oldest first (for verify.run-id-reused)."""
         self._messages: dict[str, tuple[str, Owner, int]] = {}
         """messageId → (kind: its role, owner, run the owner was recorded in)."""
         self._calls: dict[str, tuple[Owner, int]] = {}
@@ -350,7 +351,7 @@ class Verify(Stage):
             if self._phase == _BEFORE_FIRST:
                 # A run that failed before it began: nothing to name it by.
                 self._run = RunRecord(None, None)
-                self.ctx.runs.append(self._run)
+                self.ctx.record_run(self._run)
             self._fail_run(event)
         elif self._phase == _BEFORE_FIRST:
             raise self.ctx.reject(
@@ -392,7 +393,8 @@ class Verify(Stage):
             raise self.ctx.reject(
                 VERIFY_RUN_ID_REUSED,
                 f"RUN_STARTED reuses runId {run_id!r} at /runId: an earlier run on this thread "
-                "has it, and a runId names one run",
+                "has it, and a runId names one run (checked against the latest "
+                f"max_run_ids={self.ctx.limits.max_run_ids} runs)",
                 event_index=index,
                 pointer="/runId",
             )
@@ -408,10 +410,12 @@ class Verify(Stage):
                         pointer=f"/input/{field}",
                     )
             self._learn_history(echoed)
-        self._run_ids.add(run_id)
+        self._run_ids[run_id] = None
+        if len(self._run_ids) > self.ctx.limits.max_run_ids:
+            del self._run_ids[next(iter(self._run_ids))]  # the oldest leaves the window
         self._run_no += 1
         self._run = RunRecord(run_id, thread)
-        self.ctx.runs.append(self._run)
+        self.ctx.record_run(self._run)
         self._phase = _ACTIVE
 
     def _nested_run(self, event: Event, index: int, tag: Owner) -> None:

@@ -21,7 +21,7 @@ from agui_pipeline.catalog import (
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
 )
-from agui_pipeline.conversation import Conversation
+from agui_pipeline.conversation import _JOIN_AT, Conversation
 from agui_pipeline.patch import json_equal
 from agui_pipeline.stages.metadata import Metadata
 from hypothesis import given
@@ -303,10 +303,12 @@ def test_content_deltas_are_appended_and_joined_only_when_read() -> None:
         deltas = [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"}] * size
         args = [{"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "y"}] * size
         conversation.apply(Batch(deltas + args, list(range(2 * size))))
-        # Each delta added one piece to a list behind what was there, and nothing was
-        # joined: no string of the message's length was built per delta.
-        assert len(conversation._text["m"]) == 1 + size
-        assert len(conversation._arguments["c"]) == 1 + size
+        # Each delta added one piece to a list behind what was there; the pieces were
+        # joined at most once for the batch (past _JOIN_AT of them, to bound what they
+        # cost), never per delta: no string of the message's length was built per delta.
+        for pieces in (conversation._text["m"], conversation._arguments["c"]):
+            assert len(pieces) == (1 + size if size <= _JOIN_AT else 1)
+            assert pieces.joined == (0 if size <= _JOIN_AT else 1)
         assert message["content"] == before
         assert conversation.messages == [message]  # reading joins, once
         assert not conversation._text and not conversation._arguments

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import orjson
-from agui_pipeline import Outcome, Pipeline, RunResult
+from agui_pipeline import Limits, Outcome, Pipeline, RunResult
 from agui_pipeline.catalog import ALL
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -223,3 +223,121 @@ def test_huge_numbers_and_odd_unicode() -> None:
     data += b"data: " + orjson.dumps(frames[1]) + b"\n\n"
     result, _ = run([data])
     assert_a_verdict(result)
+
+
+# -- the shapes of issue 13: blank prefixes, frames and documents at their limits, integers
+# past 64 bits, numbers and strings orjson refuses -------------------------------------------
+
+BLANKS = st.binary(max_size=3_000).map(lambda raw: bytes(b" \t\r\n"[byte % 4] for byte in raw))
+
+
+@SETTINGS
+@given(
+    events=valid_stream(),
+    framing=FRAMINGS,
+    blanks=BLANKS,
+    bom=st.booleans(),
+    cuts=st.lists(st.integers(0, 10**4), max_size=8),
+)
+def test_a_blank_prefix_changes_nothing(
+    events: list[Event], framing: str, blanks: bytes, bom: bool, cuts: list[int]
+) -> None:
+    clean, _ = run([encode(events, framing)])
+    data = (b"\xef\xbb\xbf" if bom else b"") + blanks + encode(events, framing)
+    if framing == "sse":
+        data = (b"\xef\xbb\xbf" if bom else b"") + blanks + b"\n" + encode(events, framing)
+    prefixed, _ = run(split(data, cuts))
+    assert prefixed.verdict.outcome is Outcome.COMPLETED, prefixed.verdict.message
+    assert prefixed.events == clean.events
+
+
+SMALL_LIMITS = Pipeline(limits=Limits(max_frame_bytes=4_096, max_document_bytes=8_192))
+
+
+@SETTINGS
+@given(
+    framing=FRAMINGS,
+    size=st.integers(1, 20_000),
+    unit=st.sampled_from([b"[],", b"{},", b'"x",', b"0,", b'{"a":[{}]},']),
+    cuts=st.lists(st.integers(0, 30_000), max_size=6),
+)
+def test_frames_and_documents_around_their_limits(
+    framing: str, size: int, unit: bytes, cuts: list[int]
+) -> None:
+    start = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+    value = b'{"type":"CUSTOM","name":"x","value":[' + unit * (size // len(unit)) + b"0]}"
+    if framing == "json":
+        data = b"[" + orjson.dumps(start) + b"," + value + b"]"
+    elif framing == "sse":
+        data = encode([start], "sse") + b"data: " + value + b"\n\n"
+    else:
+        data = encode([start], "jsonl") + value + b"\n"
+
+    result = anyio.run(SMALL_LIMITS.run, split(data, cuts))
+    assert_a_verdict(result)
+    limit = 8_192 if framing == "json" else 4_096
+    if len(value) > limit + 2 or (framing == "json" and len(data) > limit):
+        assert result.verdict.code == "limit.frame-bytes", (len(value), result.verdict)
+    elif result.verdict.code is not None:
+        assert result.verdict.code.startswith(("verify.", "enforce.")), result.verdict
+
+
+BEYOND_64_BITS = st.one_of(st.integers(2**64, 10**80), st.integers(-(10**80), -(2**63) - 1))
+
+
+@SETTINGS
+@given(
+    numbers=st.lists(st.one_of(BEYOND_64_BITS, st.integers(-(2**63), 2**64 - 1)), max_size=6),
+    framing=FRAMINGS,
+)
+def test_integers_past_64_bits_become_doubles_with_a_warning_each(
+    numbers: list[int], framing: str
+) -> None:
+    import json
+
+    frames = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "CUSTOM", "name": "n", "value": numbers},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    encoded = [json.dumps(frame).encode() for frame in frames]
+    if framing == "json":
+        data = b"[" + b",".join(encoded) + b"]"
+    elif framing == "sse":
+        data = b"".join(b"data: " + frame + b"\n\n" for frame in encoded)
+    else:
+        data = b"".join(frame + b"\n" for frame in encoded)
+    result, _ = run([data])
+    assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
+    delivered: dict[str, Any] = dict(result.events[1])
+    assert delivered["value"] == [n if -(2**63) <= n <= 2**64 - 1 else float(n) for n in numbers]
+    warned = [d.pointer for d in result.diagnostics if d.code == "parse.integer-precision"]
+    expected = [f"/value/{i}" for i, n in enumerate(numbers) if not -(2**63) <= n <= 2**64 - 1]
+    assert warned == expected
+
+
+@SETTINGS
+@given(
+    refused=st.sampled_from(
+        [
+            (b"1e999999", "parse.number-range"),
+            (b"-1e400", "parse.number-range"),
+            (b'"\\ud800"', "parse.unpaired-surrogate"),
+            (b'"a\\udfff"', "parse.unpaired-surrogate"),
+            (b"[" * 1_100 + b"]" * 1_100, "limit.depth"),
+        ]
+    ),
+    framing=FRAMINGS,
+)
+def test_valid_json_refused_names_its_reason(refused: tuple[bytes, str], framing: str) -> None:
+    value, code = refused
+    start = b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+    frame = b'{"type":"CUSTOM","name":"n","value":' + value + b"}"
+    if framing == "json":
+        data = b"[" + start + b"," + frame + b"]"
+    elif framing == "sse":
+        data = b"data: " + start + b"\n\ndata: " + frame + b"\n\n"
+    else:
+        data = start + b"\n" + frame + b"\n"
+    result, _ = run([data])
+    assert result.verdict.code == code, result.verdict

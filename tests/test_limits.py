@@ -248,6 +248,10 @@ def test_the_child_process_measure_is_real() -> None:
         "max_text_chars",
         "max_state_bytes",
         "max_diagnostics",
+        "max_document_bytes",
+        "max_run_records",
+        "max_run_ids",
+        "max_decompression_ratio",
     ],
 )
 def test_every_limit_has_a_safe_default_and_can_be_changed(limit: str) -> None:
@@ -292,3 +296,172 @@ def test_idle_timeout_has_a_safe_default_and_spares_sources_that_cannot_stall(
     result = run(live(), Pipeline(idle_timeout=0))
     assert result.verdict.outcome is Outcome.TRUNCATED
     assert result.diagnostics[0].code == "source.idle-timeout"
+
+
+# -- judging a stream keeps O(1) memory per completed run (issue 13, item 10) -----------------
+
+
+def _runs(count: int | None, *, seconds: float | None = None) -> Iterator[bytes]:
+    """Complete runs ``r0``, ``r1``, ... on one thread, ten per read: ``count`` of them, or
+    as many as ``seconds`` allow (then the RSS after 8 s and at the end is printed)."""
+    import itertools
+    import time
+
+    started = time.monotonic()
+    at_8s = None
+    frame = (
+        b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r%d"}\n\n'
+        b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r%d"}\n\n'
+    )
+    numbers = itertools.count() if count is None else iter(range(count))
+    for first in numbers:
+        yield b"".join(frame % (n, n) for n in range(first * 10, first * 10 + 10))
+        if seconds is not None and first % 100 == 0:
+            elapsed = time.monotonic() - started
+            if at_8s is None and elapsed >= seconds / 2:
+                at_8s = _rss_mb()
+            if elapsed >= seconds:
+                print(at_8s, _rss_mb(), first * 10)
+                return
+
+
+def peak_mb() -> int:
+    """This process's peak RSS in MB (VmHWM: ru_maxrss carries the parent's over a fork)."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) // 1024
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def test_run_records_are_a_bounded_sample_and_every_run_is_counted() -> None:
+    result = run(_runs(500), limited(max_run_records=10))
+    assert result.verdict.completed
+    assert [record.run_id for record in result.runs] == [
+        f"r{n}" for n in (*range(5), *range(4995, 5000))
+    ]
+    assert result.run_counts == {"finished": 5_000}
+
+
+def test_the_latest_run_stays_in_the_sample_with_its_status() -> None:
+    data = b"".join(_runs(3)) + sse({"type": "RUN_STARTED", "threadId": "t", "runId": "open"})
+    result = run(data, limited(max_run_records=4))
+    assert [(r.run_id, str(r.status)) for r in result.runs][-1] == ("open", "truncated")
+    assert result.run_counts == {"finished": 30, "truncated": 1}
+
+
+def test_run_id_reuse_is_checked_within_the_stated_window() -> None:
+    reused = b"".join(_runs(3)) + b"".join(_runs(1))  # r0..r29, then r0 again
+    result = run(reused, limited(max_run_ids=100))
+    assert result.verdict.code == "verify.run-id-reused"
+    assert "max_run_ids=100" in str(result.verdict.message)
+    # Past the window the reuse is not seen, as the README and the diagnostic say.
+    assert run(reused, limited(max_run_ids=20)).verdict.completed
+
+
+def test_memory_under_an_endless_stream_of_runs_is_flat() -> None:
+    """Complete runs for 16 s through drain(): RSS after 8 s and after 16 s (before: every
+    run added ~750 bytes of records, about 30 MB over those 8 s)."""
+    script = textwrap.dedent(
+        """
+        import anyio
+        from agui_pipeline import Pipeline
+        from tests.test_limits import _runs
+
+        async def main():
+            async with Pipeline(conversation=False).open(_runs(None, seconds=16)) as stream:
+                return await stream.drain()
+
+        result = anyio.run(main)
+        print(result.verdict.outcome, len(result.runs))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures, verdict = done.stdout.splitlines()
+    at_8s, at_16s, runs = figures.split()
+    assert verdict.split()[0] == "completed"
+    assert int(runs) > 100_000  # enough runs for growth to show
+    assert float(at_16s) - float(at_8s) < 4, (at_8s, at_16s, runs)
+
+
+# -- every limit bounds memory: the worst shapes at the default limits (issue 13, item 8) -----
+
+_WORST_SHAPES = {
+    # A JSON array document of the smallest containers, as large as max_document_bytes allows.
+    "document of empty objects": "document(b'{},')",
+    "document of nested objects": "document(b'{\"a\":[{}]},')",
+    # One SSE frame of the smallest containers, as large as max_frame_bytes allows.
+    "frame of empty arrays": "frame(b'[],')",
+    "frame of nested objects": "frame(b'{\"a\":[{}]},')",
+    # An open message of one-character deltas (four UTF-8 bytes each), 2 million of them.
+    "open message of tiny deltas": "deltas(2_000_000)",
+}
+
+
+def _shape_source(shape: str) -> Iterator[bytes]:
+    """The bytes of a worst shape (see ``_WORST_SHAPES``), in 64 KiB reads."""
+    start = b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+
+    def document(unit: bytes) -> bytes:
+        count = (Limits().max_document_bytes - 200) // len(unit)
+        return b"[" + start + b"," + unit * count + b"{}]"
+
+    def frame(unit: bytes) -> bytes:
+        count = (Limits().max_frame_bytes - 200) // len(unit)
+        value = b'{"type":"CUSTOM","name":"x","value":[' + unit * count + b"0]}"
+        return b"data: " + start + b"\n\ndata: " + value + b"\n\n"
+
+    def deltas(count: int) -> Iterator[bytes]:  # made as it is read: the input is not held
+        delta = (
+            b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\xf0\x9f\x8c\x8d"}\n\n'
+        )
+        yield b"data: " + start + b"\n\n"
+        yield b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+        per_read = 65_536 // len(delta)
+        for _ in range(count // per_read):
+            yield delta * per_read
+
+    made = eval(_WORST_SHAPES[shape], {"document": document, "frame": frame, "deltas": deltas})
+    if not isinstance(made, bytes):
+        yield from made
+        return
+    for position in range(0, len(made), 65_536):
+        yield made[position : position + 65_536]
+
+
+@pytest.mark.parametrize("shape", list(_WORST_SHAPES))
+def test_no_shape_takes_the_default_pipeline_past_a_gigabyte(shape: str) -> None:
+    """drain() with the Conversation on, in a child capped at 3 GB of address space and
+    60 s of CPU; its peak RSS stays under 1 GB (before: a document at the old 256 MiB limit
+    needed ~12 GB, 2 million deltas 208 MB where they now take 47)."""
+    script = textwrap.dedent(
+        f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+        import anyio
+        from agui_pipeline import Pipeline
+        from tests.test_limits import _shape_source, peak_mb
+
+        async def main():
+            async with Pipeline().open(_shape_source({shape!r})) as stream:
+                return await stream.drain()
+
+        result = anyio.run(main)
+        print(result.verdict.outcome, peak_mb())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome, peak_mb = done.stdout.split()
+    assert outcome in ("rejected", "truncated")  # each shape is cut, or opens a run never closed
+    limit = 1024 if "deltas" not in shape else 80  # the deltas: text plus one string per join
+    assert int(peak_mb) < limit, (shape, peak_mb)

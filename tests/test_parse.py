@@ -256,3 +256,129 @@ def test_an_object_document_is_named_as_json_names_it() -> None:
     with pytest.raises(StreamRejected) as raised:
         decode([b'{"type": "X"}'], framing="json")
     assert "found object" in str(raised.value)
+
+
+# -- valid JSON refused: the refusal names the limit or rule it hit (issue 13, item 14) ----
+
+START = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+
+
+def _refusal(frame: bytes, framing: str) -> StreamRejected:
+    """The rejection of ``frame`` as the second frame of a stream in ``framing``."""
+    if framing == "sse":
+        data = START + b"data: " + frame + b"\n\n"
+    elif framing == "jsonl":
+        data = START[6:-1] + frame + b"\n"
+    else:
+        data = b"[" + START[6:-2] + b",\n" + frame + b"]"
+    with pytest.raises(StreamRejected) as caught:
+        decode([data])
+    return caught.value
+
+
+VALID_BUT_REFUSED = [
+    (b'{"type":"CUSTOM","name":"n","value":1e999999}', "parse.number-range", "/value"),
+    (b'{"type":"CUSTOM","name":"n","value":-1e400}', "parse.number-range", "/value"),
+    (b'{"type":"CUSTOM","name":"n","value":["\\ud800"]}', "parse.unpaired-surrogate", "/value/0"),
+    (b'{"type":"CUSTOM","name":"n","value":{"\\udc00x":1}}', "parse.unpaired-surrogate", "/value"),
+]
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+@pytest.mark.parametrize(("frame", "code", "pointer"), VALID_BUT_REFUSED)
+def test_valid_json_refused_names_the_rule_and_the_pointer(
+    frame: bytes, code: str, pointer: str, framing: str
+) -> None:
+    json.loads(frame)  # it is valid JSON
+    rejection = _refusal(frame, framing)
+    assert rejection.code == code
+    assert rejection.pointer == pointer
+    assert rejection.event_index == 1
+    assert "do not decode" not in str(rejection)
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+@pytest.mark.parametrize("depth", [1_030, 5_000, 200_000])
+def test_nesting_past_what_the_decoder_reads_is_the_depth_limit(framing: str, depth: int) -> None:
+    frame = b'{"type":"CUSTOM","name":"n","value":' + b"[" * depth + b"]" * depth + b"}"
+    rejection = _refusal(frame, framing)
+    assert rejection.code == "limit.depth"
+    assert "max_depth=128" in str(rejection)
+    # A document too deep to read names no element: the document is event 0.
+    assert rejection.event_index == (0 if framing == "json" else 1)
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+def test_bytes_that_are_not_json_are_still_not_json(framing: str) -> None:
+    for frame in (b"{'type': 'CUSTOM'}", b'{"type":NaN}', b'{"type":Infinity}', b'{"a":1,}'):
+        assert _refusal(frame, framing).code == "parse.not-json", frame
+
+
+# -- integers beyond 64 bits: delivered as the nearest double, each one warned of (item 13) -----
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+def test_an_integer_beyond_64_bits_is_warned_of_by_pointer(framing: str) -> None:
+    big = 123456789012345678901234567890
+    events = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "CUSTOM", "name": "n", "value": {"a": [1, -big], "b": 2**64 - 1, "c": -(2**63)}},
+        {"type": "CUSTOM", "name": "digits in a string", "value": "12345678901234567890123"},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"x~y": big, "n": 18446744073709551616}},
+    ]
+    frames = [json.dumps(event).encode() for event in events]  # orjson cannot write them
+    if framing == "json":
+        data = b"[" + b",".join(frames) + b"]"
+    elif framing == "sse":
+        data = b"".join(b"data: " + frame + b"\n\n" for frame in frames)
+    else:
+        data = b"".join(frame + b"\n" for frame in frames)
+    ctx = StreamContext(Options())
+    parser = Parse(ctx)
+    decoded = list(parser.feed(data).events) + list(parser.finish().events)
+    assert decoded[1]["value"] == {"a": [1, float(-big)], "b": 2**64 - 1, "c": -(2**63)}
+    assert decoded[2]["value"] == "12345678901234567890123"
+    assert decoded[3]["snapshot"] == {"x~y": float(big), "n": float(2**64)}
+    found = [(d.code, d.event_index, d.pointer) for d in ctx.diagnostics]
+    assert found == [
+        ("parse.integer-precision", 1, "/value/a/1"),
+        ("parse.integer-precision", 3, "/snapshot/x~0y"),
+        ("parse.integer-precision", 3, "/snapshot/n"),
+    ]
+    assert str(-big) in ctx.diagnostics[0].message
+
+
+# -- blank bytes before the first frame (item 6) ------------------------------------------------
+
+
+def test_blank_bytes_before_the_first_frame_are_not_held() -> None:
+    parser = Parse(StreamContext(Options()))
+    blanks = b" \r\n\t" * 16_384  # 64 KiB, ending in a tab after the last line break
+    for _ in range(64):
+        assert not parser.feed(blanks).events
+        assert parser._head == b"\t"  # only the blanks after the last line break wait
+    batch = parser.feed(b"\n" + START)
+    assert [e["type"] for e in batch.events] == ["RUN_STARTED"]
+
+
+def test_a_blank_prefix_longer_than_a_frame_without_a_line_break_is_the_frame_limit() -> None:
+    parser = Parse(StreamContext(Options(limits=Limits(max_frame_bytes=100_000))))
+    with pytest.raises(StreamRejected) as caught:
+        for _ in range(10):
+            parser.feed(b" " * 65_536)
+    assert caught.value.code == "limit.frame-bytes"
+    assert "max_frame_bytes=100000" in str(caught.value)
+
+
+def test_a_long_blank_prefix_is_read_in_linear_time() -> None:
+    """100 MB of blank lines before the first frame: once linear, well under a second
+    (before: the prefix was re-copied on every read, 18 s)."""
+    import time
+
+    parser = Parse(StreamContext(Options()))
+    blanks = b"\n" * 65_536
+    started = time.process_time()
+    for _ in range(1_600):
+        parser.feed(blanks)
+    assert [e["type"] for e in parser.feed(START).events] == ["RUN_STARTED"]
+    assert time.process_time() - started < 2.0

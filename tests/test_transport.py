@@ -10,8 +10,13 @@ binding's error path (no run), and cancelling closes the connection.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import socket
+import subprocess
+import sys
+import textwrap
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,7 @@ from agui_pipeline.serve import BackgroundServer, Replay, ReplayServer
 from agui_pipeline.subscribers import SseSink, encode_sse
 from starlette.types import Receive, Scope, Send
 
-from tests.conftest import corpus_paths
+from tests.conftest import ROOT, corpus_paths
 
 pytestmark = pytest.mark.anyio
 
@@ -377,3 +382,115 @@ async def test_a_gateway_passes_a_truncation_on(server: ReplayServer) -> None:
             result = await browser.run(INPUT)
     assert result.verdict.outcome is Outcome.TRUNCATED
     assert result.events == RUN[:3]
+
+
+# -- Content-Encoding: undone layer by layer, bounded (issue 13, item 5) --------------------
+
+
+def encoded_app(body: bytes, encoding: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """An agent that answers every POST with ``body``, sent as ``Content-Encoding: encoding``."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"content-encoding", encoding.encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for start in range(0, len(body), 4096):
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": body[start : start + 4096],
+                    "more_body": True,
+                }
+            )
+        await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+def gzip_bomb(inflated: int) -> bytes:
+    """``Content-Encoding: gzip, gzip``: a RUN_STARTED frame, then blank lines, ``inflated``
+    bytes of them once both layers are undone, from a body of a few kilobytes.
+
+    The inner layer is one 1 MiB block of newlines compressed again and again after a full
+    flush (which makes every copy the same bytes), so the bomb is built without ever holding
+    or compressing what it inflates to; it never ends (no trailer): it is read until refused.
+    """
+    block = b"\n" * 2**20
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = inner.compress(encode_sse(RUN[:1]) + block) + inner.flush(zlib.Z_FULL_FLUSH)
+    again = inner.compress(block) + inner.flush(zlib.Z_FULL_FLUSH)
+    return gzip.compress(head + again * (inflated // len(block)), 9)
+
+
+async def test_one_and_two_gzip_layers_are_read_as_plain_bytes() -> None:
+    body = encode_sse(RUN)
+    for encoding, encoded in (
+        ("gzip", gzip.compress(body)),
+        ("gzip, gzip", gzip.compress(gzip.compress(body))),
+        ("deflate", zlib.compress(body)),
+        ("x-gzip, identity", gzip.compress(body)),
+    ):
+        with BackgroundServer(encoded_app(encoded, encoding)) as agent_server:
+            async with HttpAgent(agent_server.url, client=plain_http()) as agent:
+                result = await agent.run(INPUT)
+        assert result.verdict.outcome is Outcome.COMPLETED, (encoding, result.verdict)
+        assert result.events == RUN, encoding
+
+
+async def test_a_body_that_does_not_decode_by_its_encoding_is_refused() -> None:
+    with BackgroundServer(encoded_app(b"not gzip at all" * 10, "gzip")) as agent_server:
+        async with HttpAgent(agent_server.url, client=plain_http()) as agent:
+            result = await agent.run(INPUT)
+    assert result.verdict.code == "parse.content-encoding"
+    assert "gzip" in str(result.verdict.message)
+    with BackgroundServer(encoded_app(encode_sse(RUN), "br")) as agent_server:
+        async with HttpAgent(agent_server.url, client=plain_http()) as agent:
+            result = await agent.run(INPUT)
+    assert result.verdict.code == "parse.content-encoding"
+    assert "'br'" in str(result.verdict.message)
+
+
+def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory() -> None:
+    """13 kB that inflate to 8 GiB: refused by limit.decompression within a few reads,
+    in a child process capped at 2 GB of address space and 60 s of CPU (before: the whole
+    8 GiB were inflated inside one httpx call, and MemoryError escaped the client)."""
+    script = textwrap.dedent(
+        """
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+        import anyio
+        from agui_pipeline.client import HttpAgent
+        from agui_pipeline.serve import BackgroundServer
+        from tests.test_limits import peak_mb
+        from tests.test_transport import INPUT, encoded_app, gzip_bomb, plain_http
+
+        body = gzip_bomb(8 * 1024**3)
+
+        async def main():
+            with BackgroundServer(encoded_app(body, "gzip, gzip")) as server:
+                async with HttpAgent(server.url, client=plain_http()) as agent:
+                    return await agent.run(INPUT)
+
+        result = anyio.run(main)
+        rss = peak_mb()
+        print(len(body), result.verdict.code, len(result.events), rss)
+        print(result.verdict.message)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    size, code, delivered, rss = done.stdout.split("\n")[0].split()
+    assert int(size) < 20_000
+    assert code == "limit.decompression"
+    assert "max_decompression_ratio=" in done.stdout
+    assert int(delivered) == 1  # the RUN_STARTED before the blank lines
+    assert int(rss) < 300, rss
