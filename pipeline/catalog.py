@@ -162,7 +162,11 @@ LIMIT_FRAME_SIZE = _code(
     "limit.frame-bytes", _E, TRANSPORTS, "a frame is larger than the configured limit"
 )
 LIMIT_DEPTH = _code(
-    "limit.depth", _E, TRANSPORTS, "an event is nested deeper than the configured limit"
+    "limit.depth",
+    _E,
+    TRANSPORTS,
+    "an event, or a state or activity a patch would build, is nested deeper than the "
+    "configured limit",
 )
 LIMIT_OPEN_ITEMS = _code(
     "limit.open-items",
@@ -178,6 +182,18 @@ LIMIT_TEXT_CHARS = _code(
 )
 LIMIT_STATE_BYTES = _code(
     "limit.state-bytes", _E, TRANSPORTS, "the state document grew past the configured limit"
+)
+LIMIT_ACTIVITY_BYTES = _code(
+    "limit.activity-bytes",
+    _E,
+    TRANSPORTS,
+    "the content of the activity messages grew past the configured limit",
+)
+LIMIT_PATCH_WORK = _code(
+    "limit.patch-work",
+    _E,
+    TRANSPORTS,
+    "patches made the consumer copy or move more than the configured work allowance",
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",
