@@ -681,8 +681,12 @@ class Conversation:
 
     def _append(self, message: Message) -> None:
         """A message not held yet, at the end."""
-        self._by_id[message["id"]] = message
-        self._by_role.setdefault(message.get("role"), {})[message["id"]] = None
+        message_id, role = message["id"], message.get("role")
+        self._by_id[message_id] = message
+        ids = self._by_role.get(role)
+        if ids is None:  # not setdefault: that would make a dict on every call
+            ids = self._by_role[role] = {}
+        ids[message_id] = None
         if self._listed is not None:
             self._listed.append(message)
 
