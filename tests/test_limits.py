@@ -436,19 +436,24 @@ def test_an_array_index_of_endless_digits_is_out_of_range(kind: str, tmp_path: A
 
 
 def test_many_snapshots_over_many_activities_cost_what_they_carry(tmp_path: Any) -> None:
-    """Item 7: 10,000 activity messages, then 10,000 empty MESSAGES_SNAPSHOTs (each walked
-    every held activity: 39 s). Legal: exit 0, and the activities are all still held."""
-    activities = [{**ACTIVITY, "messageId": f"a{i}", "content": {"n": i}} for i in range(10_000)]
-    snapshots = [{"type": "MESSAGES_SNAPSHOT", "messages": []} for _ in range(10_000)]
+    """Item 7: 20,000 activity messages, then 20,000 empty MESSAGES_SNAPSHOTs (each walked
+    every held activity, in the Conversation and in the metadata stage). Legal:
+    exit 0, and the activities are all still held, with their metadata."""
+    activities = [
+        {**ACTIVITY, "messageId": f"a{i}", "content": {"n": i}, "metadata": {"k": i}}
+        for i in range(20_000)
+    ]
+    snapshots = [{"type": "MESSAGES_SNAPSHOT", "messages": []} for _ in range(20_000)]
     started = time.monotonic()
     code, report = check_capped(
         sse(START, *activities, *snapshots, FINISH), tmp_path, "--conversation"
     )
     elapsed = time.monotonic() - started
     assert code == 0, report["verdict"]
-    assert len(report["conversation"]["messages"]) == 10_000
-    assert report["conversation"]["messages"][-1]["content"] == {"n": 9_999}
-    assert elapsed < 20, elapsed
+    assert len(report["conversation"]["messages"]) == 20_000
+    assert report["conversation"]["messages"][-1]["content"] == {"n": 19_999}
+    assert report["conversation"]["messages"][-1]["metadata"] == {"k": 19_999}
+    assert elapsed < 10, elapsed
 
 
 def test_operations_at_the_head_of_a_huge_array_are_bounded_work(tmp_path: Any) -> None:
