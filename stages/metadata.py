@@ -124,7 +124,11 @@ class Metadata(Stage):
             # An ACTIVITY_DELTA for an activity nothing created is skipped
             # (/spec/1.1/events/activity): it has no item to merge into.
             message_id = event.get("messageId")
-            _merge(self.store.messages, message_id, metadata)
+            merged = self.store.messages.get(message_id)  # type: ignore[arg-type]
+            if merged is not None:
+                merged.update(metadata)
+                return
+            self.store.messages[message_id] = dict(metadata)  # type: ignore[index]
             if message_id not in self._roles:
                 self._plain[message_id] = None  # type: ignore[index]
 
