@@ -248,6 +248,8 @@ def test_the_child_process_measure_is_real() -> None:
         "max_open_items",
         "max_text_chars",
         "max_state_bytes",
+        "max_activity_bytes",
+        "max_patch_work",
         "max_diagnostics",
     ],
 )
