@@ -197,7 +197,11 @@ LIMIT_FRAME_SIZE = _code(
     "limit.frame-bytes", _E, TRANSPORTS, "a frame is larger than the configured limit"
 )
 LIMIT_DEPTH = _code(
-    "limit.depth", _E, TRANSPORTS, "an event is nested deeper than the configured limit"
+    "limit.depth",
+    _E,
+    TRANSPORTS,
+    "an event, or a state or activity a patch would build, is nested deeper than the "
+    "configured limit",
 )
 LIMIT_OPEN_ITEMS = _code(
     "limit.open-items",
@@ -219,6 +223,18 @@ LIMIT_DECOMPRESSION = _code(
     _E,
     TRANSPORTS,
     "a compressed response body inflated past the configured ratio (a decompression bomb)",
+)
+LIMIT_ACTIVITY_BYTES = _code(
+    "limit.activity-bytes",
+    _E,
+    TRANSPORTS,
+    "the content of the activity messages grew past the configured limit",
+)
+LIMIT_PATCH_WORK = _code(
+    "limit.patch-work",
+    _E,
+    TRANSPORTS,
+    "patches made the consumer copy or move more than the configured work allowance",
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",

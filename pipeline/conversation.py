@@ -71,8 +71,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
 from ._json import copy_json
 from .catalog import (
     CONVERSATION_ACTIVITY_PATCH,
@@ -80,11 +78,14 @@ from .catalog import (
     CONVERSATION_ENCRYPTED_TARGET,
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
+    LIMIT_ACTIVITY_BYTES,
+    LIMIT_DEPTH,
+    LIMIT_PATCH_WORK,
     LIMIT_STATE_BYTES,
     LIMIT_TEXT_CHARS,
 )
 from .errors import StreamRejected
-from .patch import PatchBudget, PatchFailed, PatchTooLarge, apply_patch
+from .patch import Allowance, PatchBudget, PatchFailed, PatchRefused, apply_patch, size
 from .stage import Batch, Event, StreamContext
 
 Message = dict[str, Any]
@@ -101,8 +102,12 @@ class Conversation:
         store = ctx.item_metadata
         self._message_metadata: dict[str, Any] = {} if store is None else store.messages
         self._call_metadata: dict[str, Any] = {} if store is None else store.tool_calls
-        self._messages: list[Message] = []
         self._by_id: dict[str, Message] = {}
+        """Every message held, by id, in conversation order (the one store of messages)."""
+        self._by_role: dict[Any, dict[str, None]] = {}
+        """The ids held, by role, so a snapshot visits only the roles it may drop."""
+        self._listed: list[Message] | None = []
+        """``_by_id``'s messages as a list, kept while only appends change it."""
         self._calls: dict[str, dict[str, Any]] = {}
         """Every tool call held, by id (on a message, or kept off the list)."""
         self._text: dict[str, _Pieces] = {}
@@ -111,8 +116,12 @@ class Conversation:
         """Argument pieces not yet joined, by tool call id."""
         self._max_text = ctx.limits.max_text_chars
         run_input = ctx.run_input or {}
-        self._state_budget = PatchBudget(ctx.limits.max_state_bytes)
+        limits = ctx.limits
+        work = Allowance(limits.max_patch_work)
+        self._state_budget = PatchBudget(limits.max_state_bytes, work, limits.max_depth)
         """What STATE_DELTA patches may still insert before the state is recounted."""
+        self._activity_budget = PatchBudget(limits.max_activity_bytes, work, limits.max_depth)
+        """What activity snapshots and patches may still insert, all activities together."""
         self._state: Any = {}
         if "state" in run_input:
             self._state = self._take_state(run_input["state"], None)
@@ -148,7 +157,9 @@ class Conversation:
     def messages(self) -> list[Message]:
         """The messages in order, content complete (read-only: the Conversation's own list)."""
         self._join()
-        return self._messages
+        if self._listed is None:
+            self._listed = list(self._by_id.values())
+        return self._listed
 
     def message(self, message_id: str) -> Message | None:
         """The message with this id, content complete, or ``None``."""
@@ -406,9 +417,7 @@ class Conversation:
             self._append(message)
         else:  # the same message minted again: the later result stands, in place
             self._text.pop(message_id, None)
-            position = next(i for i, m in enumerate(self._messages) if m is held)
-            self._messages[position] = message
-            self._by_id[message_id] = message
+            self._put(message)
         if message_id in self._message_metadata:
             self._attach(message, message_id)
 
@@ -419,48 +428,85 @@ class Conversation:
 
     def _take_state(self, value: Any, index: int | None) -> Any:
         """A copy of a whole new state, within ``Limits.max_state_bytes``."""
-        try:
-            data = orjson.dumps(value)
-        except (orjson.JSONEncodeError, TypeError):
-            return copy_json(value)  # deeper than orjson writes: parse's max_depth bounds it
         limit = self._ctx.limits.max_state_bytes
-        if len(data) > limit:
+        measured = size(value, limit)
+        if measured > limit:
             raise self._ctx.reject(
                 LIMIT_STATE_BYTES,
-                f"a state of {len(data)} bytes exceeds the limit max_state_bytes={limit}",
+                f"a state of more than {limit} bytes exceeds the limit max_state_bytes={limit}",
                 event_index=index,
                 pointer="/snapshot",
             )
-        self._state_budget.remaining = limit - len(data)
-        return orjson.loads(data)
+        self._state_budget.remaining = limit - measured
+        return copy_json(value)
 
     def _patch_state(self, patch: Any, index: int) -> Any:
-        """Apply a delta within ``Limits.max_state_bytes``.
+        """Apply a delta within ``Limits.max_state_bytes``, ``max_depth`` and ``max_patch_work``."""
+        return self._patched(self._state, patch, self._state_budget, index, state=True)
 
-        Each inserted value is charged to a budget (so a small ``copy`` of a large
-        subtree costs what it copies); when the budget runs out the state is
-        measured once and the budget reset, at least a sixteenth of the limit,
-        so a state churning near the limit is not remeasured on every event —
-        the limit then holds to within that sixteenth.
+    def _patched(
+        self, document: Any, patch: Any, budget: PatchBudget, index: int, *, state: bool
+    ) -> Any:
+        """``patch`` applied to ``document`` (the state, or one activity's content).
+
+        Each inserted value is charged to ``budget`` (so a small ``copy`` of a large
+        subtree costs what it copies); when the budget runs out what it covers is
+        measured once and the budget reset, at least a sixteenth of the limit, so a
+        document churning near the limit is not remeasured on every event — the
+        limit then holds to within that sixteenth, and the measuring costs at most
+        seventeen times what was inserted since the last one.
         """
+        member = "/delta" if state else "/patch"
         try:
-            return apply_patch(self._state, patch, budget=self._state_budget)
-        except PatchTooLarge:
-            limit = self._ctx.limits.max_state_bytes
-            size = len(orjson.dumps(self._state))
-            if size <= limit:
-                self._state_budget.remaining = max(limit - size, limit // 16)
-                try:
-                    return apply_patch(self._state, patch, budget=self._state_budget)
-                except PatchTooLarge:
-                    pass
+            return apply_patch(document, patch, budget=budget)
+        except PatchRefused as refused:
+            if refused.limit == "size":
+                return self._recounted(document, patch, budget, index, state=state)
+            raise self._refusal(refused, f"{member}/{refused.position}", index) from None
+
+    def _recounted(
+        self, document: Any, patch: Any, budget: PatchBudget, index: int, *, state: bool
+    ) -> Any:
+        limits = self._ctx.limits
+        limit = limits.max_state_bytes if state else limits.max_activity_bytes
+        held = size(document, limit) if state else self._activity_size(limit)
+        if held <= limit:
+            budget.remaining = max(limit - held, limit // 16)
+            try:
+                return apply_patch(document, patch, budget=budget)
+            except PatchRefused as refused:
+                if refused.limit != "size":
+                    member = "/delta" if state else "/patch"
+                    raise self._refusal(refused, f"{member}/{refused.position}", index) from None
+        if state:
             raise self._ctx.reject(
                 LIMIT_STATE_BYTES,
-                f"this patch would grow the state (now {size} bytes) past the limit "
+                f"this patch would grow the state (now {held} bytes) past the limit "
                 f"max_state_bytes={limit}",
                 event_index=index,
                 pointer="/delta",
             ) from None
+        raise self._activity_full(held, index, "/patch")
+
+    def _refusal(self, refused: PatchRefused, pointer: str, index: int) -> StreamRejected:
+        """The rejection for a patch refused for its depth or its work."""
+        limits = self._ctx.limits
+        if refused.limit == "depth":
+            return self._ctx.reject(
+                LIMIT_DEPTH,
+                f"this patch operation would nest the document deeper than the limit "
+                f"max_depth={limits.max_depth} ({refused.detail})",
+                event_index=index,
+                pointer=pointer,
+            )
+        return self._ctx.reject(
+            LIMIT_PATCH_WORK,
+            f"this patch operation would make the patches of this stream copy or move more "
+            f"than the limit max_patch_work={limits.max_patch_work} allows (plus 4096 per "
+            "operation)",
+            event_index=index,
+            pointer=pointer,
+        )
 
     def _state_delta(self, event: Event, index: int) -> None:
         try:
@@ -479,6 +525,10 @@ class Conversation:
     def _activity_snapshot(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
         message = self._by_id.get(message_id)
+        if message is None or (
+            message.get("role") == "activity" and event.get("replace", True) is not False
+        ):
+            self._charge_activity(event["content"], index, "/content")
         if message is None:
             message = {
                 "id": message_id,
@@ -508,7 +558,9 @@ class Conversation:
             self._not_activity(event, index, message)
             return
         try:
-            message["content"] = apply_patch(message["content"], event["patch"])
+            message["content"] = self._patched(
+                message["content"], event["patch"], self._activity_budget, index, state=False
+            )
         except PatchFailed as failure:
             self._ctx.report(
                 CONVERSATION_ACTIVITY_PATCH,
@@ -521,6 +573,38 @@ class Conversation:
         message["activityType"] = event["activityType"]
         if "metadata" in event:
             self._attach(message, event["messageId"])
+
+    def _charge_activity(self, content: Any, index: int | None, pointer: str) -> None:
+        """Charge activity content coming in whole to the activity budget (recounting once
+        when it runs out), or reject it at ``pointer``."""
+        budget = self._activity_budget
+        limit = self._ctx.limits.max_activity_bytes
+        measured = size(content, limit)
+        if measured > budget.remaining:
+            held = self._activity_size(limit)
+            budget.remaining = max(limit - held, limit // 16) if held <= limit else -1
+            if measured > budget.remaining:
+                raise self._activity_full(held, index, pointer)
+        budget.remaining -= measured
+
+    def _activity_size(self, limit: int) -> int:
+        """The content of every activity message held, measured (stops once past ``limit``)."""
+        total = 0
+        for message_id in self._by_role.get("activity", ()):
+            total += size(self._by_id[message_id].get("content"), limit - total) + 1
+            if total > limit:
+                break
+        return total
+
+    def _activity_full(self, held: int, index: int | None, pointer: str) -> StreamRejected:
+        limit = self._ctx.limits.max_activity_bytes
+        return self._ctx.reject(
+            LIMIT_ACTIVITY_BYTES,
+            f"this would grow the content of the activity messages (now {held} bytes) past "
+            f"the limit max_activity_bytes={limit}",
+            event_index=index,
+            pointer=pointer,
+        )
 
     def _not_activity(self, event: Event, index: int, message: Message | None) -> None:
         found = "no such message" if message is None else f"a {message.get('role')} message"
@@ -545,41 +629,42 @@ class Conversation:
     # messages restated whole
 
     def _messages_snapshot(self, event: Event, index: int) -> None:
-        self._restate(event["messages"], complete=True)
+        self._restate(event["messages"], complete=True, index=index)
 
-    def _restate(self, restated: Iterable[Any], *, complete: bool) -> None:
+    def _restate(
+        self, restated: Iterable[Any], *, complete: bool, index: int | None = None
+    ) -> None:
         """Reconcile messages restated whole (``/spec/1.1/events/state``, MESSAGES_SNAPSHOT).
 
         ``complete``: the producer declares its complete set, so held messages it
         omits are dropped (activity and reasoning ones only when it carries that role).
+        Costs what the snapshot carries plus what it drops: held messages of a role it
+        may not drop are not visited (each message is dropped at most once).
         """
         self._join()
         incoming: dict[str, Message] = {}
         declared: set[Any] = set()
-        for message in restated:
+        for position, message in enumerate(restated):
             if type(message) is dict and type(message.get("id")) is str:
-                incoming[message["id"]] = self._copy(message)
+                incoming[message["id"]] = self._copy(message, index, position)
                 declared.add(message.get("role"))
-        kept: list[Message] = []
-        for message in self._messages:
-            replacement = incoming.pop(message["id"], None)
-            if replacement is not None:
-                kept.append(replacement)
-            elif not complete or (
-                message.get("role") in _CLIENT_ONLY and message.get("role") not in declared
-            ):
-                kept.append(message)
-        kept.extend(incoming.values())
-        self._messages = kept
-        self._by_id = {message["id"]: message for message in kept}
+        if complete:
+            for role, ids in list(self._by_role.items()):
+                if role not in _CLIENT_ONLY or role in declared:
+                    for message_id in [i for i in ids if i not in incoming]:
+                        self._drop(message_id)
+        for message in incoming.values():
+            self._put(message)
         self._calls = {
             call["id"]: call
-            for message in kept
-            for call in message.get("toolCalls") or ()
+            for role, ids in self._by_role.items()
+            if role not in _CLIENT_ONLY
+            for message_id in ids
+            for call in self._by_id[message_id].get("toolCalls") or ()
             if type(call) is dict and "id" in call
         }
 
-    def _copy(self, message: Message) -> Message:
+    def _copy(self, message: Message, index: int | None, position: int) -> Message:
         """Our own copy of a restated message: the parts we may later change are copied."""
         copy = dict(message)
         message_id = copy["id"]
@@ -590,6 +675,7 @@ class Conversation:
                 if merged is not None and "metadata" in call:
                     call["metadata"] = merged
         if copy.get("role") == "activity":
+            self._charge_activity(copy.get("content"), index, f"/messages/{position}/content")
             copy["content"] = copy_json(copy.get("content"))
         if "metadata" in copy:
             merged = self._message_metadata.get(message_id)
@@ -599,8 +685,33 @@ class Conversation:
     # bookkeeping
 
     def _append(self, message: Message) -> None:
-        self._messages.append(message)
-        self._by_id[message["id"]] = message
+        """A message not held yet, at the end."""
+        message_id, role = message["id"], message.get("role")
+        self._by_id[message_id] = message
+        ids = self._by_role.get(role)
+        if ids is None:  # not setdefault: that would make a dict on every call
+            ids = self._by_role[role] = {}
+        ids[message_id] = None
+        if self._listed is not None:
+            self._listed.append(message)
+
+    def _put(self, message: Message) -> None:
+        """``message`` in place of the one held with its id (in its position), or appended."""
+        message_id = message["id"]
+        held = self._by_id.get(message_id)
+        if held is None:
+            self._append(message)
+            return
+        if held.get("role") != message.get("role"):
+            del self._by_role[held.get("role")][message_id]
+            self._by_role.setdefault(message.get("role"), {})[message_id] = None
+        self._by_id[message_id] = message
+        self._listed = None
+
+    def _drop(self, message_id: str) -> None:
+        message = self._by_id.pop(message_id)
+        del self._by_role[message.get("role")][message_id]
+        self._listed = None
 
     def _attach(self, message: Message, message_id: str) -> None:
         merged = self._message_metadata.get(message_id)

@@ -40,6 +40,7 @@ from .stage import (
     DecoderFactory,
     Event,
     RunRecord,
+    RunStatus,
     Stage,
     StageFactory,
     StreamContext,
@@ -280,6 +281,7 @@ class EventStream:
         # more than the read (~10 µs): the idle window only guards what can.
         unbounded = idle == math.inf or not may_stall(self._source)
         counters = ctx.counters
+        through = -1  # the event index of the last event delivered
         try:
             async with aclosing(iter_chunks(self._source)) as chunks:
                 while True:
@@ -302,6 +304,7 @@ class EventStream:
                     batch = await _read(decoder, stages, chunk)
                     if batch.events:
                         counters.delivered += len(batch.events)
+                        through = batch.indices[-1]
                         yield batch
                 batch = await _read(decoder, stages, None)
                 if batch.events:
@@ -310,6 +313,9 @@ class EventStream:
         except _Ended as ended:
             # Set before the last yield: a consumer may stop reading right there.
             self._verdict = _verdict_of(ended.fault)
+            if ended.delivered.events:
+                through = ended.delivered.indices[-1]
+            _reopen_discarded(ctx.runs, through)
             if ended.delivered.events:
                 counters.delivered += len(ended.delivered.events)
                 yield ended.delivered
@@ -339,6 +345,17 @@ def _verdict_of(fault: Fault) -> Verdict:
     if isinstance(fault, StreamRejected):
         return Verdict(Outcome.REJECTED, fault)
     return Verdict(Outcome.HANDLER_FAILED, fault)
+
+
+def _reopen_discarded(runs: list[RunRecord], through: int) -> None:
+    """Runs whose terminal event was discarded, not delivered (it came after the event
+    ``through``), are ``open`` again: the consumer never saw them end."""
+    for run in reversed(runs):
+        if run.ended_at is None:
+            continue
+        if run.ended_at <= through:
+            break
+        run.status, run.outcome, run.error, run.ended_at = RunStatus.OPEN, None, None, None
 
 
 async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:

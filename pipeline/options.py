@@ -45,7 +45,16 @@ class Limits:
     arguments, in characters."""
     max_state_bytes: int = 64 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
-    sixteenth: the state is measured when what patches inserted reaches the limit)."""
+    sixteenth: the state is measured when what patches inserted reaches the limit).
+    Measured from its structure (:func:`agui_pipeline.patch.size`: a string counts its
+    characters), never by serialising it, so the limit holds at any depth."""
+    max_activity_bytes: int = 64 * 1024 * 1024
+    """Largest total the Conversation holds in the content of all its activity messages,
+    measured like ``max_state_bytes`` (snapshots and patches charged, recounted when full)."""
+    max_patch_work: int = 256 * 1024 * 1024
+    """Work the patches of one stream may do beyond what they carry — values copied out
+    of the document and array elements moved — on top of 4,096 per operation applied; so
+    a stream's patch work stays within this plus 4 KiB per operation it sends."""
     max_run_records: int = 1_000
     """Run records kept on the result (``RunResult.runs``): the first half of this many
     runs and the latest half; every run is counted in ``RunResult.run_counts``."""

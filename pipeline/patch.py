@@ -20,28 +20,137 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
+from ._json import MISSING, copy_json, describe, join_pointer, shown, unescape
 
-from ._json import MISSING, copy_json, describe, join_pointer, unescape
+
+class Allowance:
+    """Work that patches may still do beyond reading their own operations.
+
+    What one operation costs need not be what it says: a 40-byte ``copy`` can
+    duplicate a subtree of megabytes, and an ``add`` at the head of an array
+    moves every element after it. Those are charged here — a value copied or
+    walked by its :func:`size`, an array element moved as 1 — so the work a
+    stream makes the consumer do stays in proportion to what it sends: the
+    allowance starts at ``Limits.max_patch_work`` and each operation applied
+    adds :data:`WORK_PER_OPERATION`. One allowance serves every patched
+    document of a stream (the state and the activities).
+    """
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def spend(self, cost: int) -> None:
+        self.left -= cost
+        if self.left < 0:
+            raise PatchRefused("work")
+
+
+WORK_PER_OPERATION = 4096
+"""What each operation applied adds to its stream's :class:`Allowance`: enough for the
+appends, small edits and short copies of an ordinary stream never to run out."""
 
 
 class PatchBudget:
-    """Bytes of JSON that patches may still insert into one document.
+    """What patches may still insert into the documents it covers, in :func:`size` units.
 
-    :func:`apply_patch` charges every value it copies in (``add``, ``replace``,
-    ``copy``) — so a tiny ``copy`` operation that duplicates a large subtree is
-    charged what it really costs — and refunds nothing: removals only make the
-    budget an upper bound, which the owner recounts when it runs out.
+    :func:`apply_patch` charges every value it puts in (``add``, ``replace``,
+    ``copy``), measured structurally at any depth — so a tiny ``copy`` that
+    duplicates a large subtree is charged what it really costs — and refunds
+    nothing: removals only make the budget an upper bound, which the owner
+    recounts (with :func:`size`, its work charged) when it runs out. It also
+    holds the documents to ``max_depth`` levels of nesting, so a patch cannot
+    build a document deeper than any event could carry.
     """
 
-    __slots__ = ("remaining",)
+    __slots__ = ("allowance", "max_depth", "remaining")
 
-    def __init__(self, remaining: int) -> None:
+    def __init__(self, remaining: int, allowance: Allowance, max_depth: int) -> None:
         self.remaining = remaining
+        self.allowance = allowance
+        self.max_depth = max_depth
 
 
-class PatchTooLarge(Exception):
-    """A patch would insert more than its budget allows; the document was left as it was."""
+class PatchRefused(Exception):
+    """A patch would break its budget; the document and the budget were left as they were.
+
+    ``limit`` says which: ``"size"`` (it would insert more than the budget has),
+    ``"depth"`` (it would nest the document deeper than ``max_depth``) or
+    ``"work"`` (its operations would cost more than the :class:`Allowance` has
+    left). ``position`` is the operation's index in the patch.
+    """
+
+    def __init__(self, limit: str, detail: str = "") -> None:
+        self.limit = limit
+        self.detail = detail
+        self.position = 0
+        super().__init__(f"{limit}: {detail}" if detail else limit)
+
+
+VALUE_OVERHEAD = 16
+"""What :func:`size` adds per value to its JSON text: a value in memory costs more than
+its text (an empty list takes 56 bytes, ``[]`` 2), and with this the memory a document
+takes stays within about four times its size, whatever its shape."""
+
+
+def size(value: Any, cap: int) -> int:
+    """The size of a JSON value: its JSON text plus :data:`VALUE_OVERHEAD` per value
+    (twice that more per object), estimated from its structure, at any depth.
+
+    A string counts its characters and quotes, a number its most digits, a
+    container its brackets and, per member, its key, quotes, colon and comma.
+    Never serialises the value (which fails past 255 levels); stops counting
+    once past ``cap`` — the walk costs at most that much — and then returns
+    a number above ``cap``.
+    """
+    return _walk(value, cap, None)[0]
+
+
+def _walk(value: Any, cap: int, max_depth: int | None) -> tuple[int, int]:
+    """``(size, depth)`` of ``value``; stops once the size passes ``cap`` or the depth
+    passes ``max_depth`` (the figures then only say so)."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return _scalar(value) + VALUE_OVERHEAD, 0
+    total, deepest = VALUE_OVERHEAD, 1
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        container, depth = pending.pop()
+        if type(container) is dict:
+            # A dict's table: 184 bytes in memory with one member, hence twice more.
+            total += 2 + 2 * VALUE_OVERHEAD + sum(map(len, container))
+            total += len(container) * (4 + VALUE_OVERHEAD)
+            members: Any = container.values()
+        else:
+            total += 2 + len(container) * (1 + VALUE_OVERHEAD)
+            members = container
+        for member in members:
+            kind = type(member)
+            if kind is str:
+                total += len(member) + 2
+            elif kind is dict or kind is list:
+                pending.append((member, depth + 1))
+                if depth >= deepest:
+                    deepest = depth + 1
+            elif kind is int:
+                total += member.bit_length() // 3 + 2  # at least its decimal digits and a sign
+            else:
+                total += 24 if kind is float else 5  # a double's longest; true, false, null
+        if total > cap or (max_depth is not None and deepest > max_depth):
+            break
+    return total, deepest
+
+
+def _scalar(value: Any) -> int:
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if kind is int:
+        return int(value.bit_length()) // 3 + 2  # at least its decimal digits and a sign
+    if kind is float:
+        return 24  # the longest a double is written
+    return 5  # true, false, null
 
 
 class _Journal:
@@ -56,18 +165,51 @@ class _Journal:
     def append(self, step: tuple[Any, ...]) -> None:
         self.steps.append(step)
 
-    def copy_in(self, value: Any) -> Any:
-        """A copy of ``value`` to insert (the state never aliases an event), charged."""
-        if self.budget is None:
+    def put(self, value: Any, tokens: list[str], *, copied: bool) -> Any:
+        """``value`` to insert at ``tokens``, copied (the state never aliases an event),
+        charged to the budget; ``copied``: it comes from the document (a ``copy``), so
+        walking and copying it is work the operation did not carry."""
+        budget = self.budget
+        if budget is None:
             return copy_json(value)
-        try:
-            data = orjson.dumps(value)
-        except (orjson.JSONEncodeError, TypeError):
-            return copy_json(value)  # deeper than orjson writes: parse's max_depth bounds it
-        self.budget.remaining -= len(data)
-        if self.budget.remaining < 0:
-            raise PatchTooLarge
-        return orjson.loads(data) if type(value) is dict or type(value) is list else value
+        if not copied and type(value) is not dict and type(value) is not list:
+            # The commonest case, a scalar from the event: no walk, nothing to copy.
+            if len(tokens) > budget.max_depth:
+                raise PatchRefused("depth", f"{join_pointer(tokens)} is past it")
+            budget.remaining -= _scalar(value) + VALUE_OVERHEAD
+            if budget.remaining < 0:
+                raise PatchRefused("size")
+            return value
+        room = budget.max_depth - len(tokens)
+        weight, depth = _walk(value, budget.remaining, room)
+        if copied:
+            budget.allowance.spend(weight)
+        if depth > room:
+            raise PatchRefused(
+                "depth", f"{join_pointer(tokens) or 'the root'} would be {depth} levels deep"
+            )
+        budget.remaining -= weight
+        if budget.remaining < 0:
+            raise PatchRefused("size")
+        return copy_json(value)
+
+    def moved(self, value: Any, source: list[str], target: list[str]) -> None:
+        """A value moved deeper: its depth is checked (walking it is work)."""
+        budget = self.budget
+        if budget is None or len(target) <= len(source):
+            return
+        room = budget.max_depth - len(target)
+        weight, depth = _walk(value, 2**62, room)
+        budget.allowance.spend(weight)
+        if depth > room:
+            raise PatchRefused("depth", f"{join_pointer(target)} would be {depth} levels deep")
+
+    def shift(self, moved: int) -> None:
+        """An array insert or removal that moves ``moved`` elements."""
+        # A short shift is left uncharged (it is within what every operation adds):
+        # most patches touch small arrays, and this skips the bookkeeping for them.
+        if self.budget is not None and moved > 64:
+            self.budget.allowance.spend(moved)
 
 
 class PatchFailed(Exception):
@@ -90,8 +232,9 @@ def apply_patch(document: Any, patch: Any, *, budget: PatchBudget | None = None)
     that a member a failed patch had removed from an object and the rollback
     put back now comes last among its object's members (JSON objects are
     unordered; every value is as it was). With a ``budget``, raises
-    :class:`PatchTooLarge`, likewise with the document (and the budget) as they
-    were, when the values it inserts would overdraw it.
+    :class:`PatchRefused`, likewise with the document (and the size budget) as
+    they were, when an operation would overdraw it; each operation applied adds
+    :data:`WORK_PER_OPERATION` to the budget's allowance.
     """
     if type(patch) is not list:
         raise PatchFailed(0, f"a patch is an array of operations, found {describe(patch)}")
@@ -100,12 +243,15 @@ def apply_patch(document: Any, patch: Any, *, budget: PatchBudget | None = None)
     root = [document]  # the root's container, so every operation has a parent
     for position, operation in enumerate(patch):
         try:
+            if budget is not None:
+                budget.allowance.left += WORK_PER_OPERATION
             _apply(root, operation, undo)
-        except (_Fail, PatchTooLarge) as fail:
+        except (_Fail, PatchRefused) as fail:
             _rollback(root, undo)
             if budget is not None and before is not None:
                 budget.remaining = before
-            if isinstance(fail, PatchTooLarge):
+            if isinstance(fail, PatchRefused):
+                fail.position = position
                 raise
             raise PatchFailed(position, f"{_summary(operation)}: {fail}") from None
     return root[0]
@@ -153,7 +299,8 @@ def _apply(root: list[Any], operation: Any, undo: _Journal) -> None:
 
 
 def _add(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
-    _insert(root, _tokens(_member(operation, "path")), undo.copy_in(_value(operation)), undo)
+    tokens = _tokens(_member(operation, "path"))
+    _insert(root, tokens, undo.put(_value(operation), tokens, copied=False), undo)
 
 
 def _remove(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
@@ -165,7 +312,7 @@ def _remove(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
 
 def _replace(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     tokens = _tokens(_member(operation, "path"))
-    value = undo.copy_in(_value(operation))
+    value = undo.put(_value(operation), tokens, copied=False)
     parent, key = _locate(root, tokens)
     if type(parent) is list:
         index = _index(key, len(parent), end_allowed=False)
@@ -187,13 +334,15 @@ def _move(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     value = _get(root, source_tokens)
     if target == source:
         return
+    undo.moved(value, source_tokens, target_tokens)
     _delete(root, source_tokens, undo)
     _insert(root, target_tokens, value, undo)
 
 
 def _copy(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
     value = _get(root, _tokens(_member(operation, "from")))
-    _insert(root, _tokens(_member(operation, "path")), undo.copy_in(value), undo)
+    tokens = _tokens(_member(operation, "path"))
+    _insert(root, tokens, undo.put(value, tokens, copied=True), undo)
 
 
 def _test(root: list[Any], operation: dict[str, Any], undo: _Journal) -> None:
@@ -223,6 +372,7 @@ def _insert(root: list[Any], tokens: list[str], value: Any, undo: _Journal) -> N
     parent, key = _locate(root, tokens)
     if type(parent) is list:
         index = _index(key, len(parent), end_allowed=True)
+        undo.shift(len(parent) - index)
         parent.insert(index, value)
         undo.append(("del", parent, index))
     else:
@@ -235,6 +385,7 @@ def _delete(root: list[Any], tokens: list[str], undo: _Journal) -> None:
     parent, key = _locate(root, tokens)
     if type(parent) is list:
         index = _index(key, len(parent), end_allowed=False)
+        undo.shift(len(parent) - index)
         undo.append(("insert", parent, index, parent.pop(index)))
     elif key in parent:
         undo.append(("set", parent, key, parent.pop(key)))
@@ -275,6 +426,9 @@ def _index(token: Any, length: int, *, end_allowed: bool, tokens: list[str] | No
         return length
     if not (token.isascii() and token.isdigit()) or (len(token) > 1 and token[0] == "0"):
         raise _Fail(f"{token!r} is not an array index")
+    if len(token) > len(str(length)):  # before int(): it refuses more than 4,300 digits
+        where = f" at {join_pointer(tokens)}" if tokens else ""
+        raise _Fail(f"index {shown(token)} is out of range for an array of {length}{where}")
     index = int(token)
     if index > length or (index == length and not end_allowed):
         where = f" at {join_pointer(tokens)}" if tokens else ""
@@ -324,5 +478,5 @@ def _summary(operation: Any) -> str:
     if type(operation) is not dict:
         return "operation"
     op, path = operation.get("op"), operation.get("path")
-    source = f" from {operation['from']}" if "from" in operation else ""
-    return f"{op} {path!r}{source}" if type(path) is str else str(op)
+    source = f" from {shown(operation['from'])}" if "from" in operation else ""
+    return f"{shown(op)} {shown(path)}{source}" if type(path) is str else shown(op)

@@ -208,6 +208,9 @@ class RunRecord:
     """The ``RUN_FINISHED`` outcome as sent (absent means success)."""
     error: str | None = None
     """The ``RUN_ERROR`` message, when the run failed."""
+    ended_at: int | None = None
+    """The event index of the terminal event that set ``status``. The engine reopens the
+    run (``open``) when a rejection discards that event before delivery."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

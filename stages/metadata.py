@@ -82,6 +82,10 @@ class Metadata(Stage):
         self._roles: dict[str, str] = {}
         """Role of each activity or reasoning message, by id: the ones a snapshot may keep,
         and the activity messages an ``ACTIVITY_DELTA`` can merge into."""
+        self._ids: dict[str, dict[str, None]] = {role: {} for role in _CLIENT_ONLY}
+        """The same ids by role, so a snapshot visits only the roles it drops."""
+        self._plain: dict[str, None] = {}
+        """The ids of the other messages with merged metadata: what every snapshot drops."""
         messages = (ctx.run_input or {}).get("messages")
         if type(messages) is list:
             self._restate(messages, complete=False)
@@ -103,8 +107,8 @@ class Metadata(Stage):
             if type(event.get("messages")) is list:
                 self._restate(event["messages"], complete=True)
             return
-        self._roles[event.get("messageId")] = (  # type: ignore[index]
-            "activity" if kind == "ACTIVITY_SNAPSHOT" else "reasoning"
+        self._role(
+            event.get("messageId"), "activity" if kind == "ACTIVITY_SNAPSHOT" else "reasoning"
         )
         if "metadata" in event:
             self._merge(event)
@@ -119,7 +123,27 @@ class Metadata(Stage):
         elif target is _MESSAGE or self._roles.get(event.get("messageId")) == "activity":  # type: ignore[arg-type]
             # An ACTIVITY_DELTA for an activity nothing created is skipped
             # (/spec/1.1/events/activity): it has no item to merge into.
-            _merge(self.store.messages, event.get("messageId"), metadata)
+            message_id = event.get("messageId")
+            merged = self.store.messages.get(message_id)  # type: ignore[arg-type]
+            if merged is not None:
+                merged.update(metadata)
+                return
+            self.store.messages[message_id] = dict(metadata)  # type: ignore[index]
+            if message_id not in self._roles:
+                self._plain[message_id] = None  # type: ignore[index]
+
+    def _role(self, message_id: Any, role: str | None) -> None:
+        """``message_id`` is now of ``role`` (``None``: not an activity or reasoning one)."""
+        held = self._roles.get(message_id)
+        if held == role:
+            return
+        if held is not None:
+            del self._ids[held][message_id]
+            del self._roles[message_id]
+        if role is not None:
+            self._roles[message_id] = role
+            self._ids[role][message_id] = None
+            self._plain.pop(message_id, None)
 
     def _restate(self, restated: Iterable[Any], *, complete: bool) -> None:
         """Messages restated whole: their stored metadata is the new base.
@@ -147,17 +171,28 @@ class Metadata(Stage):
                     calls[call.get("id")] = dict(call["metadata"])  # type: ignore[index]
         store = self.store
         if complete:
-            for message_id, role in self._roles.items():
-                if role not in declared and message_id not in ids:
-                    roles[message_id] = role
-                    if message_id in store.messages:
-                        messages[message_id] = store.messages[message_id]
-            store.messages.clear()
+            # Costs what the snapshot drops (each entry was made once), never what it
+            # keeps: the roles it does not carry are not visited.
+            for message_id in self._plain:
+                store.messages.pop(message_id, None)
+            self._plain.clear()
+            for role in _CLIENT_ONLY:
+                if role in declared:
+                    for message_id in self._ids[role]:
+                        store.messages.pop(message_id, None)
+                        del self._roles[message_id]
+                    self._ids[role] = {}
+            for message_id in ids:
+                if message_id not in messages:  # restated without metadata: none kept
+                    store.messages.pop(message_id, None)
             store.tool_calls.clear()
-            self._roles.clear()
+        for message_id in ids:
+            self._role(message_id, roles.get(message_id))
         store.messages.update(messages)
+        for message_id in messages:
+            if message_id not in self._roles:
+                self._plain[message_id] = None
         store.tool_calls.update(calls)
-        self._roles.update(roles)
 
 
 def _merge(table: dict[str, Merged], key: Any, metadata: Merged) -> None:

@@ -352,7 +352,7 @@ class Verify(Stage):
                 # A run that failed before it began: nothing to name it by.
                 self._run = RunRecord(None, None)
                 self.ctx.record_run(self._run)
-            self._fail_run(event)
+            self._fail_run(event, index)
         elif self._phase == _BEFORE_FIRST:
             raise self.ctx.reject(
                 VERIFY_FIRST_EVENT,
@@ -430,12 +430,13 @@ class Verify(Stage):
 
     def _run_error(self, event: Event, index: int, tag: Owner) -> None:
         # Ends whatever was open along with the run: nothing is expected to close.
-        self._fail_run(event)
+        self._fail_run(event, index)
 
-    def _fail_run(self, event: Event) -> None:
+    def _fail_run(self, event: Event, index: int) -> None:
         assert self._run is not None
         self._run.status = RunStatus.ERROR
         self._run.error = event["message"]
+        self._run.ended_at = index
         self._phase = _ERRORED
         self._close_run_state()
 
@@ -480,6 +481,7 @@ class Verify(Stage):
             self._check_success(outcome, index)
             run.status = RunStatus.FINISHED
         run.outcome = outcome
+        run.ended_at = index
         self._phase = _FINISHED
         self._close_run_state()
 

@@ -16,6 +16,7 @@ import anyio
 import orjson
 from agui_pipeline import Limits, Outcome, Pipeline, RunResult
 from agui_pipeline.catalog import ALL
+from agui_pipeline.patch import size
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -341,3 +342,168 @@ def test_valid_json_refused_names_its_reason(refused: tuple[bytes, str], framing
         data = start + b"\n" + frame + b"\n"
     result, _ = run([data])
     assert result.verdict.code == code, result.verdict
+
+
+# -- hostile patches and snapshots (issue 13): bombs, deep paths, huge indices -------------
+
+SMALL = Limits(
+    max_state_bytes=20_000, max_activity_bytes=20_000, max_patch_work=200_000, max_depth=24
+)
+"""Limits small enough that every generated stream can reach them within a few events."""
+SMALL_PIPELINE = Pipeline(idle_timeout=5, limits=SMALL)
+
+_hostile_paths = st.one_of(
+    st.sampled_from(["", "/a", "/a/-", "/a/0", "/b", "/a/a", "/b/-"]),
+    st.integers(0, 30).map(lambda depth: "/a/1" + "/d" * depth),  # deep paths
+    st.integers(4_300, 6_000).map(lambda digits: "/a/1" + "0" * digits),  # huge indices
+    st.integers(0, 30).map(lambda digits: "/a/" + "9" * digits),
+)
+_hostile_operations = st.one_of(
+    st.builds(lambda f, p: {"op": "copy", "from": f, "path": p}, _hostile_paths, _hostile_paths),
+    st.builds(lambda f, p: {"op": "move", "from": f, "path": p}, _hostile_paths, _hostile_paths),
+    st.builds(
+        lambda p, n: {"op": "add", "path": p, "value": [["x" * 10] * n]},
+        _hostile_paths,
+        st.integers(0, 50),
+    ),
+    st.builds(
+        lambda p, n: {"op": "add", "path": p, "value": _chain(n)},
+        _hostile_paths,
+        st.integers(0, 18),
+    ),
+    st.builds(lambda p: {"op": "remove", "path": p}, _hostile_paths),
+)
+
+
+def _chain(depth: int) -> Any:
+    """``{"d": {"d": ... {}}}``, ``depth`` levels."""
+    value: Any = {}
+    for _ in range(depth - 1):
+        value = {"d": value}
+    return value
+
+
+def _hostile_stream(patches: list[list[Any]], activity: bool) -> bytes:
+    start = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+    events: list[Event] = [start]
+    seed = {"a": ["seed" * 10, _chain(18)], "b": []}
+    if activity:
+        events.append(
+            {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "x", "content": seed}
+        )
+        events += [
+            {"type": "ACTIVITY_DELTA", "messageId": "m", "activityType": "x", "patch": patch}
+            for patch in patches
+        ]
+    else:
+        events.append({"type": "STATE_SNAPSHOT", "snapshot": seed})
+        events += [{"type": "STATE_DELTA", "delta": patch} for patch in patches]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return encode(events, "sse")
+
+
+@SETTINGS
+@given(
+    patches=st.lists(st.lists(_hostile_operations, min_size=1, max_size=2), max_size=40),
+    activity=st.booleans(),
+)
+def test_hostile_patches_stay_within_their_limits(patches: list[list[Any]], activity: bool) -> None:
+    """Patch bombs (copies of a document into itself), deep paths, huge indices: a
+    verdict, quickly; a rejection names a limit; the documents held stay in bounds."""
+
+    async def go() -> RunResult:
+        with anyio.fail_after(30):
+            return await SMALL_PIPELINE.run(_hostile_stream(patches, activity))
+
+    result = anyio.run(go)
+    assert_a_verdict(result)
+    assert result.verdict.outcome is not Outcome.TRUNCATED
+    if result.verdict.outcome is Outcome.REJECTED:
+        assert result.verdict.code in (
+            "limit.state-bytes",
+            "limit.activity-bytes",
+            "limit.patch-work",
+            "limit.depth",
+        ), result.verdict.message
+    conversation = result.conversation
+    assert size(conversation.state, 10**9) <= SMALL.max_state_bytes * 17 // 16
+    activities = [m["content"] for m in conversation.messages if m["role"] == "activity"]
+    assert sum(size(c, 10**9) for c in activities) <= SMALL.max_activity_bytes * 17 // 16
+    for document in (conversation.state, *activities):
+        assert _depth(document) <= SMALL.max_depth
+
+
+def _depth(value: Any) -> int:
+    deepest, pending = 0, [(value, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if type(node) is dict or type(node) is list:
+            deepest = max(deepest, depth + 1)
+            pending += [
+                (child, depth + 1) for child in (node.values() if type(node) is dict else node)
+            ]
+    return deepest
+
+
+@SETTINGS
+@given(
+    held=st.lists(st.sampled_from(["activity", "reasoning", "assistant", "user"]), max_size=30),
+    snapshots=st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 40), st.sampled_from(["activity", "assistant", "user"])),
+            max_size=6,
+        ),
+        max_size=30,
+    ),
+)
+def test_many_snapshots_reconcile_as_the_spec_says(
+    held: list[str], snapshots: list[list[tuple[int, str]]]
+) -> None:
+    """Many MESSAGES_SNAPSHOTs over many held messages: each replaces by id in place,
+    appends the new, drops the omitted except activity and reasoning messages of a role
+    it does not carry — checked against a plain list model of that rule."""
+    events: list[Event] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    model: list[tuple[str, str]] = []
+    for number, role in enumerate(held):
+        message_id = f"m{number}"
+        if role == "activity":
+            events.append(
+                {
+                    "type": "ACTIVITY_SNAPSHOT",
+                    "messageId": message_id,
+                    "activityType": "x",
+                    "content": {"n": number},
+                }
+            )
+        elif role == "reasoning":
+            events += [
+                {"type": "REASONING_START", "messageId": f"s{number}"},
+                {"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"},
+                {"type": "REASONING_MESSAGE_END", "messageId": message_id},
+                {"type": "REASONING_END", "messageId": f"s{number}"},
+            ]
+        else:
+            events += [
+                {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": role},
+                {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+            ]
+        model.append((message_id, role))
+    for snapshot in snapshots:
+        messages: dict[str, dict[str, Any]] = {}
+        for number, role in snapshot:
+            message: dict[str, Any] = {"id": f"m{number}", "role": role, "content": "restated"}
+            if role == "activity":
+                message |= {"activityType": "x", "content": {"restated": number}}
+            messages[message["id"]] = message
+        events.append({"type": "MESSAGES_SNAPSHOT", "messages": list(messages.values())})
+        roles = {m["role"] for m in messages.values()}
+        kept = [
+            (i, messages[i]["role"] if i in messages else r)
+            for i, r in model
+            if i in messages or (r in ("activity", "reasoning") and r not in roles)
+        ]
+        model = kept + [(i, m["role"]) for i, m in messages.items() if i not in dict(model)]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    result, _ = run([encode(events, "sse")])
+    assert result.verdict.completed, result.verdict.message
+    assert [(m["id"], m["role"]) for m in result.conversation.messages] == model

@@ -11,6 +11,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -247,6 +248,8 @@ def test_the_child_process_measure_is_real() -> None:
         "max_open_items",
         "max_text_chars",
         "max_state_bytes",
+        "max_activity_bytes",
+        "max_patch_work",
         "max_diagnostics",
         "max_document_bytes",
         "max_run_records",
@@ -465,3 +468,249 @@ def test_no_shape_takes_the_default_pipeline_past_a_gigabyte(shape: str) -> None
     assert outcome in ("rejected", "truncated")  # each shape is cut, or opens a run never closed
     limit = 1024 if "deltas" not in shape else 80  # the deltas: text plus one string per join
     assert int(peak_mb) < limit, (shape, peak_mb)
+
+
+# -- hostile patches: every case through the real CLI, in a child capped at 1 GiB ----------
+
+HOSTILE_RSS = 1024 * 1024 * 1024
+"""The resident memory any input may take the command to (the issue's bound)."""
+
+
+def _capped() -> None:
+    """The child's address space capped well above the bound (a failing test cannot take
+    the machine down; an address-space cap, unlike RSS, also counts reserved arenas)."""
+    cap = 4 * HOSTILE_RSS
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+_MEASURED = """
+import atexit, resource, runpy, sys
+rss = sys.argv.pop(1)
+def record() -> None:
+    with open(rss, "w") as out:
+        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+atexit.register(record)
+runpy.run_module("agui_pipeline", run_name="__main__", alter_sys=True)
+"""
+"""``python -m agui_pipeline`` that writes its peak RSS (KiB) to the file named first."""
+
+
+def check_capped(stream: bytes, tmp_path: Any, *extra: str) -> tuple[int, dict[str, Any]]:
+    """``agui-pipeline check FILE --format json`` in a child: exit 0 or 1 with a report,
+    within 60 s and under 1 GiB of peak RSS."""
+    path = tmp_path / "hostile.sse"
+    path.write_bytes(stream)
+    rss = tmp_path / "rss"
+    command = ["check", str(path), "--format", "json", *extra]
+    completed = subprocess.run(
+        [sys.executable, "-c", _MEASURED, str(rss), *command],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        preexec_fn=_capped,
+    )
+    assert completed.returncode in (0, 1), completed.stderr.decode()[-2_000:]
+    assert int(rss.read_text()) * 1024 < HOSTILE_RSS, rss.read_text()
+    return completed.returncode, orjson.loads(completed.stdout)
+
+
+def _doubling(kind: str, count: int) -> list[dict[str, Any]]:
+    """``count`` patches, each copying the whole document into itself: 2^count growth."""
+    operation = [{"op": "copy", "from": "/a", "path": "/a/-"}]
+    if kind == "STATE_DELTA":
+        return [{"type": "STATE_DELTA", "delta": operation} for _ in range(count)]
+    return [
+        {"type": "ACTIVITY_DELTA", "messageId": "act", "activityType": "plan", "patch": operation}
+        for _ in range(count)
+    ]
+
+
+ACTIVITY = {"type": "ACTIVITY_SNAPSHOT", "messageId": "act", "activityType": "plan"}
+
+
+def test_an_activity_patch_bomb_is_refused_at_its_limit(tmp_path: Any) -> None:
+    """Item 1: 40 doubling ``copy`` operations on an activity (2^40 times the content)."""
+    events: list[dict[str, Any]] = [
+        START,
+        {**ACTIVITY, "content": {"a": ["x" * 50]}},
+        *_doubling("ACTIVITY_DELTA", 40),
+    ]
+    code, report = check_capped(sse(*events, FINISH), tmp_path)
+    assert code == 1
+    assert report["verdict"]["code"] == "limit.activity-bytes"
+    assert report["verdict"]["pointer"] == "/patch"
+    assert "max_activity_bytes" in report["verdict"]["message"]
+
+
+def test_a_state_patch_bomb_is_refused_at_its_limit(tmp_path: Any) -> None:
+    events: list[dict[str, Any]] = [
+        START,
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": ["x" * 50]}},
+    ]
+    code, report = check_capped(sse(*events, *_doubling("STATE_DELTA", 40), FINISH), tmp_path)
+    assert code == 1
+    assert report["verdict"]["code"] == "limit.state-bytes"
+    assert report["verdict"]["pointer"] == "/delta"
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"d": value}
+    return value
+
+
+def test_a_state_built_deeper_than_the_depth_limit_is_refused(tmp_path: Any) -> None:
+    """Items 2 and 3: adds at deep paths build a state deeper than orjson writes; copies of
+    it then escaped the budget, and the recount raised. The state is held to max_depth."""
+    path = "/deep" + "/d" * 100
+    events: list[dict[str, Any]] = [
+        START,
+        {"type": "STATE_SNAPSHOT", "snapshot": {"deep": _deep(100), "copies": []}},
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": path, "value": _deep(100)}]},
+    ]
+    copies = [
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "", "path": "/copies/-"}]}
+        for _ in range(40)
+    ]
+    code, report = check_capped(sse(*events, *copies, FINISH), tmp_path)
+    assert code == 1
+    assert report["verdict"]["code"] == "limit.depth"
+    assert report["verdict"]["eventIndex"] == 2
+    assert report["verdict"]["pointer"] == "/delta/0"
+    assert "max_depth=128" in report["verdict"]["message"]
+
+
+def test_a_deep_run_input_state_is_measured_without_serialising(tmp_path: Any) -> None:
+    """Item 3's recount: a state deeper than orjson writes, from the caller, is measured
+    structurally, and copying it charges the budget whatever its depth."""
+    deep = {"deep": _deep(400), "copies": []}
+    copies = [
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/deep", "path": "/copies/-"}]}
+        for _ in range(20)
+    ]
+    result = run(
+        sse(START, *copies, FINISH),
+        limited(max_state_bytes=60_000, max_depth=1_000),
+        run_input={"threadId": "t-limits", "runId": "r-1", "state": deep},
+    )
+    assert result.verdict.code == "limit.state-bytes", result.verdict.message
+    # 55 a level, about 22,000 a copy: the first fits, the second does not, even recounted.
+    assert result.verdict.event_index == 2
+    assert len(result.conversation.state["copies"]) == 1
+
+
+@pytest.mark.parametrize("kind", ["STATE_DELTA", "ACTIVITY_DELTA"])
+def test_an_array_index_of_endless_digits_is_out_of_range(kind: str, tmp_path: Any) -> None:
+    """Item 4: ``int()`` refuses more than 4,300 digits; the index is out of range anyway."""
+    operation = [{"op": "add", "path": "/a/1" + "0" * 5_000, "value": 1}]
+    if kind == "STATE_DELTA":
+        setup: dict[str, Any] = {"type": "STATE_SNAPSHOT", "snapshot": {"a": []}}
+        delta: dict[str, Any] = {"type": kind, "delta": operation}
+    else:
+        setup = {**ACTIVITY, "content": {"a": []}}
+        delta = {**ACTIVITY, "type": kind, "patch": operation}
+    code, report = check_capped(sse(START, setup, delta, FINISH), tmp_path)
+    assert code == 0, report["verdict"]
+    [warning] = [d for d in report["diagnostics"] if d["severity"] == "warning"]
+    assert warning["code"].startswith("conversation.") and "out of range" in warning["message"]
+    assert len(warning["message"]) < 500  # the index is quoted cut short
+
+
+def test_many_snapshots_over_many_activities_cost_what_they_carry(tmp_path: Any) -> None:
+    """Item 7: 20,000 activity messages, then 20,000 empty MESSAGES_SNAPSHOTs (each walked
+    every held activity, in the Conversation and in the metadata stage). Legal:
+    exit 0, and the activities are all still held, with their metadata."""
+    activities = [
+        {**ACTIVITY, "messageId": f"a{i}", "content": {"n": i}, "metadata": {"k": i}}
+        for i in range(20_000)
+    ]
+    snapshots = [{"type": "MESSAGES_SNAPSHOT", "messages": []} for _ in range(20_000)]
+    started = time.monotonic()
+    code, report = check_capped(
+        sse(START, *activities, *snapshots, FINISH), tmp_path, "--conversation"
+    )
+    elapsed = time.monotonic() - started
+    assert code == 0, report["verdict"]
+    assert len(report["conversation"]["messages"]) == 20_000
+    assert report["conversation"]["messages"][-1]["content"] == {"n": 19_999}
+    assert report["conversation"]["messages"][-1]["metadata"] == {"k": 19_999}
+    assert elapsed < 10, elapsed
+
+
+def test_operations_at_the_head_of_a_huge_array_are_bounded_work(tmp_path: Any) -> None:
+    """Item 11: each insert at the head of a 3,000,000-element array moves all of it."""
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 3_000_000}}
+    head = [
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/0", "value": 0}]}
+        for _ in range(5_000)
+    ]
+    started = time.monotonic()
+    code, report = check_capped(sse(START, snapshot, *head, FINISH), tmp_path)
+    assert time.monotonic() - started < 20
+    assert code == 1
+    assert report["verdict"]["code"] == "limit.patch-work"
+    assert "max_patch_work" in report["verdict"]["message"]
+
+
+def test_copy_then_remove_of_a_large_subtree_is_bounded_work(tmp_path: Any) -> None:
+    """Item 11: a 100-byte event copying a 4 MB subtree and removing the copy, again and
+    again: the state never grows, but every event copied 4 MB."""
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"big": ["y" * 100] * 40_000}}
+    churn = {
+        "type": "STATE_DELTA",
+        "delta": [
+            {"op": "copy", "from": "/big", "path": "/tmp"},
+            {"op": "remove", "path": "/tmp"},
+        ],
+    }
+    started = time.monotonic()
+    code, report = check_capped(sse(START, snapshot, *[churn] * 20_000, FINISH), tmp_path)
+    assert time.monotonic() - started < 20
+    assert code == 1
+    assert report["verdict"]["code"] == "limit.patch-work"
+
+
+def test_ordinary_patches_on_a_long_stream_never_run_out_of_work(tmp_path: Any) -> None:
+    """The work allowance grows with the operations sent: appends and small edits on a
+    sizeable state, 20,000 of them, complete with the state intact."""
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"log": [], "head": list(range(2_000))}}
+    edits: list[dict[str, Any]] = []
+    for i in range(10_000):
+        edits.append(
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/log/-", "value": i}]}
+        )
+        edits.append(
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/head/0", "value": i}]}
+        )
+    result = run(sse(START, snapshot, *edits, FINISH))
+    assert result.verdict.completed, result.verdict.message
+    assert result.conversation.state["log"] == list(range(10_000))
+    assert len(result.conversation.state["head"]) == 12_000
+
+
+def test_a_run_whose_finish_was_discarded_is_listed_open(tmp_path: Any) -> None:
+    """Item 12: dispatch's limit rejects the stream before RUN_FINISHED (same read): the
+    finish was discarded, so the run is ``open``, as the README says; a run whose finish
+    was delivered stays finished."""
+    first: list[dict[str, Any]] = [START, FINISH]
+    second_start = {**START, "runId": "r-2"}
+    second: list[dict[str, Any]] = [
+        second_start,
+        {"type": "STATE_SNAPSHOT", "snapshot": {"blob": "x" * 2_000}},
+    ]
+    second_finish = {**FINISH, "runId": "r-2"}
+    stream = [sse(*first), sse(*second, second_finish)]
+    result = run(stream, limited(max_state_bytes=1_000))
+    assert result.verdict.code == "limit.state-bytes"
+    assert [str(r.status) for r in result.runs] == ["finished", "open"]
+    assert result.runs[1].outcome is None
+    big = {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 10_000_000}}
+    copies = [
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": f"/c{i}"}]}
+        for i in range(8)
+    ]
+    code, report = check_capped(sse(START, big, *copies, FINISH), tmp_path)
+    assert code == 1
+    assert report["verdict"]["code"] == "limit.state-bytes"
+    assert [r["status"] for r in report["runs"]] == ["open"]

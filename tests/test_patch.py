@@ -5,8 +5,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
-from agui_pipeline.patch import PatchFailed, apply_patch, json_equal
+from agui_pipeline.patch import (
+    Allowance,
+    PatchBudget,
+    PatchFailed,
+    PatchRefused,
+    apply_patch,
+    json_equal,
+    size,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -170,3 +179,105 @@ def test_a_patch_applies_whole_or_not_at_all(document: Any, patch: list[dict[str
     for operation in patch:
         stepwise = apply_patch(stepwise, [operation])
     assert json_equal(result, stepwise)
+
+
+# -- budgets: size, depth and work (what a hostile producer's patch may cost) -------------
+
+
+def budget(remaining: int = 10**9, work: int = 10**9, depth: int = 128) -> PatchBudget:
+    return PatchBudget(remaining, Allowance(work), depth)
+
+
+_plain_json = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**63), 2**64 - 1),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(st.characters(min_codepoint=32, max_codepoint=126, exclude_characters='"\\')),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.text(st.characters(min_codepoint=97, max_codepoint=122), max_size=4),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_plain_json)
+def test_size_is_at_least_the_json_it_would_write(value: Any) -> None:
+    """For ASCII without escapes the estimate never undercounts what orjson writes."""
+    assert size(value, 10**9) >= len(orjson.dumps(value))
+
+
+def test_size_measures_any_depth_and_stops_at_its_cap() -> None:
+    deep: Any = 0
+    for _ in range(100_000):  # orjson refuses past 255; a recursive walk past ~1,000
+        deep = [deep]
+    assert size(deep, 10**9) >= 200_000
+    assert size(["x" * 100] * 1_000_000, 1_000) > 1_000  # stops early: a cap, not a count
+
+
+def test_an_index_of_endless_digits_is_out_of_range_not_a_crash() -> None:
+    document = {"a": [1, 2]}
+    with pytest.raises(PatchFailed, match="out of range"):
+        apply_patch(document, [{"op": "add", "path": "/a/1" + "0" * 5_000, "value": 1}])
+    with pytest.raises(PatchFailed, match="out of range"):
+        apply_patch(document, [{"op": "remove", "path": "/a/9" + "9" * 5_000}])
+    assert document == {"a": [1, 2]}
+
+
+def test_a_copy_is_charged_its_size_at_any_depth() -> None:
+    deep: Any = "leaf"
+    for _ in range(1_000):
+        deep = {"d": deep}
+    document = {"deep": deep, "copies": []}
+    spent = budget(remaining=100_000, depth=10_000)
+    apply_patch(document, [{"op": "copy", "from": "/deep", "path": "/copies/-"}], budget=spent)
+    assert spent.remaining < 100_000 - 50_000  # 55 a level: 7 characters, 48 for a dict
+    with pytest.raises(PatchRefused) as refused:
+        apply_patch(document, [{"op": "copy", "from": "/deep", "path": "/copies/-"}], budget=spent)
+    assert refused.value.limit == "size"
+    assert len(document["copies"]) == 1
+
+
+def test_a_patch_may_not_nest_the_document_past_max_depth() -> None:
+    document: dict[str, Any] = {"a": {"b": {}}}
+    limits = budget(depth=4)
+    apply_patch(document, [{"op": "add", "path": "/a/b/c", "value": [1]}], budget=limits)
+    for operation in (
+        {"op": "add", "path": "/a/b/c", "value": [[1]]},
+        {"op": "copy", "from": "/a", "path": "/a/b/x"},
+        {"op": "move", "from": "/a/b/c", "path": "/a/b/c2/deeper"},
+    ):
+        document.setdefault("a", {}).setdefault("b", {}).setdefault("c2", {})
+        before = copy.deepcopy(document)
+        with pytest.raises(PatchRefused) as refused:
+            apply_patch(
+                document,
+                [{"op": "test", "path": "/a", "value": before["a"]}, operation],
+                budget=limits,
+            )
+        assert refused.value.limit == "depth"
+        assert refused.value.position == 1
+        assert document == before
+
+
+def test_work_beyond_the_allowance_is_refused_and_rolled_back() -> None:
+    """Inserting at the head of an array moves every element; copies are work too."""
+    document = {"a": list(range(100_000)), "log": []}
+    few = budget(work=0)
+    patch = [{"op": "add", "path": "/log/-", "value": 1}, {"op": "add", "path": "/a/0", "value": 0}]
+    with pytest.raises(PatchRefused) as refused:
+        apply_patch(document, patch, budget=few)
+    assert (refused.value.limit, refused.value.position) == ("work", 1)
+    assert document["log"] == [] and len(document["a"]) == 100_000
+    # Appends and short arrays cost nothing beyond what each operation adds.
+    apply_patch(
+        document, [{"op": "add", "path": "/log/-", "value": i} for i in range(100)], budget=few
+    )
+    assert document["log"] == list(range(100))
