@@ -43,6 +43,12 @@ that reads as stream text (``"data: {...}"``, JSON, several lines) raises
 """
 
 
+class SourceTimedOut(Exception):
+    """Raised by a source that bounds its own reads when one waited that long (the
+    HTTP client's body, on its read timeout); the engine ends the stream there and
+    reports the idle window or the deadline (``EventStream(source_timeout=...)``)."""
+
+
 def check_source(source: Source) -> None:
     """Refuse, before anything is opened, a value no reader takes."""
     if not isinstance(source, bytes | bytearray | memoryview | str | os.PathLike) and not (
