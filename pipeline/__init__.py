@@ -96,6 +96,7 @@ from .events import (
     UserMessage,
     VideoPart,
 )
+from .incremental import Incremental
 from .options import Limits, Options
 from .resume import pending_interrupts, resume_input
 from .run_input import InputRejected, PreparedInput, RunAgentInput, prepare_input
@@ -172,6 +173,7 @@ __all__ = [
     "HttpAgent",
     "HttpStatusError",
     "ImagePart",
+    "Incremental",
     "InputRejected",
     "Interrupt",
     "JsonLinesSink",

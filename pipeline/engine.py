@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterator,
+    Sequence,
+)
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -33,7 +40,14 @@ from .conversation import Conversation
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated, UsageError
 from .events import AnyEvent
 from .options import UNSET, Limits, Options, Unset, changed
-from .sources import Source, SourceTimedOut, check_source, iter_chunks, may_stall
+from .sources import (
+    Source,
+    SourceTimedOut,
+    check_source,
+    iter_chunks,
+    iter_chunks_sync,
+    may_stall,
+)
 from .stage import (
     Batch,
     Counters,
@@ -787,6 +801,12 @@ class Pipeline:
         """
         return EventStream(self, source, self.context(run_input))
 
+    def incremental(self, *, run_input: dict[str, Any] | None = None) -> Incremental:
+        """One stream fed by hand from synchronous code: ``feed(bytes)`` returns the
+        events delivered, ``close()`` the result (:class:`~agui_pipeline.Incremental`).
+        Needs no event loop, and works inside a running one."""
+        return Incremental(self, run_input=run_input)
+
     async def run(self, source: Source, *, run_input: dict[str, Any] | None = None) -> RunResult:
         """Read a whole stream and return the delivered events, diagnostics and verdict.
 
@@ -818,10 +838,41 @@ CANONICAL_ORDER = [
 def run_sync(
     source: Source, pipeline: Pipeline | None = None, *, run_input: dict[str, Any] | None = None
 ) -> RunResult:
-    """Run one stream to the end from synchronous code (starts an event loop)."""
-    chosen = pipeline or Pipeline()
-    return anyio.run(lambda: chosen.run(source, run_input=run_input))
+    """Run one stream to the end from synchronous code.
 
+    Outside an event loop it starts one (so async handlers and sinks may wait).
+    Inside a running loop — a Jupyter cell, an async framework's sync view — it
+    reads the source through the sync shell (:meth:`Pipeline.incremental`)
+    instead, blocking the caller as sync code does; there an async iterable
+    source, or a handler that waits, raises saying to ``await pipeline.run(...)``.
+    """
+    chosen = pipeline or Pipeline()
+    if not in_event_loop():
+        return anyio.run(lambda: chosen.run(source, run_input=run_input))
+    check_source(source)
+    stream = chosen.incremental(run_input=run_input)
+    events: list[AnyEvent] = []
+    try:
+        for chunk in iter_chunks_sync(source):
+            events += stream.feed(chunk)
+            if stream.ended:
+                break
+    except TypeError as error:
+        if isinstance(source, AsyncIterable):
+            raise UsageError(
+                "run_sync() was called inside a running event loop with an async iterable "
+                "source, which it cannot read without waiting: use "
+                "`await pipeline.run(source)` there"
+            ) from error
+        raise
+    result = stream.close()
+    result.events[:0] = events
+    return result
+
+
+# The sync shell builds on this module's engine, so it is imported once this module is
+# whole (``Pipeline.incremental`` and ``run_sync`` use it).
+from .incremental import Incremental, in_event_loop  # noqa: E402
 
 __all__ = [
     "EventStream",
