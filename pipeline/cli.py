@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import anyio
 import orjson
 
-from . import catalog, cli_explain, cli_http, conformance, junit
+from . import catalog, cli_bench, cli_explain, cli_http, conformance, junit
 from .agent_resource import capabilities_from_agent_resource
 from .capabilities import Declaration
 from .cli_config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
@@ -693,6 +693,21 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+# -- bench ------------------------------------------------------------------------------
+
+
+def _add_bench(commands: Any) -> None:
+    cli_bench.add_command(commands)
+    commands.choices["bench"].set_defaults(handler=_bench)
+
+
+def _bench(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        return cli_bench.run_bench(args, out)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+
+
 # -- the command line ------------------------------------------------------------
 
 COMMANDS: list[Callable[[Any], None]] = [
@@ -700,6 +715,7 @@ COMMANDS: list[Callable[[Any], None]] = [
     _add_serve,
     cli_explain.add_command,
     conformance.add_command,
+    _add_bench,
 ]
 
 
