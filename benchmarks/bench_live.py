@@ -11,7 +11,10 @@ per event with ``--pause`` seconds between writes; this process reads
 - ``httpx-sse + SDK``: the same with ag-ui-protocol's ``TypeAdapter(Event).validate_json``
   (the official Python SDK's consumer path: parse and validate, nothing more);
 - ``agui-pipeline``: ``HttpAgent`` with the default pipeline, fully declared,
-  Conversation included, read event by event.
+  Conversation included, read event by event;
+- when aiohttp is installed, its client's floor (``iter_any``, counting frames)
+  and the same pipeline reading ``response.content.iter_any()`` — measured as
+  the alternative transport, not offered (no CPU probe for latency there).
 
 Reported per contender: client CPU per event (this process's CPU time over the
 round / events; the median of the rounds, and the median of the per-round
@@ -176,6 +179,52 @@ def ours() -> Consume:
     return consume
 
 
+def aiohttp_contenders() -> dict[str, Consume]:
+    """The same floor and pipeline over aiohttp's client, when it is installed: it is
+    measured, not offered (``HttpAgent`` speaks httpx). A session per run, closed with it,
+    as a connection per run is what the httpx contenders open too."""
+    try:
+        import aiohttp
+    except ImportError:
+        return {}
+    from agui_pipeline import Pipeline
+
+    pipeline = Pipeline(capabilities=DECLARATION)
+
+    async def raw(
+        client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
+    ) -> int:
+        frames = 0
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json=body, headers=ACCEPT) as response,
+        ):
+            async for chunk in response.content.iter_any():
+                frames += chunk.count(b"\n\n")
+        return frames
+
+    async def piped(
+        client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
+    ) -> int:
+        seen = 0
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json=body, headers=ACCEPT) as response,
+            pipeline.open(response.content.iter_any()) as stream,
+        ):
+            async for _event in stream:
+                seen += 1
+        if not stream.verdict.completed:
+            raise RuntimeError(f"the live run was not accepted: {stream.verdict}")
+        return seen
+
+    return {AIOHTTP_FLOOR: raw, AIOHTTP_OURS: piped}
+
+
+AIOHTTP_FLOOR = "aiohttp iter_any (its transport floor)"
+AIOHTTP_OURS = "agui-pipeline over aiohttp (pipeline.open(iter_any()))"
+
+
 def contenders() -> tuple[dict[str, Consume], list[str]]:
     """The contenders available here, and a note for each one that is not."""
     found: dict[str, Consume] = {FLOOR: floor}
@@ -194,6 +243,7 @@ def contenders() -> tuple[dict[str, Consume], list[str]]:
         else:
             found[SDK] = sse_contender(TypeAdapter(Event).validate_json)
     found[OURS] = ours()
+    found.update(aiohttp_contenders())
     return found, notes
 
 
@@ -262,9 +312,10 @@ class Figures:
     name: str
     us_per_event: list[float] = field(default_factory=list)
     ratio_to_sdk: float | None = None
-    events_per_read: float = 0.0
-    p50_ms: float = 0.0
-    p99_ms: float = 0.0
+    events_per_read: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    """``None``: not probed (the aiohttp contenders)."""
 
     def row(self) -> dict[str, Any]:
         return {
@@ -277,10 +328,18 @@ class Figures:
             "÷ SDK contender (median of rounds)": (
                 None if self.ratio_to_sdk is None else round(self.ratio_to_sdk, 3)
             ),
-            "events/read": round(self.events_per_read, 2),
-            "p50 added latency ms": round(self.p50_ms, 3),
-            "p99 added latency ms": round(self.p99_ms, 3),
+            "events/read": _rounded(self.events_per_read, 2),
+            "p50 added latency ms": _rounded(self.p50_ms, 3),
+            "p99 added latency ms": _rounded(self.p99_ms, 3),
         }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _cell(value: float | None, digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
 
 
 async def _measure(
@@ -300,6 +359,8 @@ async def _measure(
                 figures[name].us_per_event.append(cpu / seen * 1e6)
     probe_limits = limits
     for name, consume in chosen.items():
+        if name in (AIOHTTP_FLOOR, AIOHTTP_OURS):
+            continue  # read through aiohttp: the httpx timing transport cannot see them
         probe = Probe()
         transport = _TimedTransport(probe, probe_limits)
         async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
@@ -348,8 +409,8 @@ def render(result: dict[str, Any]) -> str:
         ratio = row["÷ SDK contender (median of rounds)"]
         lines.append(
             f"| {row['contender']} | {row['CPU µs/event (median)']:.1f} | {low:.1f}–{high:.1f} | "
-            f"{'' if ratio is None else f'{ratio:.2f}×'} | {row['events/read']:.2f} | "
-            f"{row['p50 added latency ms']:.3f} | {row['p99 added latency ms']:.3f} |"
+            f"{'' if ratio is None else f'{ratio:.2f}×'} | {_cell(row['events/read'], 2)} | "
+            f"{_cell(row['p50 added latency ms'], 3)} | {_cell(row['p99 added latency ms'], 3)} |"
         )
     lines += [f"- {note}" for note in result["notes"]]
     return "\n".join(lines) + "\n"

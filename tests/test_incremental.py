@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
@@ -129,7 +129,7 @@ def test_a_handler_that_waits_is_refused_with_the_async_api_named() -> None:
 
 
 def test_run_sync_in_a_running_loop_refuses_an_async_source_plainly() -> None:
-    async def chunks() -> AsyncIterator[bytes]:
+    async def chunks() -> AsyncGenerator[bytes]:
         yield BODY
 
     async def main() -> None:
