@@ -12,6 +12,14 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions                   # whole default pipeline
     python -m benchmarks.instructions --upto verify     # parse .. verify only
     python -m benchmarks.instructions --upto parse --events 20000
+    python -m benchmarks.instructions --live            # one frame per read, as a live run
+    python -m benchmarks.instructions --live --source-timeout 300   # ... as HttpAgent reads
+
+``--live`` feeds the stream from an async generator, one SSE frame per read, and
+reads it event by event (``async for event in stream``): the engine's cost per
+read, which a live run pays for every event, on top of the per-event work. The
+default idle window applies (a live source can stall); ``--source-timeout`` says
+the source bounds its own reads, as ``HttpAgent``'s body does.
 
 The pipeline is the one every figure is for (``suite.default_pipeline``:
 a full declaration for reconcile, the Conversation on); ``--upto STAGE``
@@ -28,12 +36,13 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _child(path: Path, upto: str, measured: bool) -> None:
+def _child(path: Path, upto: str, measured: bool, live: bool, source_timeout: float | None) -> None:
     """What runs under valgrind: a short warm-up stream always (so the event loop's start
     and every first-call cost are in both runs), the workload's pass when ``measured``."""
     import anyio
@@ -47,11 +56,31 @@ def _child(path: Path, upto: str, measured: bool) -> None:
         pipeline = pipeline.without(later)
     warm_up = [encode_sse(events(500, seed=1))]
     reads = chunks(path.read_bytes())  # in both runs: reading the file is not the pass
+    if live:
+        warm_up = frames(warm_up[0])
+        reads = frames(path.read_bytes())
+
+    async def one_by_one(source: list[bytes]) -> AsyncIterator[bytes]:
+        for read in source:
+            yield read
 
     async def consume(source: list[bytes]) -> None:
-        async with pipeline.open(source) as stream:
-            async for _batch in stream.batches():
-                pass
+        if not live:
+            async with pipeline.open(source) as stream:
+                async for _batch in stream.batches():
+                    pass
+        else:
+            if source_timeout is None:
+                stream = pipeline.open(one_by_one(source))
+            else:
+                from agui_pipeline import EventStream
+
+                stream = EventStream(
+                    pipeline, one_by_one(source), pipeline.context(), source_timeout=source_timeout
+                )
+            async with stream:
+                async for _event in stream:
+                    pass
         assert stream.verdict is not None and stream.verdict.completed, stream.verdict
 
     async def passes() -> None:
@@ -62,22 +91,31 @@ def _child(path: Path, upto: str, measured: bool) -> None:
     anyio.run(passes)
 
 
-def _instructions(path: Path, upto: str, measured: bool) -> int:
+def frames(body: bytes) -> list[bytes]:
+    """Each SSE frame of ``body`` as its own read."""
+    return [frame + b"\n\n" for frame in body.split(b"\n\n") if frame]
+
+
+def _instructions(path: Path, upto: str, measured: bool, live: list[str]) -> int:
     """Instructions callgrind counts for one child run."""
     with tempfile.TemporaryDirectory() as scratch:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={scratch}/callgrind.out",
-            sys.executable,
-            "-m",
-            "benchmarks.instructions",
-            "--child",
-            "--file",
-            str(path),
-            "--upto",
-            upto,
-        ] + (["--measured"] if measured else [])
+        command = (
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={scratch}/callgrind.out",
+                sys.executable,
+                "-m",
+                "benchmarks.instructions",
+                "--child",
+                "--file",
+                str(path),
+                "--upto",
+                upto,
+            ]
+            + (["--measured"] if measured else [])
+            + live
+        )
         env = dict(os.environ, PYTHONHASHSEED="0")
         finished = subprocess.run(
             command, cwd=ROOT, env=env, capture_output=True, text=True, check=False
@@ -93,22 +131,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--upto", default="dispatch", help="the last stage run (default: all)")
     parser.add_argument("--file", type=Path, help="the workload file (written if absent)")
+    parser.add_argument("--live", action="store_true", help="one frame per read, event by event")
+    parser.add_argument(
+        "--source-timeout", type=float, help="with --live: the source bounds its own reads"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measured", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     path: Path = args.file or Path(tempfile.gettempdir()) / f"agui-workload-{args.events}.sse"
     if args.child:
-        _child(path, args.upto, args.measured)
+        _child(path, args.upto, args.measured, args.live, args.source_timeout)
         return
     if not path.exists():
         from .workload import encode_sse, events
 
         path.write_bytes(encode_sse(events(args.events)))
     count = path.read_bytes().count(b"\n\n")  # one blank line ends each SSE event
-    baseline = _instructions(path, args.upto, measured=False)
-    total = _instructions(path, args.upto, measured=True)
+    live = ["--live"] if args.live else []
+    if args.source_timeout is not None:
+        live += ["--source-timeout", str(args.source_timeout)]
+    baseline = _instructions(path, args.upto, False, live)
+    total = _instructions(path, args.upto, True, live)
+    mode = " ".join(live) or "64 KiB reads"
     print(
-        f"pipeline up to {args.upto}, {count:,} events ({path}): "
+        f"pipeline up to {args.upto}, {count:,} events, {mode} ({path}): "
         f"{(total - baseline) / count:,.0f} instructions/event"
     )
 

@@ -14,6 +14,9 @@ Four parts, every figure measured in this one run:
    stream from a file (the input not held in memory, as ``agui-pipeline check``).
 4. **Memory** — peak RSS and tracemalloc peak for ``--max`` events with no
    Conversation (events dispatched and forgotten), in a child process.
+5. **Live** — ``bench_live``: ``--live-runs`` runs at once from ``agui-pipeline
+   serve``, one frame per write, client CPU per event beside hand-rolled httpx
+   consumers (its plot goes to ``benchmarks/results/live.png``).
 
 The plot goes to ``benchmarks/results/bench.png`` (``--docs`` copies it to
 ``docs/bench.png``), the figures to ``benchmarks/results/results.json``.
@@ -145,6 +148,7 @@ class Report:
     scaling: dict[str, dict[int, float]] = field(default_factory=dict)
     memory: dict[str, Any] | None = None
     parse: list[dict[str, Any]] = field(default_factory=list)
+    live: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -297,6 +301,14 @@ def memory_part(report: Report, n: int) -> None:
     report.memory = json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def live_part(report: Report, runs: int, per_run: int, out: Path) -> None:
+    """The live path (``bench_live``): one frame per write, ``runs`` at once, 5 ms apart."""
+    from . import bench_live
+
+    report.live = bench_live.measure(runs, per_run, 0.005, report.repeat)
+    bench_live.plot(report.live, out / "live.png")
+
+
 # -- output ------------------------------------------------------------------------------
 
 
@@ -380,6 +392,10 @@ def render(report: Report) -> str:
             "the stream."
         )
         lines.append("")
+    if report.live:
+        from .bench_live import render as render_live
+
+        lines += [render_live(report.live)]
     lines += [f"- {note}" for note in report.notes]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -440,12 +456,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="20,000 events, --max 100,000, 3 rounds"
     )
+    parser.add_argument(
+        "--live-runs", type=int, default=100, help="runs at once in the live part (0: skip)"
+    )
+    parser.add_argument("--live-events", type=int, default=450, help="events per live run")
     parser.add_argument("--docs", action="store_true", help="also copy the plot to docs/bench.png")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results folder ({RESULTS})")
     args = parser.parse_args(argv)
     if args.quick:
         args.events, args.max, args.repeat = 20_000, 100_000, 3
         args.ts_events = min(args.ts_events, 3_000)
+        args.live_runs, args.live_events = min(args.live_runs, 20), min(args.live_events, 200)
     report = Report(args.events, args.repeat)
     load_before = os.getloadavg()[0]
     stream = events(args.events)
@@ -487,6 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     scaling_part(report, args.max, args.ts_events)
     print("memory ...", file=sys.stderr)
     memory_part(report, args.max)
+    if args.live_runs:
+        print("live ...", file=sys.stderr)
+        live_part(report, args.live_runs, args.live_events, args.out)
 
     report.notes.append(
         f"Load average (1 min) on this {os.cpu_count()}-core machine: {load_before:.1f} at the "

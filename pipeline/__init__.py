@@ -96,6 +96,7 @@ from .events import (
     UserMessage,
     VideoPart,
 )
+from .incremental import Incremental
 from .options import Limits, Options
 from .report import FindingGroup, ProducerReport, producer_report
 from .resume import pending_interrupts, resume_input
@@ -174,6 +175,7 @@ __all__ = [
     "HttpAgent",
     "HttpStatusError",
     "ImagePart",
+    "Incremental",
     "InputRejected",
     "Interrupt",
     "JsonLinesSink",

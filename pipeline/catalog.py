@@ -188,7 +188,13 @@ SOURCE_IDLE_TIMEOUT = _code(
     "source.idle-timeout",
     _W,
     TRANSPORTS,
-    "no bytes arrived within the idle window; the stream was ended there",
+    "no event arrived within the idle window (idle_timeout); the stream was ended there",
+)
+SOURCE_MAX_DURATION = _code(
+    "source.max-duration",
+    _W,
+    TRANSPORTS,
+    "the stream was still open at its deadline (max_duration); it was ended there",
 )
 
 # --- limits -----------------------------------------------------------------

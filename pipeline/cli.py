@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import anyio
 import orjson
 
-from . import catalog, cli_explain, cli_http, conformance, junit
+from . import catalog, cli_bench, cli_explain, cli_http, conformance, junit
 from .agent_resource import capabilities_from_agent_resource
 from .capabilities import Declaration
 from .cli_config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
@@ -105,6 +105,8 @@ class Settings:
     style: Style
     gate: Gate
     sarif_root: str | None
+    idle_timeout: float | None = 300.0
+    max_duration: float | None = None
 
 
 @dataclass(slots=True)
@@ -153,6 +155,8 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
                 run_input=raw_input,
                 capabilities=declaration,
                 progress=meter,
+                idle_timeout=settings.idle_timeout,
+                max_duration=settings.max_duration,
             ), None
         except (ValueError, InputRejected, RequestFailed) as error:
             raise UsageError(str(error)) from error
@@ -177,6 +181,8 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
         capabilities=declaration,
         sinks=sinks,
         on_diagnostic=meter.diagnostic if meter else None,
+        idle_timeout=settings.idle_timeout,
+        max_duration=settings.max_duration,
     )
     body, outgoing = None, []
     if raw_input is not None:
@@ -580,11 +586,38 @@ def _add_check(commands: Any) -> None:
         help="with a URL: a request header (repeatable), e.g. 'Authorization: Bearer ...'",
     )
     check.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=300.0,
+        metavar="S",
+        help="with a URL or stdin: end the stream, judged as it stands, after S seconds "
+        "waiting without an event — keep-alive comments and partial frames do not count "
+        "(300; 0 turns it off)",
+    )
+    check.add_argument(
+        "--max-duration",
+        type=_seconds,
+        metavar="S",
+        help="with a URL or stdin: end the stream, judged as it stands, S seconds after "
+        "it was opened (the request sent), however steadily events arrive (no deadline)",
+    )
+    check.add_argument(
         "--progress",
         action="store_true",
         help="show a progress line on stderr even when it is not a terminal",
     )
     check.set_defaults(handler=_check)
+
+
+def _seconds(text: str) -> float:
+    """A duration option: a positive number of seconds (``0`` turns ``--idle-timeout`` off)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds ≥ 0, got {text!r}")
+    return seconds
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
@@ -617,6 +650,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         style=Style.choose(args.color, out),
         gate=gate,
         sarif_root=args.sarif_root,
+        idle_timeout=args.idle_timeout or None,
+        max_duration=args.max_duration,
     )
     report = REPORTS[args.format]
     many = len(args.sources) > 1
@@ -671,6 +706,21 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+# -- bench ------------------------------------------------------------------------------
+
+
+def _add_bench(commands: Any) -> None:
+    cli_bench.add_command(commands)
+    commands.choices["bench"].set_defaults(handler=_bench)
+
+
+def _bench(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        return cli_bench.run_bench(args, out)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+
+
 # -- the command line ------------------------------------------------------------
 
 COMMANDS: list[Callable[[Any], None]] = [
@@ -678,6 +728,7 @@ COMMANDS: list[Callable[[Any], None]] = [
     _add_serve,
     cli_explain.add_command,
     conformance.add_command,
+    _add_bench,
 ]
 
 

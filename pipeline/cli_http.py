@@ -87,11 +87,15 @@ def check_url(
     run_input: dict[str, Any] | None,
     capabilities: Any = None,
     progress: Progress | None = None,
+    idle_timeout: float | None = 300.0,
+    max_duration: float | None = None,
 ) -> Any:
     """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse).
 
     ``run_input`` is POSTed (a minimal one for a fresh thread when ``None``);
-    ``capabilities`` is the agent's declaration, to reconcile the stream with.
+    ``capabilities`` is the agent's declaration, to reconcile the stream with;
+    ``idle_timeout`` and ``max_duration`` are the pipeline's (``--idle-timeout``,
+    ``--max-duration``).
     """
     from .client import HttpAgent
     from .engine import Pipeline
@@ -107,6 +111,8 @@ def check_url(
         capabilities=capabilities,
         sinks=sinks,
         on_diagnostic=progress.diagnostic if progress else None,
+        idle_timeout=idle_timeout,
+        max_duration=max_duration,
     )
     body = run_input if run_input is not None else fresh_input()
 

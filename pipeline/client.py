@@ -47,6 +47,7 @@ from .catalog import (
 from .engine import EventStream, Pipeline, RunResult
 from .errors import AguiPipelineError, Diagnostic, StreamRejected
 from .run_input import prepare_input
+from .sources import SourceTimedOut
 from .stage import Batch, Decoder, DecoderFactory, Event, StreamContext, empty_batch, reject_after
 
 SSE_MEDIA_TYPE = "text/event-stream"
@@ -90,7 +91,8 @@ class HttpAgent:
 
     ``pipeline`` (default: the default pipeline) processes every response;
     its ``idle_timeout`` bounds the wait for the response headers and for
-    each read of the body. ``connect_timeout`` bounds connecting. ``headers``
+    each event of the body, and its ``max_duration`` the whole exchange, from the
+    request on. ``connect_timeout`` bounds connecting. ``headers``
     and ``auth`` go on every request (an ``httpx.Auth`` or a
     ``(user, password)`` pair). Pass ``client`` to share an
     ``httpx.AsyncClient`` (its own timeouts then apply to connecting).
@@ -160,9 +162,20 @@ class HttpAgent:
             "Accept-Encoding": ACCEPT_ENCODING,
         }
         idle = math.inf if options.idle_timeout is None else options.idle_timeout
+        most = math.inf if options.max_duration is None else options.max_duration
+        wait, which = (idle, "idle_timeout") if idle <= most else (most, "max_duration")
+        opened_at = anyio.current_time()
+        # httpcore already waits on every socket read under a timeout (none by default):
+        # the idle window there is one timer per read, where a cancel scope of the
+        # engine's own would cost a whole scope more (see engine._Clock).
+        read_timeout = options.idle_timeout
+        timeout = self._client.timeout
+        timeout = httpx.Timeout(
+            connect=timeout.connect, read=read_timeout, write=timeout.write, pool=timeout.pool
+        )
         async with AsyncExitStack() as stack:
             try:
-                with anyio.fail_after(idle):
+                with anyio.fail_after(wait):
                     response = await stack.enter_async_context(
                         self._client.stream(
                             "POST",
@@ -170,16 +183,15 @@ class HttpAgent:
                             content=content,
                             headers=request_headers,
                             auth=self.auth or httpx.USE_CLIENT_DEFAULT,
+                            timeout=timeout,
                         )
                     )
             except TimeoutError:
-                raise RequestFailed(
-                    self.url, f"no response within {idle:g} s (idle_timeout)"
-                ) from None
+                raise RequestFailed(self.url, f"no response within {wait:g} s ({which})") from None
             except httpx.RequestError as error:
                 raise RequestFailed(self.url, f"{type(error).__name__}: {error}") from error
             if not response.is_success:
-                raise await _status_error(self.url, response, idle)
+                raise await _status_error(self.url, response, wait)
             ctx = self.pipeline.context(prepared.body)
             _report_outgoing(ctx, prepared.diagnostics)
             _check_content_type(ctx, response)
@@ -188,7 +200,10 @@ class HttpAgent:
             if codings:
                 inflating = _inflating(codings, pipeline.decoder)
                 pipeline = pipeline.replace("parse", inflating)  # type: ignore[arg-type]
-            async with EventStream(pipeline, _body(response, ctx), ctx) as stream:
+            body = _body(response, ctx)
+            async with EventStream(
+                pipeline, body, ctx, opened_at=opened_at, source_timeout=read_timeout
+            ) as stream:
                 yield stream
 
     async def run(
@@ -207,6 +222,8 @@ async def _body(response: httpx.Response, ctx: StreamContext) -> AsyncGenerator[
     try:
         async for chunk in response.aiter_raw():  # as sent: _Inflating undoes the encoding
             yield chunk
+    except httpx.ReadTimeout:
+        raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
     except httpx.RequestError as error:
         ctx.report(
             TRANSPORT_CONNECTION_LOST,

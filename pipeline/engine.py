@@ -15,8 +15,16 @@ consumer asks for more.
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterator,
+    Sequence,
+)
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -27,12 +35,19 @@ from typing import Any
 import anyio
 
 from .capabilities import CapabilitiesSource, Declaration
-from .catalog import SOURCE_IDLE_TIMEOUT
+from .catalog import SOURCE_IDLE_TIMEOUT, SOURCE_MAX_DURATION
 from .conversation import Conversation
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated, UsageError
 from .events import AnyEvent
 from .options import UNSET, Limits, Options, Unset, changed
-from .sources import Source, check_source, iter_chunks, may_stall
+from .sources import (
+    Source,
+    SourceTimedOut,
+    check_source,
+    iter_chunks,
+    iter_chunks_sync,
+    may_stall,
+)
 from .stage import (
     Batch,
     Counters,
@@ -164,8 +179,25 @@ class EventStream:
     abandoned loop cannot leave a file or a connection open.
     """
 
-    def __init__(self, pipeline: Pipeline, source: Source, ctx: StreamContext) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        source: Source,
+        ctx: StreamContext,
+        *,
+        opened_at: float | None = None,
+        source_timeout: float | None = None,
+    ) -> None:
+        """``opened_at`` (``anyio.current_time()``) is when ``max_duration`` starts to
+        count — an HTTP client passes when it sent the request; by default, the first
+        read. ``source_timeout`` says the source bounds each read's wait itself, raising
+        :class:`~agui_pipeline.sources.SourceTimedOut` when one waits that long (an HTTP
+        client's read timeout); the engine then adds no timer of its own while that
+        bound is within the idle window.
+        """
         check_source(source)
+        self._opened_at = opened_at
+        self._source_timeout = source_timeout
         self._pipeline = pipeline
         self._source = source
         self.context = ctx
@@ -275,33 +307,40 @@ class EventStream:
         ctx = self.context
         decoder = self._pipeline.decoder(ctx)
         stages = [factory(ctx) for factory in self._pipeline.stage_factories]
-        idle = ctx.options.idle_timeout
-        idle = math.inf if idle is None else idle
-        # Bytes in memory and files cannot stall, and a cancel scope per read costs
-        # more than the read (~10 µs): the idle window only guards what can.
-        unbounded = idle == math.inf or not may_stall(self._source)
+        # Bytes in memory and files cannot stall: the clock only guards what can.
+        clock = (
+            _Clock.of(ctx.options, self._opened_at, self._source_timeout)
+            if may_stall(self._source)
+            else None
+        )
         counters = ctx.counters
         through = -1  # the event index of the last event delivered
         try:
             async with aclosing(iter_chunks(self._source)) as chunks:
+                read = chunks.__anext__
                 while True:
                     try:
-                        if unbounded:
-                            chunk = await chunks.__anext__()
+                        if clock is None:
+                            chunk = await read()
+                        elif clock.covered():
+                            chunk = await read()  # the source's own read timeout bounds it
+                            clock.stop()
                         else:
-                            with anyio.fail_after(idle):
-                                chunk = await chunks.__anext__()
+                            # A bare scope, not fail_after: no context-manager generator.
+                            with anyio.CancelScope(deadline=clock.deadline()) as scope:
+                                chunk = await read()
+                            if scope.cancelled_caught:
+                                raise SourceTimedOut
+                            clock.stop()
                     except StopAsyncIteration:
                         break
-                    except TimeoutError:
-                        ctx.report(
-                            SOURCE_IDLE_TIMEOUT,
-                            f"no bytes for {idle:g} s (idle_timeout); the stream was ended "
-                            "there and is judged as it stands",
-                            event_index=counters.read,
-                        )
+                    except SourceTimedOut:
+                        _Clock.report(clock, ctx)
                         break
+                    seen = counters.read
                     batch = await _read(decoder, stages, chunk)
+                    if clock is not None and counters.read != seen:
+                        clock.waited = 0.0  # an event: the idle window starts again
                     if batch.events:
                         counters.delivered += len(batch.events)
                         through = batch.indices[-1]
@@ -321,6 +360,95 @@ class EventStream:
                 yield ended.delivered
             return
         self._verdict = Verdict(Outcome.COMPLETED)
+
+
+class _Clock:
+    """When a live stream is given up: after ``idle_timeout`` seconds spent waiting on
+    the source since its last event, or ``max_duration`` seconds after it was opened,
+    whichever comes first.
+
+    Idle counts from the last *event* decoded, not the last byte: a producer that sends
+    keep-alive comments, or one byte a second, completes no frame and so cannot hold
+    the stream open past the window. Only the time spent waiting for the source
+    counts, so a consumer that is slow between reads is not taken for a stalled producer.
+
+    A read waits under a cancel scope whose deadline is the budget left — unless the
+    source bounds its own reads (``source_timeout``: an HTTP client's read timeout) no
+    later than that budget, which is the common case of a healthy stream (an event on
+    every read, no ``max_duration``). A cancel scope per read costs about 8 µs, as much
+    as the rest of the engine's work on a one-event read (``benchmarks/bench_live.py``).
+    """
+
+    __slots__ = ("end", "idle", "now", "source_timeout", "started", "waited")
+
+    def __init__(self, idle: float, end: float, source_timeout: float | None) -> None:
+        self.idle = idle
+        self.end = end
+        self.source_timeout = source_timeout
+        self.waited = 0.0
+        self.started = 0.0
+        self.now = _time_source()
+
+    @classmethod
+    def of(
+        cls, options: Options, opened_at: float | None, source_timeout: float | None
+    ) -> _Clock | None:
+        idle, most = options.idle_timeout, options.max_duration
+        if idle is None and most is None:
+            return None
+        opened = anyio.current_time() if opened_at is None else opened_at
+        end = math.inf if most is None else opened + most
+        return cls(math.inf if idle is None else idle, end, source_timeout)
+
+    def covered(self) -> bool:
+        """Whether the source's own read timeout fires within the budget left (and the
+        read about to start is timed for :meth:`stop`)."""
+        self.started = now = self.now()
+        timeout = self.source_timeout
+        return (
+            timeout is not None and timeout <= self.idle - self.waited and now + timeout <= self.end
+        )
+
+    def deadline(self) -> float:
+        """The deadline of the read about to wait (timed for :meth:`stop`)."""
+        self.started = now = self.now()
+        return min(now + self.idle - self.waited, self.end)
+
+    def stop(self) -> None:
+        self.waited += self.now() - self.started
+
+    @staticmethod
+    def report(clock: _Clock | None, ctx: StreamContext) -> None:
+        """Say which fired: the deadline, or the idle window (also a source's own timeout)."""
+        index = ctx.counters.read
+        if clock is not None and clock.now() >= clock.end:
+            ctx.report(
+                SOURCE_MAX_DURATION,
+                f"the stream was still open after {ctx.options.max_duration:g} s "
+                "(max_duration); it was ended there and is judged as it stands",
+                event_index=index,
+            )
+        else:
+            idle = ctx.options.idle_timeout
+            ctx.report(
+                SOURCE_IDLE_TIMEOUT,
+                f"no event for {idle:g} s (idle_timeout: keep-alive comments and "
+                "partial frames do not count); the stream was ended there and is judged "
+                "as it stands",
+                event_index=index,
+            )
+
+
+def _time_source() -> Callable[[], float]:
+    """The running loop's clock, the one cancel scope deadlines are on.
+
+    ``anyio.current_time`` looks the backend up on every call (~1 µs); the asyncio
+    loop's own ``time`` is the same clock without that. Other backends go through anyio.
+    """
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        return anyio.current_time
 
 
 # How one read travels: ``_read`` decodes it and hands the batch to ``_through``, which
@@ -382,9 +510,10 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
     name. After a stage that is not built in, what the batch knew of its events
     (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place.
     """
+    if not flush:
+        return await _through_live(stages, batch)
     fault: Fault | None = None
     built_in = _built_in_stages()
-    # One loop, one await per stage: this runs once per read, often for one event.
     for stage in stages:
         given, finishing = batch, False
         try:
@@ -405,6 +534,36 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
             raise
     if fault is not None:
         raise _Ended(fault, batch)
+    return batch
+
+
+async def _through_live(stages: list[Stage], batch: Batch) -> Batch:
+    """``_through`` for a read that is not the end: the path every live read takes,
+    often for one event, so it does only what a read needs — one await per stage that
+    has events to see, none once the batch is empty, and no per-stage bookkeeping.
+    A fault hands the rest to ``_through``'s general loop, which applies the rule.
+    """
+    built_in = _built_in_stages()
+    position = 0
+    try:
+        for stage in stages:
+            if not batch.events:
+                return batch  # nothing left to see: the stages after have no work
+            batch = await stage.process(batch)
+            if type(stage) not in built_in:
+                batch.changed()
+            position += 1
+    except (StreamRejected, HandlerFailed) as error:
+        stage = stages[position]  # ``batch`` is still what it was handed
+        kept = _after_fault(error, stage, batch)
+        try:
+            rest = await _through(stages[position + 1 :], kept)
+        except _Ended:
+            raise  # a later stage faulted on what went on: that fault is the verdict
+        raise _Ended(error, rest) from None
+    except Exception as error:
+        error.add_note(f"raised in the {stages[position].name!r} stage")
+        raise
     return batch
 
 
@@ -512,6 +671,7 @@ class Pipeline:
         limits: Limits | Unset = UNSET,
         framing: str | Unset | None = UNSET,
         idle_timeout: float | Unset | None = UNSET,
+        max_duration: float | Unset | None = UNSET,
         peer_max_protocol_version: str | Unset | None = UNSET,
         on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
         handlers: Handlers | HandlerMap | Unset | None = UNSET,
@@ -531,6 +691,7 @@ class Pipeline:
                 "limits": limits,
                 "framing": framing,
                 "idle_timeout": idle_timeout,
+                "max_duration": max_duration,
                 "peer_max_protocol_version": peer_max_protocol_version,
                 "on_diagnostic": on_diagnostic,
                 "handlers": handlers,
@@ -594,6 +755,7 @@ class Pipeline:
         limits: Limits | Unset = UNSET,
         framing: str | Unset | None = UNSET,
         idle_timeout: float | Unset | None = UNSET,
+        max_duration: float | Unset | None = UNSET,
         peer_max_protocol_version: str | Unset | None = UNSET,
         on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
         handlers: Handlers | HandlerMap | Unset | None = UNSET,
@@ -609,6 +771,7 @@ class Pipeline:
                 "limits": limits,
                 "framing": framing,
                 "idle_timeout": idle_timeout,
+                "max_duration": max_duration,
                 "peer_max_protocol_version": peer_max_protocol_version,
                 "on_diagnostic": on_diagnostic,
                 "handlers": handlers,
@@ -662,6 +825,12 @@ class Pipeline:
         """
         return EventStream(self, source, self.context(run_input))
 
+    def incremental(self, *, run_input: dict[str, Any] | None = None) -> Incremental:
+        """One stream fed by hand from synchronous code: ``feed(bytes)`` returns the
+        events delivered, ``close()`` the result (:class:`~agui_pipeline.Incremental`).
+        Needs no event loop, and works inside a running one."""
+        return Incremental(self, run_input=run_input)
+
     async def run(self, source: Source, *, run_input: dict[str, Any] | None = None) -> RunResult:
         """Read a whole stream and return the delivered events, diagnostics and verdict.
 
@@ -694,10 +863,41 @@ CANONICAL_ORDER = [
 def run_sync(
     source: Source, pipeline: Pipeline | None = None, *, run_input: dict[str, Any] | None = None
 ) -> RunResult:
-    """Run one stream to the end from synchronous code (starts an event loop)."""
-    chosen = pipeline or Pipeline()
-    return anyio.run(lambda: chosen.run(source, run_input=run_input))
+    """Run one stream to the end from synchronous code.
 
+    Outside an event loop it starts one (so async handlers and sinks may wait).
+    Inside a running loop — a Jupyter cell, an async framework's sync view — it
+    reads the source through the sync shell (:meth:`Pipeline.incremental`)
+    instead, blocking the caller as sync code does; there an async iterable
+    source, or a handler that waits, raises saying to ``await pipeline.run(...)``.
+    """
+    chosen = pipeline or Pipeline()
+    if not in_event_loop():
+        return anyio.run(lambda: chosen.run(source, run_input=run_input))
+    check_source(source)
+    stream = chosen.incremental(run_input=run_input)
+    events: list[AnyEvent] = []
+    try:
+        for chunk in iter_chunks_sync(source):
+            events += stream.feed(chunk)
+            if stream.ended:
+                break
+    except TypeError as error:
+        if isinstance(source, AsyncIterable):
+            raise UsageError(
+                "run_sync() was called inside a running event loop with an async iterable "
+                "source, which it cannot read without waiting: use "
+                "`await pipeline.run(source)` there"
+            ) from error
+        raise
+    result = stream.close()
+    result.events[:0] = events
+    return result
+
+
+# The sync shell builds on this module's engine, so it is imported once this module is
+# whole (``Pipeline.incremental`` and ``run_sync`` use it).
+from .incremental import Incremental, in_event_loop  # noqa: E402
 
 __all__ = [
     "EventStream",

@@ -80,9 +80,15 @@ class Options:
     framing: str | None = None
     """Force ``"sse"``, ``"jsonl"`` or ``"json"``; ``None`` detects from the first bytes."""
     idle_timeout: float | None = 300.0
-    """Seconds without a byte from a live source (a socket, a pipe, an async iterable)
-    after which the stream is ended and judged as it stands — a run still open is
-    truncated, never a hang. ``None`` waits forever."""
+    """Seconds spent waiting on a live source (a socket, a pipe, an async iterable)
+    without an event, after which the stream is ended and judged as it stands — a run
+    still open is truncated (``source.idle-timeout``), never a hang. Bytes that complete
+    no event (keep-alive comments, a frame trickling in) do not reset it. ``None``
+    waits forever. It also bounds the wait for an HTTP response's headers."""
+    max_duration: float | None = None
+    """Seconds after a live stream is opened at which it is ended and judged as it
+    stands (``source.max-duration``), however steadily events arrive. ``None``: no
+    deadline. It also bounds the wait for an HTTP response's headers."""
     peer_max_protocol_version: str | None = None
     """The newest protocol version the peer speaks, when the consumer knows it is older."""
     on_diagnostic: Callable[[Diagnostic], None] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, TypeAlias
 
 import anyio
@@ -41,6 +41,12 @@ A ``str`` that names no file raises :class:`FileNotFoundError` saying so; one
 that reads as stream text (``"data: {...}"``, JSON, several lines) raises
 :class:`ValueError` naming the rule, never being read as content.
 """
+
+
+class SourceTimedOut(Exception):
+    """Raised by a source that bounds its own reads when one waited that long (the
+    HTTP client's body, on its read timeout); the engine ends the stream there and
+    reports the idle window or the deadline (``EventStream(source_timeout=...)``)."""
 
 
 def check_source(source: Source) -> None:
@@ -96,6 +102,41 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
         raise TypeError(f"cannot read events from a {type(source).__name__}")
 
 
+def iter_chunks_sync(source: Source) -> Iterator[bytes]:
+    """:func:`iter_chunks` without a loop, for the sync shell; an async iterable
+    cannot be read so, and raises ``TypeError`` saying what to call instead."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        yield bytes(source)
+    elif isinstance(source, str) and source == "-":
+        stdin: Any = sys.stdin.buffer
+        while chunk := stdin.read1(READ_SIZE):
+            yield chunk
+    elif isinstance(source, str | os.PathLike):
+        try:
+            file = open(source, "rb")  # noqa: SIM115 - closed below, as the generator ends
+        except (OSError, ValueError) as error:
+            raise _refused_path(source, error) from None
+        with file:
+            while chunk := file.read(READ_SIZE):
+                yield chunk
+    elif isinstance(source, AsyncIterable):
+        raise TypeError(
+            "an async iterable cannot be read without an event loop: "
+            "use `await pipeline.run(source)` in async code"
+        )
+    elif isinstance(source, Iterable):
+        sync_iterator = iter(source)
+        try:
+            for piece in sync_iterator:
+                yield _as_bytes(piece)
+        finally:
+            close = getattr(sync_iterator, "close", None)
+            if close is not None:
+                close()
+    else:
+        raise TypeError(f"cannot read events from a {type(source).__name__}")
+
+
 _STREAM_TEXT = ("data:", ":", "{", "[", "event:", "id:", "retry:")
 """How a stream's text starts (SSE fields and comments, JSON): not how a path does."""
 
@@ -105,17 +146,20 @@ async def _open(path: str | os.PathLike[str]) -> anyio.AsyncFile[bytes]:
     try:
         return await anyio.open_file(path, "rb")
     except (OSError, ValueError) as error:
-        if not isinstance(path, str):
-            raise
-        rule = "a str source is a file path, like open(); pass stream content as bytes"
-        if "\n" in path or path.lstrip().startswith(_STREAM_TEXT):
-            excerpt = path if len(path) <= 40 else path[:40] + "…"
-            raise ValueError(
-                f"{excerpt!r} reads as stream text, not a file: {rule} (text.encode())"
-            ) from None
-        if isinstance(error, FileNotFoundError):
-            raise FileNotFoundError(errno.ENOENT, f"no such file ({rule})", path) from None
-        raise
+        raise _refused_path(path, error) from None
+
+
+def _refused_path(path: str | os.PathLike[str], error: OSError | ValueError) -> Exception:
+    """The error for a path that cannot be opened; a ``str`` that is stream text is told so."""
+    if not isinstance(path, str):
+        return error
+    rule = "a str source is a file path, like open(); pass stream content as bytes"
+    if "\n" in path or path.lstrip().startswith(_STREAM_TEXT):
+        excerpt = path if len(path) <= 40 else path[:40] + "…"
+        return ValueError(f"{excerpt!r} reads as stream text, not a file: {rule} (text.encode())")
+    if isinstance(error, FileNotFoundError):
+        return FileNotFoundError(errno.ENOENT, f"no such file ({rule})", path)
+    return error
 
 
 def may_stall(source: Source) -> bool:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import peers, suite
+from benchmarks import bench_live, peers, suite
 from benchmarks.workload import encode_sse, events
 
 
 def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--events", "2000", "--repeat", "1", "--max", "1000", "--ts-events", "0"]
+    argv += ["--live-runs", "2", "--live-events", "20"]
     assert suite.main([*argv, "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "results.json").read_text())
@@ -22,6 +23,9 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert report["memory"]["events"] == 1000 and report["memory"]["peak_rss_mb"] > 0
     assert {suite.OURS, suite.OURS_FROM_FILE} <= set(report["scaling"])
     assert "| parse |" in printed and "Memory, 1,000 events" in printed
+    live = {row["contender"]: row for row in report["live"]["rows"]}
+    assert live[bench_live.OURS]["events/read"] > 0  # every run was read to its end
+    assert "Live: 2 runs at once, 20 events each" in printed
 
 
 @pytest.mark.skipif(

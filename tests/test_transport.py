@@ -100,15 +100,27 @@ async def test_split_writes_reach_the_client_as_separate_reads(server: ReplaySer
     assert len(reads) > len(RUN)  # the frames really were cut on the wire
 
 
-async def test_keep_alive_comments_are_ignored_and_keep_the_stream_alive(
-    server: ReplayServer,
-) -> None:
-    server.replay.pause, server.replay.keepalive = 0.3, 0.05
-    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+async def test_keep_alive_comments_are_ignored(server: ReplayServer) -> None:
+    server.replay.pause, server.replay.keepalive = 0.1, 0.02
+    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.5)) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED
     assert result.events == RUN
-    assert "source.idle-timeout" not in codes(result)
+    assert codes(result) == []
+
+
+async def test_keep_alive_comments_do_not_hold_the_stream_past_the_idle_timeout(
+    server: ReplayServer,
+) -> None:
+    # Idle is "no event": comments every 50 ms through a 1 s silence do not reset it.
+    server.replay.pause, server.replay.keepalive = 1.0, 0.05
+    started = time.monotonic()
+    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+        result = await agent.run(INPUT)
+    assert time.monotonic() - started < 0.9
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert result.events == RUN[:1]
+    assert "source.idle-timeout" in codes(result)
 
 
 async def test_idle_timeout_ends_the_stream_as_truncated(server: ReplayServer) -> None:

@@ -10,7 +10,7 @@ never executed: it names files and endpoints that need not exist.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, assert_type
 
@@ -55,6 +55,16 @@ async def main() -> None:
 def from_sync_code() -> Outcome:
     anyio.run(main)
     return run_sync("examples/weather.sse").verdict.outcome  # a str is a path
+
+
+def relay(chunks: Iterable[bytes]) -> RunResult:
+    stream = Pipeline().incremental()
+    for chunk in chunks:  # any split: half a frame, many frames
+        for event in stream.feed(chunk):
+            print(event["type"])
+        if stream.ended:  # a rejection ended it early: feeding more raises
+            break
+    return stream.close()
 
 
 async def as_they_arrive(source: Source) -> None:

@@ -1,0 +1,65 @@
+"""``agui-pipeline bench``: the installed pipeline measured on a user's recording, with
+their middleware, as text or JSON; ``--live`` over a real local server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+from agui_pipeline.stage import Batch, Stage, StreamContext
+from agui_pipeline.workload import encode_sse, events
+
+
+class Tagging(Stage):
+    """A user's middleware: loaded by ``--middleware tests.test_cli_bench:Tagging``."""
+
+    name: ClassVar[str] = "tagging"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+
+    async def process(self, batch: Batch) -> Batch:
+        return batch
+
+
+def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agui_pipeline", "bench", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_recording_with_middleware_as_json(tmp_path: Path) -> None:
+    recording = tmp_path / "run.sse"
+    recording.write_bytes(encode_sse(events(600)))
+    done = bench(
+        str(recording), "--middleware", "tests.test_cli_bench:Tagging", "--repeat", "1",
+        "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["stages"][:3] == ["parse", "compat", "tagging"]
+    (row,) = report["sources"]
+    assert row["events"] == 600
+    assert row["events/s"] > 0
+    assert set(row["µs/event by stage (alone)"]) == set(report["stages"])
+    assert report["peak RSS MiB"] > 0
+
+
+def test_the_built_in_workload_live_as_text() -> None:
+    done = bench("--events", "500", "--repeat", "1", "--live", "--runs", "2", "--live-events", "20")
+    assert done.returncode == 0, done.stderr
+    assert "built-in workload (500 events): 500 events" in done.stdout
+    assert "live: 2 runs at once, 20 events each" in done.stdout
+
+
+def test_a_middleware_that_is_not_there_is_a_usage_error() -> None:
+    done = bench("--middleware", "tests.test_cli_bench:Missing", "--events", "10")
+    assert done.returncode == 2
+    assert "--middleware tests.test_cli_bench:Missing" in done.stderr
+    assert bench("--middleware", "no-colon").returncode == 2
