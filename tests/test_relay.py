@@ -125,8 +125,9 @@ def test_an_input_the_run_input_rules_refuse_is_answered_422(agent: ReplayServer
 
 
 def test_a_client_that_disconnects_cancels_the_upstream_request(agent: ReplayServer) -> None:
-    agent.replay.events = RUN * 1  # five frames, a second apart
-    agent.replay.pause = 1.0
+    # Ten seconds between frames: only the relay's watch on the client, not a failed write
+    # to it at the next frame, can close the upstream request within the five seconds below.
+    agent.replay.pause = 10.0
     with BackgroundServer(Relay(agent.url)) as gateway:
         with (
             httpx.Client(timeout=10) as client,
