@@ -216,6 +216,9 @@ def run_serve(args: argparse.Namespace) -> None:
         proto=args.proto,
     )
 
+    for turn in turns:  # encoded here, once, before the first client waits on it
+        replay.frames(False, turn)
+
     def listening(url: str) -> None:
         played = f"{len(turns)} turns, " if len(turns) > 1 else ""
         print(

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import anyio
+import anyio.lowlevel
 import orjson
 import uvicorn
 from starlette.applications import Starlette
@@ -332,8 +333,12 @@ async def _write_frames(replay: Replay, frames: list[bytes], send: Send, binary:
                 await anyio.sleep(replay.pause)
             piece = frame[start : start + step]
             await send({"type": "http.response.body", "body": piece, "more_body": True})
-            if replay.split:
-                await anyio.sleep(0)  # let each piece leave as its own write
+            # A write that need not wait does not yield — and a write to a client already
+            # gone never waits — so without this one response could run to its end before
+            # any other client (or the watch for this one's disconnect) got a turn: 200
+            # clients of a 20000-event recording waited up to 108 s for their first byte,
+            # 0.55 s with it. It also lets each piece of a split frame leave as its own write.
+            await anyio.lowlevel.checkpoint()
     return replay.drop_after is None or replay.drop_after > len(frames)
 
 

@@ -119,8 +119,9 @@ def test_an_input_the_run_input_rules_refuse_is_answered_422(agent: ReplayServer
     with BackgroundServer(Relay(agent.url, max_body=1000)) as gateway:
         wrong = httpx.post(gateway.url, content=b'{"threadId":1,"runId":"r","messages":[]}')
         big = httpx.post(gateway.url, json={**INPUT, "state": {"x": "y" * 2000}})
+        chunked = httpx.post(gateway.url, content=iter([b"[" + b" " * 2000 + b"]"]))
     assert wrong.status_code == 422 and wrong.json()["pointer"] == "/threadId"
-    assert big.status_code == 413
+    assert big.status_code == 413 and chunked.status_code == 413
     assert agent.replay.requests == []  # nothing was sent upstream
 
 

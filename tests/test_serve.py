@@ -14,8 +14,9 @@ import httpx
 import orjson
 import pytest
 from agui_pipeline import HttpAgent, Replay, ReplayServer, resume_input
-from agui_pipeline.serve import read_conversation
+from agui_pipeline.serve import BackgroundServer, ReplayApp, read_conversation
 from agui_pipeline.subscribers import encode_sse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ASKED: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t-rec", "runId": "r-rec-1"},
@@ -105,6 +106,10 @@ def test_a_body_over_the_cap_is_answered_413() -> None:
         big = {**FIRST, "messages": [{"id": "u", "role": "user", "content": "x" * 2000}]}
         assert post(server.url, orjson.dumps(big)).status_code == 413
         assert post(server.url, orjson.dumps(FIRST)).status_code == 200
+        # Chunked, with no Content-Length to refuse up front: counted as it is read.
+        chunked = httpx.post(server.url, content=iter([orjson.dumps(big)]), timeout=10)
+        assert "content-length" not in chunked.request.headers
+        assert chunked.status_code == 413
 
 
 def _raw_request(url: str, head: str) -> bytes:
@@ -169,3 +174,39 @@ def test_a_recording_that_does_not_parse_whole_is_refused_at_start(
     assert done.returncode == 2, done.stderr
     assert "bad.sse" in done.stderr and "serving" not in done.stderr
     assert time.monotonic() - started < 30
+
+
+class CountingWrites:
+    """ASGI middleware counting the body writes the app makes."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.writes = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def counted(message: Message) -> None:
+            self.writes += message["type"] == "http.response.body"
+            await send(message)
+
+        await self.app(scope, receive, counted)
+
+
+def test_a_client_that_leaves_early_stops_its_stream_and_keeps_no_one_waiting() -> None:
+    """Writes yield to the loop: a response to a client gone (whose writes never wait) does
+    not run to its end before the disconnect is seen and other clients get their turn."""
+    long_run = [ASKED[0], ASKED[1], *[{**ASKED[2], "delta": str(n)} for n in range(20_000)]]
+    replay = Replay(long_run)
+    app = CountingWrites(ReplayApp(replay))
+    with BackgroundServer(app) as server:
+        with httpx.stream("POST", server.url, json=FIRST, timeout=10) as response:
+            next(response.iter_bytes())
+        deadline = time.monotonic() + 10
+        while replay.disconnects == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        second = time.monotonic()
+        with httpx.stream("POST", server.url, json=FIRST, timeout=10) as response:
+            next(response.iter_bytes())
+        waited = time.monotonic() - second
+    assert replay.disconnects >= 1
+    assert app.writes < 10_000, app.writes  # the rest of the 20002 was never written
+    assert waited < 5
