@@ -24,6 +24,7 @@ from agui_pipeline import (
     ReplayServer,
     Upstream,
 )
+from agui_pipeline.serve import read_recording
 
 from tests.conftest import ROOT
 
@@ -233,3 +234,32 @@ def test_the_proxy_command_refuses_a_url_that_is_not_http(tmp_path: Path) -> Non
         timeout=30,
     )
     assert done.returncode == 2 and "--upstream expects" in done.stderr
+
+
+def test_the_proxy_reconciles_with_the_declaration_and_logs_text() -> None:
+    recording = (ROOT / "examples" / "weather.sse").read_bytes()
+    with ReplayServer(Replay(read_recording(recording))) as weather:
+        command = [
+            sys.executable,
+            "-m",
+            "agui_pipeline",
+            "proxy",
+            "--upstream",
+            weather.url,
+            "--port",
+            "0",
+            "--capabilities",
+            str(ROOT / "examples" / "weather.capabilities.json"),
+        ]
+        with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proxy:
+            try:
+                assert proxy.stderr is not None
+                url = proxy.stderr.readline().split()[1]
+                result = relay_run(url)
+                logged = [proxy.stderr.readline() for _ in range(3)]
+            finally:
+                proxy.terminate()
+    assert result.verdict.completed and len(result.events) == 21
+    assert logged[0].startswith("run r-1 (thread t-1): reconcile.false-contradicted")
+    assert "/state/deltas" in logged[0] and "reconcile.run-summary" in logged[1]
+    assert logged[2] == "run r-1 (thread t-1): completed\n"
