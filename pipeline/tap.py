@@ -58,7 +58,7 @@ class Tap:
         logger: logging.Logger | None = None,
     ) -> None:
         self.app = app
-        self.pipeline = (pipeline or Pipeline(conversation=False)).with_options(idle_timeout=None)
+        self.pipeline = (pipeline or Pipeline()).with_options(idle_timeout=None)
         self.logger = logger or logging.getLogger("agui_pipeline.tap")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
