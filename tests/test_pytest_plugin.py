@@ -45,7 +45,7 @@ def test_turns_play_in_order(agui_replay: Callable[..., Any], agui_run: Run) -> 
     second = agui_run(server.url, resume_input(INPUT, first, {"i": True}, run_id="r-2"))
     assert_clean(first)
     assert_clean(second)
-    assert second.events[0]["runId"] == "r-2"
+    assert second.events[0] == {**RUN[0], "runId": "r-2"}
 
 
 def test_assert_clean_fails_with_the_diagnostics(
