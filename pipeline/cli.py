@@ -3,7 +3,8 @@
 ``check SOURCE...`` runs the default pipeline over each stream (a file, ``-``
 for stdin, a conformance fixture, or an agent's URL — :mod:`agui_pipeline.cli_http`)
 and reports the verdict and every diagnostic; ``serve FILE`` is the other side
-of a URL, a recorded stream replayed as an HTTP + SSE endpoint; ``explain CODE``
+of a URL, a recorded stream replayed as an HTTP + SSE endpoint; ``proxy`` relays
+runs to an agent through the pipeline (:mod:`agui_pipeline.proxy`); ``explain CODE``
 describes a diagnostic code; ``conformance`` replays corpus fixtures.
 """
 

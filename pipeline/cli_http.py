@@ -1,4 +1,4 @@
-"""The command line's HTTP half: ``check URL`` and ``serve FILE``.
+"""The command line's HTTP half: ``check URL``, ``serve FILE`` and ``proxy``.
 
 Kept apart from :mod:`agui_pipeline.cli` so the file commands never import the
 ``http`` and ``serve`` extras.
