@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .agent_resource import AgentResourceError, capabilities_from_agent_resource
 from .capabilities import AgentCapabilities, Declaration, DeclarationUnusable, check_run_input
 from .catalog import Code, Severity
+from .conformance import load_fixture, run_fixture
 from .conversation import Conversation
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
 from .errors import (
@@ -127,16 +128,29 @@ from .subscribers import (
 
 if TYPE_CHECKING:
     from .client import HttpAgent, HttpStatusError, RequestFailed
+    from .relay import Relay, RelayResponse, Upstream
+    from .serve import BackgroundServer, Replay, ReplayServer
 
-_HTTP_CLIENT = ("HttpAgent", "HttpStatusError", "RequestFailed")
+_LAZY = {
+    "HttpAgent": "client",
+    "HttpStatusError": "client",
+    "RequestFailed": "client",
+    "Relay": "relay",
+    "RelayResponse": "relay",
+    "Upstream": "relay",
+    "BackgroundServer": "serve",
+    "Replay": "serve",
+    "ReplayServer": "serve",
+}
+"""Names imported on first use, by module: they need the ``http`` or ``serve`` extra."""
 
 
 def __getattr__(name: str) -> Any:
-    """The HTTP client's names, imported on first use: they need the ``http`` extra."""
-    if name in _HTTP_CLIENT:
-        from . import client
+    module = _LAZY.get(name)
+    if module is not None:
+        from importlib import import_module
 
-        return getattr(client, name)
+        return getattr(import_module(f".{module}", __name__), name)
     raise AttributeError(f"module 'agui_pipeline' has no attribute {name!r}")
 
 
@@ -150,6 +164,7 @@ __all__ = [
     "AnyEvent",
     "AssistantMessage",
     "AudioPart",
+    "BackgroundServer",
     "Batch",
     "Code",
     "ContentPart",
@@ -197,6 +212,10 @@ __all__ = [
     "ReasoningMessageEndEvent",
     "ReasoningMessageStartEvent",
     "ReasoningStartEvent",
+    "Relay",
+    "RelayResponse",
+    "Replay",
+    "ReplayServer",
     "RequestFailed",
     "ResumeEntry",
     "RunAgentInput",
@@ -243,6 +262,7 @@ __all__ = [
     "ToolCallResultEvent",
     "ToolCallStartEvent",
     "ToolMessage",
+    "Upstream",
     "UrlSource",
     "UsageError",
     "UserMessage",
@@ -253,10 +273,12 @@ __all__ = [
     "encode_json_lines",
     "encode_proto",
     "encode_sse",
+    "load_fixture",
     "pending_interrupts",
     "prepare_input",
     "producer_report",
     "reject_after",
     "resume_input",
+    "run_fixture",
     "run_sync",
 ]

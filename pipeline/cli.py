@@ -3,7 +3,8 @@
 ``check SOURCE...`` runs the default pipeline over each stream (a file, ``-``
 for stdin, a conformance fixture, or an agent's URL — :mod:`agui_pipeline.cli_http`)
 and reports the verdict and every diagnostic; ``serve FILE`` is the other side
-of a URL, a recorded stream replayed as an HTTP + SSE endpoint; ``explain CODE``
+of a URL, a recorded stream replayed as an HTTP + SSE endpoint; ``proxy`` relays
+runs to an agent through the pipeline (:mod:`agui_pipeline.proxy`); ``explain CODE``
 describes a diagnostic code; ``conformance`` replays corpus fixtures.
 """
 
@@ -246,12 +247,16 @@ def read_input(path: Path) -> dict[str, Any]:
 
 def _declaration(settings: Settings) -> Declaration | None:
     """The declaration named by ``--capabilities`` or ``--agent-resource``, if any."""
-    path = settings.capabilities or settings.agent_resource
+    return _read_declaration(settings.capabilities, settings.agent_resource)
+
+
+def _read_declaration(capabilities: str | None, agent_resource: str | None) -> Declaration | None:
+    path = capabilities or agent_resource
     if path is None:
         return None
     if not Path(path).is_file():
         raise UsageError(f"no such file: {path}")
-    if settings.capabilities:
+    if capabilities:
         return Declaration.read(Path(path))
     try:
         return Declaration.read(capabilities_from_agent_resource(Path(path)))
@@ -721,11 +726,44 @@ def _bench(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(str(error)) from error
 
 
+# -- proxy ------------------------------------------------------------------------------
+
+
+def _add_proxy(commands: Any) -> None:
+    cli_http.add_proxy(commands)
+    proxy = commands.choices["proxy"]
+    declared = proxy.add_mutually_exclusive_group()
+    declared.add_argument(
+        "--capabilities",
+        metavar="FILE",
+        help="the agent's AgentCapabilities declaration (JSON): report where a stream "
+        "contradicts it (never rejects)",
+    )
+    declared.add_argument(
+        "--agent-resource",
+        metavar="FILE",
+        help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
+    )
+    proxy.set_defaults(handler=_proxy)
+
+
+def _proxy(args: argparse.Namespace, out: TextIO) -> int:
+    declaration = _read_declaration(args.capabilities, args.agent_resource)
+    try:
+        cli_http.run_proxy(args, declaration)
+    except ModuleNotFoundError as error:
+        raise _missing_extra(error, "serve", "proxy") from None
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from exc
+    return EXIT_OK
+
+
 # -- the command line ------------------------------------------------------------
 
 COMMANDS: list[Callable[[Any], None]] = [
     _add_check,
     _add_serve,
+    _add_proxy,
     cli_explain.add_command,
     conformance.add_command,
     _add_bench,

@@ -1,4 +1,4 @@
-"""The command line's HTTP half: ``check URL`` and ``serve FILE``.
+"""The command line's HTTP half: ``check URL``, ``serve FILE`` and ``proxy``.
 
 Kept apart from :mod:`agui_pipeline.cli` so the file commands never import the
 ``http`` and ``serve`` extras.
@@ -144,7 +144,12 @@ def add_serve(commands: Any) -> None:
         description="Answer every POST with the recorded stream FILE (any framing check "
         "reads), as text/event-stream. Needs the 'serve' extra.",
     )
-    serve.add_argument("file", help="a recorded stream (SSE, JSON lines or a JSON array)")
+    serve.add_argument(
+        "file",
+        help="a recorded stream (SSE, JSON lines or a JSON array); or a conversation, "
+        "answered turn by turn: a directory of recordings (in name order) or a JSON list "
+        "of runs",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
     serve.add_argument("--split", type=int, metavar="N", help="write frames in pieces of N bytes")
@@ -170,6 +175,18 @@ def add_serve(commands: Any) -> None:
     )
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
     serve.add_argument(
+        "--echo-ids",
+        action="store_true",
+        help="rewrite the replayed run's threadId / runId to the request's",
+    )
+    serve.add_argument(
+        "--max-body",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="answer a larger request body with 413, unread (1048576)",
+    )
+    serve.add_argument(
         "--proto",
         action="store_true",
         help="answer in protobuf frames when the request's Accept admits "
@@ -178,16 +195,23 @@ def add_serve(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> None:
-    from .serve import Replay, read_recording, serve
+    from .serve import Replay, read_conversation, serve
 
     path = Path(args.file)
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"no such file: {args.file}")
     if args.split is not None and args.split < 1:
         raise ValueError("--split must be at least 1")
-    events = read_recording(path)
+    try:
+        turns = read_conversation(path)
+    except ValueError as error:
+        raise ValueError(f"{args.file}: {error}") from None
+    events = [event for turn in turns for event in turn]
     replay = Replay(
-        events,
+        turns[0],
+        turns=turns if len(turns) > 1 else (),
+        echo_ids=args.echo_ids,
+        max_body=args.max_body,
         split=args.split,
         pause=args.pause,
         keepalive=args.keepalive,
@@ -198,7 +222,56 @@ def run_serve(args: argparse.Namespace) -> None:
         proto=args.proto,
     )
 
+    for turn in turns:  # encoded here, once, before the first client waits on it
+        replay.frames(False, turn)
+
     def listening(url: str) -> None:
-        print(f"serving {args.file} ({len(events)} events) at {url}", file=sys.stderr, flush=True)
+        played = f"{len(turns)} turns, " if len(turns) > 1 else ""
+        print(
+            f"serving {args.file} ({played}{len(events)} events) at {url}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     serve(replay, args.host, args.port, on_listening=listening)
+
+
+def add_proxy(commands: Any) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        help="a validating gateway: relay each POSTed run to an agent through the pipeline",
+        description="Relay every POSTed RunAgentInput to the agent at --upstream, read its "
+        "stream through the default pipeline, and answer with what the pipeline delivered, "
+        "as text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
+        "the rejection, an upstream error status is answered 502. Each run's diagnostics "
+        "are printed on stderr as they happen. Needs the 'http' and 'serve' extras.",
+    )
+    proxy.add_argument("--upstream", required=True, metavar="URL", help="the agent's URL")
+    proxy.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    proxy.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    proxy.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="each diagnostic and verdict on stderr as a text line or a JSON line (text)",
+    )
+
+
+def run_proxy(args: argparse.Namespace, capabilities: Any) -> None:
+    from .engine import Pipeline
+    from .proxy import RunLog, proxy
+
+    if not args.upstream.startswith(("http://", "https://")):
+        raise ValueError(f"--upstream expects an http:// or https:// URL, got {args.upstream!r}")
+
+    def listening(url: str) -> None:
+        print(f"relaying {url} to {args.upstream}", file=sys.stderr, flush=True)
+
+    proxy(
+        args.upstream,
+        host=args.host,
+        port=args.port,
+        pipeline=Pipeline(capabilities=capabilities),
+        log=RunLog(sys.stderr, args.log_format),
+        on_listening=listening,
+    )

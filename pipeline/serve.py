@@ -8,13 +8,22 @@ pauses, keep-alive comments, a dropped connection, an error status, a wrong
 content type — so a client's transport handling can be tested against a real
 server on 127.0.0.1 instead of a mock.
 
-The request half follows the binding too: a body that is not a JSON object,
-or lacks ``threadId``, ``runId`` or ``messages``, is refused with an error
-status before any stream exists (``/spec/1.1/basic/run-input``, Error Handling).
+The request half follows the binding too: a body over the size cap is
+answered ``413`` (and an unauthenticated one is never read), a body that is
+not JSON ``400``, and one the run-input rules refuse ``422`` with the code and
+the pointer — all before any stream exists (``/spec/1.1/basic/run-input``,
+Error Handling).
+
+A replay can also play a conversation: ``turns`` answers the first request
+with the first run, the second with the next, and so on, and ``echo_ids``
+rewrites each run's ``threadId`` / ``runId`` to the request's — so an
+interrupt, then a resume built with :func:`~agui_pipeline.resume_input`, can be
+tested end to end against a real server.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 import socket
 import threading
@@ -25,6 +34,7 @@ from pathlib import Path
 from typing import Any, Self
 
 import anyio
+import anyio.lowlevel
 import orjson
 import uvicorn
 from starlette.applications import Starlette
@@ -36,36 +46,78 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ._proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ._proto import admits as admits_proto
 from .errors import StreamRejected
+from .run_input import InputRejected, prepare_input
 from .stage import Event
 
 KEEP_ALIVE = b": keep-alive\n\n"
-REQUIRED_INPUT = ("threadId", "runId", "messages")
-"""The members ``RunAgentInput`` requires (``schema.json#RunAgentInput``)."""
+MAX_BODY = 1024 * 1024
+"""The largest request body a replay reads by default (1 MiB); larger is answered 413."""
 
 
 def read_recording(data: bytes | Path) -> list[Event]:
     """The events of a recorded stream, in any framing parse accepts.
 
-    Raises ``ValueError`` naming the frame parse refused, so a recording is
-    never served half-read by accident.
+    Raises ``ValueError`` naming what parse refused or reported — a frame cut
+    short, bytes that are not JSON, no event at all — so a recording is never
+    served half-read by accident.
     """
     from .engine import Pipeline  # the pipeline's own decoder: pipeline/ imports no stage
 
     raw = data.read_bytes() if isinstance(data, Path) else data
     pipeline = Pipeline()
-    decoder = pipeline.decoder(pipeline.context())
+    ctx = pipeline.context()
+    decoder = pipeline.decoder(ctx)
     try:
         batch = decoder.feed(raw) + decoder.finish()
     except StreamRejected as error:
         raise ValueError(f"the recording does not parse: {error}") from None
+    if ctx.diagnostics:
+        raise ValueError(f"the recording does not parse whole: {ctx.diagnostics[0]}")
+    if not batch.events:
+        raise ValueError("the recording holds no event")
     return batch.events
+
+
+def read_conversation(path: Path) -> list[list[Event]]:
+    """The runs of a conversation, one per turn: every file of a directory in name order,
+    or a JSON file holding a list of runs (each a list of events)."""
+    if path.is_dir():
+        files = sorted(child for child in path.iterdir() if child.is_file())
+        if not files:
+            raise ValueError(f"{path} holds no recording")
+        turns = []
+        for file in files:
+            try:
+                turns.append(read_recording(file))
+            except ValueError as error:
+                raise ValueError(f"{file}: {error}") from None
+        return turns
+    raw = path.read_bytes()
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        document = None
+    if type(document) is list and document and all(type(run) is list for run in document):
+        return [read_recording(orjson.dumps(run)) for run in document]
+    return [read_recording(raw)]
 
 
 @dataclass(slots=True)
 class Replay:
-    """How the recording is served; change a field between requests to change the next one."""
+    """How the recording is served; change a field between requests to change the next one.
+
+    Frames are encoded once per recording (and kept): assign a new list to
+    ``events`` or ``turns`` rather than changing one in place.
+    """
 
     events: Sequence[Event]
+    turns: Sequence[Sequence[Event]] = ()
+    """A conversation: the n-th accepted request is answered with ``turns[n]`` (``events``
+    is then unused), and a request past the last turn with 409."""
+    echo_ids: bool = False
+    """Rewrite the served run's ``threadId`` / ``runId`` to the request's."""
+    max_body: int = MAX_BODY
+    """Answer a request body larger than this many bytes with 413, unread."""
     split: int | None = None
     """Write each frame in pieces of at most this many bytes (1: every byte boundary)."""
     pause: float = 0.0
@@ -88,13 +140,28 @@ class Replay:
     """Responses being streamed right now."""
     disconnects: int = 0
     """Streams that ended because the client went away."""
+    played: int = 0
+    """Turns of ``turns`` answered so far."""
+    _encoded: dict[tuple[int, bool], tuple[Sequence[Event], list[bytes]]] = field(
+        default_factory=dict, repr=False
+    )
 
-    def frames(self, binary: bool = False) -> list[bytes]:
-        if binary:
-            from ._proto.codec import encode_frames
+    @classmethod
+    def conversation(cls, turns: Sequence[Sequence[Event]], **settings: Any) -> Replay:
+        """A replay answering request after request with the next of ``turns``."""
+        return cls(events=turns[0] if turns else [], turns=turns, **settings)
 
-            return [encode_frames([event]) for event in self.events]
-        return [b"data: " + orjson.dumps(event) + b"\n\n" for event in self.events]
+    def frames(self, binary: bool = False, events: Sequence[Event] | None = None) -> list[bytes]:
+        """One frame per event, encoded the first time a recording is served and kept:
+        a request costs writes, not encoding (200 clients no longer wait on the loop)."""
+        events = self.events if events is None else events
+        key = (id(events), binary)
+        kept = self._encoded.get(key)
+        if kept is not None and kept[0] is events:
+            return kept[1]
+        frames = _encode(events, binary)
+        self._encoded[key] = (events, frames)
+        return frames
 
 
 class ReplayApp:
@@ -109,8 +176,8 @@ class ReplayApp:
 
     async def _endpoint(self, request: Request) -> Response:
         replay = self.replay
-        if replay.token is not None and request.headers.get("authorization") != (
-            f"Bearer {replay.token}"
+        if replay.token is not None and not _authorised(
+            request.headers.get("authorization", ""), replay.token
         ):
             return JSONResponse(
                 {"error": "expected Authorization: Bearer <token>"},
@@ -121,27 +188,99 @@ class ReplayApp:
             return JSONResponse(
                 {"error": f"this replay answers {replay.status}"}, status_code=replay.status
             )
+        raw = await _capped_body(request, replay.max_body)
+        if raw is None:
+            return JSONResponse(
+                {"error": f"the body exceeds {replay.max_body} bytes"}, status_code=413
+            )
         try:
-            body = orjson.loads(await request.body())
+            body = orjson.loads(raw)
         except orjson.JSONDecodeError as error:
             return JSONResponse({"error": f"the body is not JSON: {error}"}, status_code=400)
         if type(body) is not dict:
             return JSONResponse({"error": "expected a RunAgentInput object"}, status_code=400)
-        missing = [name for name in REQUIRED_INPUT if name not in body]
-        if missing:
+        try:
+            prepare_input(body)  # the run-input rules, as the agent would apply them
+        except InputRejected as error:
             return JSONResponse(
-                {"error": f"the RunAgentInput lacks {', '.join(missing)}"}, status_code=422
+                {"error": str(error), "code": error.code, "pointer": error.pointer},
+                status_code=422,
             )
+        events: Sequence[Event] = replay.events
+        if replay.turns:
+            if replay.played >= len(replay.turns):
+                return JSONResponse(
+                    {"error": f"all {len(replay.turns)} turns of the conversation were played"},
+                    status_code=409,
+                )
+            events = replay.turns[replay.played]
+            replay.played += 1
         replay.requests[:] = [*replay.requests[-99:], (dict(request.headers), body)]
         binary = replay.proto and admits_proto(request.headers.get("accept", ""))
-        return _ReplayResponse(replay, binary)
+        frames = replay.frames(binary, events)
+        if replay.echo_ids:
+            frames = _echo_ids(frames, events, body, binary)
+        return _ReplayResponse(replay, frames, binary)
+
+
+def _authorised(header: str, token: str) -> bool:
+    """``Bearer <token>``, the scheme in any case (RFC 9110, 11.1), compared in constant time."""
+    scheme, _, credentials = header.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        credentials.strip().encode(), token.encode()
+    )
+
+
+async def _capped_body(request: Request, limit: int) -> bytes | None:
+    """The body, or ``None`` once it is known to exceed ``limit`` (a declared
+    ``Content-Length`` over it is refused before a byte is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def _encode(events: Sequence[Event], binary: bool) -> list[bytes]:
+    if binary:
+        from ._proto.codec import encode_frames
+
+        return [encode_frames([event]) for event in events]
+    return [b"data: " + orjson.dumps(event) + b"\n\n" for event in events]
+
+
+def _echo_ids(
+    frames: list[bytes], events: Sequence[Event], body: dict[str, Any], binary: bool
+) -> list[bytes]:
+    """The frames with the recording's first thread and run ids replaced by the request's;
+    only the events naming one are encoded again."""
+    started = next((event for event in events if event.get("type") == "RUN_STARTED"), None)
+    if started is None:
+        return frames
+    ids = {
+        "threadId": (started.get("threadId"), body["threadId"]),
+        "runId": (started.get("runId"), body["runId"]),
+    }
+    echoed = list(frames)
+    for index, event in enumerate(events):
+        changed = {
+            name: new for name, (old, new) in ids.items() if name in event and event[name] == old
+        }
+        if changed:
+            echoed[index] = _encode([{**event, **changed}], binary)[0]
+    return echoed
 
 
 class _ReplayResponse(Response):
     """Streams the frames, and stops as soon as the client goes away."""
 
-    def __init__(self, replay: Replay, binary: bool = False) -> None:
+    def __init__(self, replay: Replay, frames: list[bytes], binary: bool = False) -> None:
         super().__init__()
+        self.frames = frames
         content_type = PROTO_MEDIA_TYPE if binary else replay.content_type
         self.binary = binary
         # No Content-Length: the body is streamed, chunked, for as long as the replay runs.
@@ -167,7 +306,7 @@ class _ReplayResponse(Response):
 
                 group.start_soon(watch)
                 try:
-                    completed = await _write_frames(replay, send, self.binary)
+                    completed = await _write_frames(replay, self.frames, send, self.binary)
                 except OSError:  # the client went away between the watch and a write
                     replay.disconnects += 1
                 group.cancel_scope.cancel()
@@ -178,10 +317,9 @@ class _ReplayResponse(Response):
             replay.active -= 1
 
 
-async def _write_frames(replay: Replay, send: Send, binary: bool) -> bool:
+async def _write_frames(replay: Replay, frames: list[bytes], send: Send, binary: bool) -> bool:
     """Write the frames as configured; False when the connection is to be dropped."""
     first = True
-    frames = replay.frames(binary)
     for count, frame in enumerate(frames):
         if count == replay.drop_after:
             return False
@@ -195,8 +333,12 @@ async def _write_frames(replay: Replay, send: Send, binary: bool) -> bool:
                 await anyio.sleep(replay.pause)
             piece = frame[start : start + step]
             await send({"type": "http.response.body", "body": piece, "more_body": True})
-            if replay.split:
-                await anyio.sleep(0)  # let each piece leave as its own write
+            # A write that need not wait does not yield — and a write to a client already
+            # gone never waits — so without this one response could run to its end before
+            # any other client (or the watch for this one's disconnect) got a turn: 200
+            # clients of a 20000-event recording waited up to 108 s for their first byte,
+            # 0.55 s with it. It also lets each piece of a split frame leave as its own write.
+            await anyio.lowlevel.checkpoint()
     return replay.drop_after is None or replay.drop_after > len(frames)
 
 
@@ -219,6 +361,11 @@ def _server(app: ASGIApp, log_level: str) -> uvicorn.Server:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False)
     return uvicorn.Server(config)
+
+
+def run_server(app: ASGIApp, sock: socket.socket, log_level: str = "info") -> None:
+    """Serve ``app`` on the bound ``sock`` in the foreground until interrupted."""
+    _server(app, log_level).run(sockets=[sock])
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -291,4 +438,4 @@ def serve(
     sock = bind(host, port)
     if on_listening is not None:
         on_listening(url_of(sock))
-    _server(ReplayApp(replay), "info").run(sockets=[sock])
+    run_server(ReplayApp(replay), sock)

@@ -7,12 +7,15 @@ never executed: it names files and endpoints that need not exist.
 
 # The README shows a value by naming it, and loops over events it leaves alone:
 # ruff: noqa: B007, B018
+# Integrations imports what its examples import, where they do (Any is used above in
+# annotations, which are not evaluated):
+# ruff: noqa: E402
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, assert_type
+from typing import assert_type
 
 import anyio
 from agui_pipeline import (
@@ -25,12 +28,15 @@ from agui_pipeline import (
     InputRejected,
     Outcome,
     Pipeline,
+    Relay,
+    RelayResponse,
     RunErrorEvent,
     RunResult,
     Source,
     SseSink,
     Stage,
     TextMessageContentEvent,
+    Upstream,
     Verdict,
     check_run_input,
     prepare_input,
@@ -57,7 +63,7 @@ def from_sync_code() -> Outcome:
     return run_sync("examples/weather.sse").verdict.outcome  # a str is a path
 
 
-def relay(chunks: Iterable[bytes]) -> RunResult:
+def relay(chunks: list[bytes]) -> RunResult:
     stream = Pipeline().incremental()
     for chunk in chunks:  # any split: half a frame, many frames
         for event in stream.feed(chunk):
@@ -65,6 +71,9 @@ def relay(chunks: Iterable[bytes]) -> RunResult:
         if stream.ended:  # a rejection ended it early: feeding more raises
             break
     return stream.close()
+
+
+print(relay([Path("examples/weather.sse").read_bytes()]).verdict.outcome)
 
 
 async def as_they_arrive(source: Source) -> None:
@@ -112,6 +121,9 @@ class Redactor(Stage):
 
 
 # -- Compatibility and versions --------------------------------------------------------
+
+
+run_input = {"threadId": "t-1", "runId": "r-1", "messages": []}
 
 
 def outgoing(run_input: dict[str, Any]) -> None:
@@ -212,3 +224,38 @@ async def reconciled(source: Source, body: dict[str, Any], path: Path) -> None:
 
     # before sending: what the run input offers that the declaration refuses
     check_run_input(AgentCapabilities.load(path), body)
+
+
+# -- Integrations ----------------------------------------------------------------------
+
+from typing import Any
+
+from agui_pipeline.pytest_plugin import assert_clean
+from agui_pipeline.tap import Tap
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+upstream = Upstream("http://127.0.0.1:9000/agent")  # one connection pool for every run
+
+
+async def relayed(request: Request) -> Response:
+    # your auth here: raise or return a 401 before anything is relayed
+    return RelayResponse(upstream, await request.json(), headers={"X-User": "alice"})
+
+
+gateway = Starlette(
+    routes=[Route("/agent", relayed, methods=["POST"]), Mount("/raw", Relay(upstream))]
+)
+
+import logging
+
+logging.basicConfig(level=logging.INFO)
+agent_app = Starlette()  # your agent's AG-UI app, e.g. one serving pydantic-ai's AGUIAdapter
+app = Tap(agent_app)  # serve this one instead: uvicorn yourmodule:app
+
+
+def test_my_agent_streams_conformant_ag_ui(agui_run: Any) -> None:
+    result = agui_run(agent_app, {"threadId": "t", "runId": "r", "messages": []})
+    assert_clean(result)  # fails listing every diagnostic at warning or above
