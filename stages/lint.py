@@ -42,10 +42,10 @@ counts them by code; :func:`agui_pipeline.report.producer_report` groups a
 whole result's findings.
 
 Cost: one dict lookup by event type per event, for the whole batch at C
-speed; the content deltas between two events that have a handler are joined
-into their item's text by C-level passes, one Python step per stretch of them
-(see ``Lint._take``). The run's streamed text is kept until the run ends, so a
-snapshot can be compared with it.
+speed; the content deltas between two events that have a handler are held by
+reference, one Python step per stretch of them (see ``Lint._hold``), and joined
+into their item's text only when something reads it. The run's streamed text
+is kept until the run ends, so a snapshot can be compared with it.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class Lint(Stage):
         throughout): counting one mark, an identity test in C, tells it, and the stretch
         is held by one slice. Measured (``python -m benchmarks.instructions``, against
         ``--upto reconcile``): lint cost 1,643 instructions an event with the deltas
-        picked out by two type tests each per batch, 580 with this.
+        picked out by two type tests each per batch, 1,130 with this.
         """
         marks = found[start:stop]
         count = len(marks)
