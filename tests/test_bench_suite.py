@@ -12,6 +12,7 @@ from benchmarks import bench_live, peers, suite
 from benchmarks.workload import encode_sse, events
 
 
+@pytest.mark.slow  # the whole benchmark suite, live part included
 def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--events", "2000", "--repeat", "1", "--max", "1000", "--ts-events", "0"]
     argv += ["--live-runs", "2", "--live-events", "20"]

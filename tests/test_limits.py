@@ -365,6 +365,7 @@ def test_run_id_reuse_is_checked_within_the_stated_window() -> None:
     assert run(reused, limited(max_run_ids=20)).verdict.completed
 
 
+@pytest.mark.slow  # 16 s of an endless stream by design
 def test_memory_under_an_endless_stream_of_runs_is_flat() -> None:
     """Complete runs for 16 s through drain(): RSS after 8 s and after 16 s (before: every
     run added ~750 bytes of records, about 30 MB over those 8 s)."""
@@ -438,6 +439,7 @@ def _shape_source(shape: str) -> Iterator[bytes]:
         yield made[position : position + 65_536]
 
 
+@pytest.mark.slow  # each shape builds ~1 GB in a child
 @pytest.mark.parametrize("shape", list(_WORST_SHAPES))
 def test_no_shape_takes_the_default_pipeline_past_a_gigabyte(shape: str) -> None:
     """drain() with the Conversation on, in a child capped at 3 GB of address space and

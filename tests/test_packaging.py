@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import agui_pipeline
+import pytest
 
 from tests.conftest import ROOT, unavailable
 
@@ -60,6 +61,7 @@ def built_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+@pytest.mark.slow  # a wheel build and a fresh venv
 def test_the_wheel_installs_beside_django_pipeline_and_survives_its_removal(
     tmp_path: Path,
 ) -> None:
