@@ -41,7 +41,8 @@ from typing import Any
 
 import anyio
 from agui_pipeline import Pipeline, Source
-from agui_pipeline.stage import Stage, StageFactory
+from agui_pipeline.cli_bench import stage_alone
+from agui_pipeline.stage import StageFactory
 
 from . import peers
 from .bench_parse import decode_with_parse, frame_payloads
@@ -108,26 +109,9 @@ def pipeline_work(pipeline: Pipeline, reads: Source, loops: int = 1) -> SelfTime
 
 
 def stage_work(pipeline: Pipeline, factory: StageFactory, reads: list[bytes]) -> SelfTimed:
-    """One stage alone over the batches parse makes from ``reads`` (parsed afresh, untimed)."""
-
-    async def timed() -> float:
-        ctx = pipeline.context()
-        parser = pipeline.decoder(ctx)
-        batches = [parser.feed(read) for read in reads] + [parser.finish()]
-        stage: Stage = factory(ctx)
-        gc.collect()
-        gc.disable()
-        try:
-            started = time.process_time()
-            for batch in batches:
-                if batch.events:
-                    await stage.process(batch)
-            await stage.finish()
-            return time.process_time() - started
-        finally:
-            gc.enable()
-
-    return SelfTimed(lambda: anyio.run(timed))
+    """One stage alone over the batches parse makes from ``reads`` (parsed afresh, untimed):
+    the same measure ``agui-pipeline bench`` reports per stage."""
+    return SelfTimed(lambda: anyio.run(stage_alone, pipeline, factory, reads))
 
 
 def loops_for(n: int) -> int:

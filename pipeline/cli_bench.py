@@ -140,7 +140,7 @@ def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
         parse_seconds.append(time.process_time() - started)
     stage_us["parse"] = statistics.median(parse_seconds) / read * 1e6
     for name, factory in zip(pipeline.stage_names[1:], pipeline.stage_factories, strict=True):
-        times = [anyio.run(_stage_alone, pipeline, factory, reads) for _ in range(repeat)]
+        times = [anyio.run(stage_alone, pipeline, factory, reads) for _ in range(repeat)]
         stage_us[name] = statistics.median(times) / read * 1e6
     return {
         "events": counted[-1],
@@ -150,7 +150,7 @@ def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
     }
 
 
-async def _stage_alone(pipeline: Pipeline, factory: StageFactory, reads: list[bytes]) -> float:
+async def stage_alone(pipeline: Pipeline, factory: StageFactory, reads: list[bytes]) -> float:
     """CPU seconds of one stage over the batches parse makes of ``reads`` (parsed untimed,
     afresh: a stage may change the events it is given)."""
     ctx = pipeline.context()

@@ -9,7 +9,14 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from typing import Any, TypeAlias
 
 import anyio
@@ -90,14 +97,12 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
             if aclose is not None:
                 await aclose()
     elif isinstance(source, Iterable):
-        sync_iterator = iter(source)
+        pieces = _read_iterable(source)
         try:
-            for piece in sync_iterator:
-                yield _as_bytes(piece)
+            for chunk in pieces:
+                yield chunk
         finally:
-            close = getattr(sync_iterator, "close", None)
-            if close is not None:
-                close()
+            pieces.close()  # closes the caller's iterator too, as the sync shell does
     else:
         raise TypeError(f"cannot read events from a {type(source).__name__}")
 
@@ -125,16 +130,22 @@ def iter_chunks_sync(source: Source) -> Iterator[bytes]:
             "use `await pipeline.run(source)` in async code"
         )
     elif isinstance(source, Iterable):
-        sync_iterator = iter(source)
-        try:
-            for piece in sync_iterator:
-                yield _as_bytes(piece)
-        finally:
-            close = getattr(sync_iterator, "close", None)
-            if close is not None:
-                close()
+        yield from _read_iterable(source)
     else:
         raise TypeError(f"cannot read events from a {type(source).__name__}")
+
+
+def _read_iterable(source: Iterable[bytes | str]) -> Generator[bytes, None, None]:
+    """A sync iterable's chunks as bytes; the stream owns the iterator it was given, so
+    stopping early closes it (both shells read a sync iterable through this)."""
+    sync_iterator = iter(source)
+    try:
+        for piece in sync_iterator:
+            yield _as_bytes(piece)
+    finally:
+        close = getattr(sync_iterator, "close", None)
+        if close is not None:
+            close()
 
 
 _STREAM_TEXT = ("data:", ":", "{", "[", "event:", "id:", "retry:")
