@@ -155,10 +155,10 @@ class Tap:
         pipeline = self.pipeline.with_options(on_diagnostic=report)
         if media_type == PROTO_MEDIA_TYPE:
             pipeline = pipeline.with_options(framing="proto")
-        if traced is not None:
-            traced.start(ids)
         try:
             async with readable:
+                if traced is not None:
+                    traced.start(ids)
                 result = await pipeline.open(readable, run_input=run_input).drain()
             verdict = result.verdict
             self.logger.log(
@@ -171,8 +171,8 @@ class Tap:
             if traced is not None:
                 traced.verdict(verdict, ids)
         except Exception:  # a bug in the checker: said loudly, never the agent's problem
+            # The channel is closed: the app's next send stops copying.
             self.logger.exception("the AG-UI tap failed while checking a response", extra=ids)
-            return  # the channel is closed: the app's next send stops copying
         finally:
             if traced is not None:
                 traced.end()
