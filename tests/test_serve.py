@@ -174,6 +174,21 @@ def test_echo_ids_follows_the_requested_run_into_a_run_it_spawned() -> None:
     assert result.verdict.completed and result.diagnostics == []
 
 
+def test_echo_ids_in_protobuf_frames() -> None:
+    replay = Replay(REPLAYED_THEN_ASKED, echo_ids=True, proto=True)
+    with ReplayServer(replay) as server:
+        accept = "application/vnd.ag-ui.event+proto"
+        body = post(server.url, orjson.dumps(FIRST), Accept=accept).content
+    result = anyio.run(lambda: Pipeline(framing="proto").run(body, run_input=FIRST))
+    assert result.verdict.completed and result.diagnostics == []
+    started = [e for e in result.events if e["type"] == "RUN_STARTED"]
+    assert [(e["threadId"], e["runId"]) for e in started] == [
+        ("t-live", "r-rec-0"),
+        ("t-live", "r-live-1"),
+    ]
+    assert started[1].get("input", {}).get("runId") == "r-live-1"
+
+
 def test_a_conversation_reads_from_a_directory_or_a_json_list(tmp_path: Path) -> None:
     (tmp_path / "turns").mkdir()
     (tmp_path / "turns" / "1.sse").write_bytes(encode_sse(ASKED))
