@@ -10,13 +10,21 @@ bare and once through the tap. Reported:
 - CPU per event, bare and tapped, over the whole response (the checker included):
   what the tap costs the process.
 
-    python -m benchmarks.bench_tap [--events 20000]
+``--telemetry`` adds a third row, ``Tap(app, telemetry=...)`` recording to the
+OpenTelemetry SDK in memory (a span per response, as without an instrumentation,
+and the counters); ``--stray-every N`` gives every N-th event a member the schema
+does not describe, one diagnostic (a log record, a span event, a count) each. The
+tap's logger gets a handler that drops records, so no row pays for output.
+
+    python -m benchmarks.bench_tap [--events 20000] [--telemetry] [--stray-every N]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -60,13 +68,47 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def with_telemetry() -> Callable[[Any], Tap]:
+    """A tap recording to the OpenTelemetry SDK in memory (the ``otel`` extra and the SDK)."""
+    from agui_pipeline.telemetry import Telemetry
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    return lambda app: Tap(app, telemetry=telemetry)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument(
+        "--telemetry", action="store_true", help="also measure the tap with OpenTelemetry on"
+    )
+    parser.add_argument(
+        "--stray-every",
+        type=int,
+        metavar="N",
+        help="give every N-th event an undescribed member (one diagnostic each)",
+    )
     args = parser.parse_args()
     workload = events(args.events)
+    if args.stray_every:
+        for event in workload[:: args.stray_every]:
+            event["strayMember"] = True
     frames = [encode_sse([event]) for event in workload]
-    for name, wrap in (("bare", lambda app: app), ("tapped", Tap)):
+    quiet = logging.getLogger("agui_pipeline.tap")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    rows: list[tuple[str, Callable[[Any], Any]]] = [("bare", lambda app: app), ("tapped", Tap)]
+    if args.telemetry:
+        rows.append(("otel", with_telemetry()))
+    for name, wrap in rows:
         waits: list[float] = []
         cpu = anyio.run(serve_once, wrap(agent_app(frames, waits)))
         print(

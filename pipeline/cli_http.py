@@ -177,7 +177,9 @@ def add_serve(commands: Any) -> None:
     serve.add_argument(
         "--echo-ids",
         action="store_true",
-        help="rewrite the replayed run's threadId / runId to the request's",
+        help="serve the recording under the request's ids: every run's threadId, and the "
+        "requested (last) run's runId on RUN_STARTED, RUN_FINISHED, an echoed input and any "
+        "parentRunId naming it; earlier runs keep their runIds",
     )
     serve.add_argument(
         "--max-body",

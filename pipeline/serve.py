@@ -16,9 +16,10 @@ Error Handling).
 
 A replay can also play a conversation: ``turns`` answers the first request
 with the first run, the second with the next, and so on, and ``echo_ids``
-rewrites each run's ``threadId`` / ``runId`` to the request's — so an
-interrupt, then a resume built with :func:`~agui_pipeline.resume_input`, can be
-tested end to end against a real server.
+serves each turn under the request's identity (every run's ``threadId``, the
+requested run's ``runId``, see ``_echo_ids``) — so an interrupt, then a resume
+built with :func:`~agui_pipeline.resume_input`, can be tested end to end
+against a real server.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ._json import MISSING
 from ._proto import MEDIA_TYPE as PROTO_MEDIA_TYPE
 from ._proto import admits as admits_proto
 from .errors import StreamRejected
@@ -115,7 +117,10 @@ class Replay:
     """A conversation: the n-th accepted request is answered with ``turns[n]`` (``events``
     is then unused), and a request past the last turn with 409."""
     echo_ids: bool = False
-    """Rewrite the served run's ``threadId`` / ``runId`` to the request's."""
+    """Serve the recording under the request's ids: every run's ``threadId`` becomes the
+    request's, and the requested run — the last, not counting a run spawned by an earlier
+    one — takes its ``runId`` on ``RUN_STARTED``, ``RUN_FINISHED``, an echoed ``input`` and
+    any ``parentRunId`` naming it; earlier runs are replayed history and keep theirs."""
     max_body: int = MAX_BODY
     """Answer a request body larger than this many bytes with 413, unread."""
     split: int | None = None
@@ -256,23 +261,64 @@ def _encode(events: Sequence[Event], binary: bool) -> list[bytes]:
 def _echo_ids(
     frames: list[bytes], events: Sequence[Event], body: dict[str, Any], binary: bool
 ) -> list[bytes]:
-    """The frames with the recording's first thread and run ids replaced by the request's;
-    only the events naming one are encoded again."""
-    started = next((event for event in events if event.get("type") == "RUN_STARTED"), None)
-    if started is None:
+    """The frames with the recording's run identity replaced by the request's, as the
+    requested run would carry it (``/spec/1.1/basic/run-input``, Identity): every
+    ``threadId`` naming the recording's thread becomes the request's; the requested run
+    takes the request's ``runId`` on its ``RUN_STARTED`` and ``RUN_FINISHED``, and so does
+    every ``parentRunId`` naming it; an echoed ``RUN_STARTED.input`` follows the run it
+    starts. The other runs are replayed history and keep their own runIds, as a replayed
+    run does. Only the events that change are encoded again."""
+    starts = [index for index, event in enumerate(events) if event.get("type") == "RUN_STARTED"]
+    if not starts:
         return frames
-    ids = {
-        "threadId": (started.get("threadId"), body["threadId"]),
-        "runId": (started.get("runId"), body["runId"]),
-    }
-    echoed = list(frames)
+    requested = _requested_run(events, starts)
+    after = next((index for index in starts if index > requested), len(events))
+    thread, run_id = events[starts[0]].get("threadId"), events[requested].get("runId")
+
+    def echoed(member: dict[str, Any], own_run: bool) -> dict[str, Any]:
+        changed = {}
+        if member.get("threadId", MISSING) == thread:
+            changed["threadId"] = body["threadId"]
+        if own_run and member.get("runId", MISSING) == run_id:
+            changed["runId"] = body["runId"]
+        if member.get("parentRunId", MISSING) == run_id:
+            changed["parentRunId"] = body["runId"]
+        return changed
+
+    served = list(frames)
     for index, event in enumerate(events):
-        changed = {
-            name: new for name, (old, new) in ids.items() if name in event and event[name] == old
-        }
+        kind = event.get("type")
+        if kind not in _IDENTIFIED:
+            continue
+        own_run = requested <= index < after
+        changed = echoed(event, own_run)
+        recorded_input = event.get("input")
+        if kind == "RUN_STARTED" and type(recorded_input) is dict:
+            changed_input = echoed(recorded_input, own_run)
+            if changed_input:
+                changed["input"] = {**recorded_input, **changed_input}
         if changed:
-            echoed[index] = _encode([{**event, **changed}], binary)[0]
-    return echoed
+            served[index] = _encode([{**event, **changed}], binary)[0]
+    return served
+
+
+_IDENTIFIED = frozenset({"RUN_STARTED", "RUN_FINISHED"})
+"""The events the schema gives ``threadId`` / ``runId`` / ``parentRunId`` (``RUN_ERROR``
+carries none)."""
+
+
+def _requested_run(events: Sequence[Event], starts: list[int]) -> int:
+    """The index of the requested run's ``RUN_STARTED``: the recording's last run, since the
+    requested run is the exchange's last and runs before it replay history
+    (``/spec/1.1/basic/run-input``) — not counting a run another run on the recording
+    spawned (its ``parentRunId`` names an earlier run), which belongs to its parent's turn."""
+    requested, seen = starts[0], set()
+    for index in starts:
+        parent = events[index].get("parentRunId")
+        if parent is None or parent not in seen:
+            requested = index
+        seen.add(events[index].get("runId"))
+    return requested
 
 
 class _ReplayResponse(Response):

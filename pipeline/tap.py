@@ -22,13 +22,21 @@ Each diagnostic is one log record (``WARNING`` for an error or warning,
 ``agui_code``), ``INFO`` when the stream completed and ``ERROR`` otherwise.
 A bug in the checker is logged with its traceback and ends the checking of that
 response only: the agent's stream goes on untouched.
+
+With the ``otel`` extra, ``Tap(app, telemetry=True)`` also puts each diagnostic
+and the verdict on the request's span as span events (``agui.code``,
+``agui.severity``, … — the same fields), marks a stream that did not complete
+with an ``ERROR`` status, and counts diagnostics by code and severity and
+streams by outcome; pass a :class:`~agui_pipeline.telemetry.Telemetry` to use
+providers other than the global ones. The details are in
+:mod:`agui_pipeline.telemetry`; without it the tap never imports OpenTelemetry.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
@@ -37,6 +45,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .engine import Pipeline
 from .errors import Diagnostic
+
+if TYPE_CHECKING:
+    from .telemetry import ResponseTelemetry, Telemetry
 
 TAP_BUFFER = 64
 """Response pieces the checker may fall behind by before the app's ``send`` waits for it."""
@@ -56,10 +67,13 @@ class Tap:
         *,
         pipeline: Pipeline | None = None,
         logger: logging.Logger | None = None,
+        telemetry: bool | Telemetry = False,
     ) -> None:
         self.app = app
         self.pipeline = (pipeline or Pipeline()).with_options(idle_timeout=None)
         self.logger = logger or logging.getLogger("agui_pipeline.tap")
+        self.telemetry = _telemetry(telemetry)
+        """Span events and counters besides the log (the ``otel`` extra), or ``None``."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -67,6 +81,7 @@ class Tap:
             return
         body = bytearray()
         kept = True
+        traced = None if self.telemetry is None else self.telemetry.request()
 
         async def tee_receive() -> Message:
             nonlocal kept
@@ -89,7 +104,9 @@ class Tap:
                     if media_type is not None:
                         copies, readable = anyio.create_memory_object_stream[bytes](TAP_BUFFER)
                         run_input = _run_input(body) if kept else None
-                        group.start_soon(self._check, scope, media_type, run_input, readable)
+                        group.start_soon(
+                            self._check, scope, media_type, run_input, readable, traced
+                        )
                 elif copies is not None and message["type"] == "http.response.body":
                     piece = message.get("body", b"")
                     try:
@@ -113,6 +130,7 @@ class Tap:
         media_type: bytes,
         run_input: dict[str, Any] | None,
         readable: MemoryObjectReceiveStream[bytes],
+        traced: ResponseTelemetry | None,
     ) -> None:
         ids = {
             "agui_thread_id": None if run_input is None else run_input.get("threadId"),
@@ -122,37 +140,55 @@ class Tap:
 
         def report(diagnostic: Diagnostic) -> None:
             level = logging.INFO if diagnostic.severity == "info" else logging.WARNING
-            self.logger.log(
-                level,
-                "%s",
-                diagnostic,
-                extra={
-                    **ids,
-                    "agui_code": diagnostic.code,
-                    "agui_severity": str(diagnostic.severity),
-                    "agui_event_index": diagnostic.event_index,
-                    "agui_pointer": diagnostic.pointer,
-                    "agui_spec": diagnostic.spec,
-                },
-            )
+            extra = {
+                **ids,
+                "agui_code": diagnostic.code,
+                "agui_severity": str(diagnostic.severity),
+                "agui_event_index": diagnostic.event_index,
+                "agui_pointer": diagnostic.pointer,
+                "agui_spec": diagnostic.spec,
+            }
+            self.logger.log(level, "%s", diagnostic, extra=extra)
+            if traced is not None:
+                traced.diagnostic(extra)
 
         pipeline = self.pipeline.with_options(on_diagnostic=report)
         if media_type == PROTO_MEDIA_TYPE:
             pipeline = pipeline.with_options(framing="proto")
         try:
             async with readable:
+                if traced is not None:
+                    traced.start(ids)
                 result = await pipeline.open(readable, run_input=run_input).drain()
+            verdict = result.verdict
+            self.logger.log(
+                logging.INFO if verdict.completed else logging.ERROR,
+                "AG-UI stream %s%s",
+                verdict.outcome,
+                "" if verdict.completed else f": {verdict.message}",
+                extra={**ids, "agui_outcome": str(verdict.outcome), "agui_code": verdict.code},
+            )
+            if traced is not None:
+                traced.verdict(verdict, ids)
         except Exception:  # a bug in the checker: said loudly, never the agent's problem
+            # The channel is closed: the app's next send stops copying.
             self.logger.exception("the AG-UI tap failed while checking a response", extra=ids)
-            return  # the channel is closed: the app's next send stops copying
-        verdict = result.verdict
-        self.logger.log(
-            logging.INFO if verdict.completed else logging.ERROR,
-            "AG-UI stream %s%s",
-            verdict.outcome,
-            "" if verdict.completed else f": {verdict.message}",
-            extra={**ids, "agui_outcome": str(verdict.outcome), "agui_code": verdict.code},
-        )
+        finally:
+            if traced is not None:
+                traced.end()
+
+
+def _telemetry(setting: bool | Telemetry) -> Telemetry | None:
+    """The tap's telemetry; OpenTelemetry is imported only when it is asked for."""
+    if setting is False:
+        return None
+    try:
+        from .telemetry import Telemetry
+    except ImportError as missing:
+        raise ImportError(
+            "the tap's telemetry needs OpenTelemetry's API: pip install 'agui-pipeline[otel]'"
+        ) from missing
+    return Telemetry() if setting is True else setting
 
 
 def _event_stream_type(start: Message) -> bytes | None:

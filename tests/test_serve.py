@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -13,10 +14,13 @@ import anyio
 import httpx
 import orjson
 import pytest
-from agui_pipeline import HttpAgent, Replay, ReplayServer, resume_input
+from agui_pipeline import HttpAgent, Pipeline, Replay, ReplayServer, resume_input
 from agui_pipeline.serve import BackgroundServer, ReplayApp, read_conversation
 from agui_pipeline.subscribers import encode_sse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tests.cli_run import agui, write_json
+from tests.conftest import ROOT
 
 ASKED: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t-rec", "runId": "r-rec-1"},
@@ -85,6 +89,104 @@ def test_without_echo_ids_the_recording_is_served_as_recorded() -> None:
     with ReplayServer(Replay(ASKED)) as server:
         body = post(server.url, orjson.dumps(FIRST)).content
     assert b'"threadId":"t-rec"' in body and b"t-live" not in body
+
+
+# A recording of several runs: one replayed from the thread's history, then the requested
+# run, which echoes the input it was started from.
+REPLAYED_THEN_ASKED: list[dict[str, Any]] = [
+    {"type": "RUN_STARTED", "threadId": "t-rec", "runId": "r-rec-0"},
+    {"type": "RUN_FINISHED", "threadId": "t-rec", "runId": "r-rec-0"},
+    {
+        "type": "RUN_STARTED",
+        "threadId": "t-rec",
+        "runId": "r-rec-1",
+        "input": {"threadId": "t-rec", "runId": "r-rec-1", "messages": []},
+    },
+    *ASKED[1:-1],
+    {"type": "RUN_FINISHED", "threadId": "t-rec", "runId": "r-rec-1"},
+]
+
+
+def identities(body: bytes) -> list[tuple[Any, ...]]:
+    """Each boundary event's type and ids (and its echoed input's), as served."""
+    served = [orjson.loads(frame.removeprefix(b"data: ")) for frame in body.split(b"\n\n")[:-1]]
+    return [
+        (
+            e["type"],
+            e["threadId"],
+            e["runId"],
+            e.get("parentRunId"),
+            e.get("input", {}).get("runId"),
+        )
+        for e in served
+        if e["type"] in ("RUN_STARTED", "RUN_FINISHED")
+    ]
+
+
+def test_serve_echo_ids_serves_the_requested_run_as_the_request_named_it(tmp_path: Path) -> None:
+    """``serve --echo-ids``: every run on the request's thread, the last (requested) run
+    under the request's runId, its echoed input too; our own check, with the request as
+    its input, finds the run identity consistent."""
+    recording = tmp_path / "replayed.sse"
+    recording.write_bytes(encode_sse(REPLAYED_THEN_ASKED))
+    request = write_json(tmp_path / "input.json", FIRST)
+    command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
+    with subprocess.Popen(
+        [*command, "--echo-ids"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    ) as server:
+        try:
+            assert server.stderr is not None
+            url = server.stderr.readline().rsplit(" at ", 1)[1].strip()
+            body = post(url, orjson.dumps(FIRST)).content
+            judged = agui("check", url, "--input", request, "--format", "json")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    report = json.loads(judged.stdout)
+    assert judged.returncode == 0 and report["verdict"]["outcome"] == "completed", report
+    codes = [d["code"] for d in report["diagnostics"]]
+    assert codes == [], codes  # lint.run-identity among them
+    assert identities(body) == [
+        ("RUN_STARTED", "t-live", "r-rec-0", None, None),  # replayed history: its own runId
+        ("RUN_FINISHED", "t-live", "r-rec-0", None, None),
+        ("RUN_STARTED", "t-live", "r-live-1", None, "r-live-1"),
+        ("RUN_FINISHED", "t-live", "r-live-1", None, None),
+    ]
+    assert b'"threadId":"t-live","runId":"r-live-1","messages"' in body  # the echoed input
+
+
+def test_echo_ids_follows_the_requested_run_into_a_run_it_spawned() -> None:
+    spawned = [
+        *ASKED[:-1],
+        {"type": "RUN_FINISHED", "threadId": "t-rec", "runId": "r-rec-1"},
+        {"type": "RUN_STARTED", "threadId": "t-rec", "runId": "r-sub", "parentRunId": "r-rec-1"},
+        {"type": "RUN_FINISHED", "threadId": "t-rec", "runId": "r-sub"},
+    ]
+    with ReplayServer(Replay(spawned, echo_ids=True)) as server:
+        body = post(server.url, orjson.dumps(FIRST)).content
+    assert identities(body) == [
+        ("RUN_STARTED", "t-live", "r-live-1", None, None),
+        ("RUN_FINISHED", "t-live", "r-live-1", None, None),
+        ("RUN_STARTED", "t-live", "r-sub", "r-live-1", None),  # a run of its own, its parent's
+        ("RUN_FINISHED", "t-live", "r-sub", None, None),
+    ]
+    result = anyio.run(lambda: Pipeline().run(body, run_input=FIRST))
+    assert result.verdict.completed and result.diagnostics == []
+
+
+def test_echo_ids_in_protobuf_frames() -> None:
+    replay = Replay(REPLAYED_THEN_ASKED, echo_ids=True, proto=True)
+    with ReplayServer(replay) as server:
+        accept = "application/vnd.ag-ui.event+proto"
+        body = post(server.url, orjson.dumps(FIRST), Accept=accept).content
+    result = anyio.run(lambda: Pipeline(framing="proto").run(body, run_input=FIRST))
+    assert result.verdict.completed and result.diagnostics == []
+    started = [e for e in result.events if e["type"] == "RUN_STARTED"]
+    assert [(e["threadId"], e["runId"]) for e in started] == [
+        ("t-live", "r-rec-0"),
+        ("t-live", "r-live-1"),
+    ]
+    assert started[1].get("input", {}).get("runId") == "r-live-1"
 
 
 def test_a_conversation_reads_from_a_directory_or_a_json_list(tmp_path: Path) -> None:

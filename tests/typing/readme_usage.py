@@ -255,6 +255,10 @@ logging.basicConfig(level=logging.INFO)
 agent_app = Starlette()  # your agent's AG-UI app, e.g. one serving pydantic-ai's AGUIAdapter
 app = Tap(agent_app)  # serve this one instead: uvicorn yourmodule:app
 
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+traced_app = OpenTelemetryMiddleware(Tap(agent_app, telemetry=True))  # request span: findings
+
 
 def test_my_agent_streams_conformant_ag_ui(agui_run: Any) -> None:
     result = agui_run(agent_app, {"threadId": "t", "runId": "r", "messages": []})
