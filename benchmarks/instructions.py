@@ -12,6 +12,7 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions                   # whole default pipeline
     python -m benchmarks.instructions --upto verify     # parse .. verify only
     python -m benchmarks.instructions --upto parse --events 20000
+    python -m benchmarks.instructions --without lint    # the whole pipeline but lint
     python -m benchmarks.instructions --live            # one frame per read, as a live run
     python -m benchmarks.instructions --live --source-timeout 300   # ... as HttpAgent reads
 
@@ -23,7 +24,8 @@ the source bounds its own reads, as ``HttpAgent``'s body does.
 
 The pipeline is the one every figure is for (``suite.default_pipeline``:
 a full declaration for reconcile, the Conversation on); ``--upto STAGE``
-drops the stages after ``STAGE``. The workload file (``workload.py``, SSE)
+drops the stages after ``STAGE``, ``--without STAGE`` drops that one. The workload
+file (``workload.py``, SSE)
 is written once to ``--file``'s path and fed from memory in 64 KiB reads, a
 realistic socket read; the count of events is read back from it.
 """
@@ -42,7 +44,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _child(path: Path, upto: str, measured: bool, live: bool, source_timeout: float | None) -> None:
+def _child(
+    path: Path,
+    upto: str,
+    without: str | None,
+    measured: bool,
+    live: bool,
+    source_timeout: float | None,
+) -> None:
     """What runs under valgrind: a short warm-up stream always (so the event loop's start
     and every first-call cost are in both runs), the workload's pass when ``measured``."""
     import anyio
@@ -54,6 +63,8 @@ def _child(path: Path, upto: str, measured: bool, live: bool, source_timeout: fl
     names = pipeline.stage_names
     for later in reversed(names[names.index(upto) + 1 :]):
         pipeline = pipeline.without(later)
+    if without is not None:
+        pipeline = pipeline.without(without)
     warm_up = [encode_sse(events(500, seed=1))]
     reads = chunks(path.read_bytes())  # in both runs: reading the file is not the pass
     if live:
@@ -96,7 +107,7 @@ def frames(body: bytes) -> list[bytes]:
     return [frame + b"\n\n" for frame in body.split(b"\n\n") if frame]
 
 
-def _instructions(path: Path, upto: str, measured: bool, live: list[str]) -> int:
+def _instructions(path: Path, stages: list[str], measured: bool, live: list[str]) -> int:
     """Instructions callgrind counts for one child run."""
     with tempfile.TemporaryDirectory() as scratch:
         command = (
@@ -110,9 +121,8 @@ def _instructions(path: Path, upto: str, measured: bool, live: list[str]) -> int
                 "--child",
                 "--file",
                 str(path),
-                "--upto",
-                upto,
             ]
+            + stages
             + (["--measured"] if measured else [])
             + live
         )
@@ -130,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--upto", default="dispatch", help="the last stage run (default: all)")
+    parser.add_argument("--without", help="a stage left out (e.g. lint, for its cost)")
     parser.add_argument("--file", type=Path, help="the workload file (written if absent)")
     parser.add_argument("--live", action="store_true", help="one frame per read, event by event")
     parser.add_argument(
@@ -140,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     path: Path = args.file or Path(tempfile.gettempdir()) / f"agui-workload-{args.events}.sse"
     if args.child:
-        _child(path, args.upto, args.measured, args.live, args.source_timeout)
+        _child(path, args.upto, args.without, args.measured, args.live, args.source_timeout)
         return
     if not path.exists():
         from .workload import encode_sse, events
@@ -150,11 +161,13 @@ def main(argv: list[str] | None = None) -> None:
     live = ["--live"] if args.live else []
     if args.source_timeout is not None:
         live += ["--source-timeout", str(args.source_timeout)]
-    baseline = _instructions(path, args.upto, False, live)
-    total = _instructions(path, args.upto, True, live)
+    stages = ["--upto", args.upto] + (["--without", args.without] if args.without else [])
+    baseline = _instructions(path, stages, False, live)
+    total = _instructions(path, stages, True, live)
     mode = " ".join(live) or "64 KiB reads"
+    but = f" but {args.without}" if args.without else ""
     print(
-        f"pipeline up to {args.upto}, {count:,} events, {mode} ({path}): "
+        f"pipeline up to {args.upto}{but}, {count:,} events, {mode} ({path}): "
         f"{(total - baseline) / count:,.0f} instructions/event"
     )
 

@@ -39,7 +39,7 @@ string is left for enforcement to reject.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import compress, count, repeat
 from typing import Any, ClassVar
 
@@ -54,7 +54,7 @@ from agui_pipeline.catalog import (
     COMPAT_VERSION_UNINTERPRETABLE,
 )
 from agui_pipeline.retired import Note, upgrade_input, upgrade_messages, upgrade_parts
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, type_table
 from agui_pipeline.versions import (
     GATE_SUBAGENTS,
     PROTOCOL_VERSION,
@@ -97,7 +97,7 @@ class Compat(Stage):
         # Most events need nothing from the boundary. Two C-level passes say which
         # do: their handlers (by type), and whether any carries a rawEvent (it may be
         # the retired 'rawEvent: null', looked for on the exact path).
-        found: list[Any] = batch.by_type(_HANDLERS)
+        found: Sequence[Any] = batch.by_type(_HANDLERS)
         try:
             exact = any(map(dict.__contains__, events, repeat("rawEvent")))
         except TypeError:  # an event that is not an object
@@ -316,18 +316,20 @@ def _strip_each(items: Any, base: str, paths: list[str]) -> None:
             paths.append(f"{base}/{position}/subagentRunId")
 
 
-_HANDLERS: dict[str, Callable[[Compat, Event, int], None]] = {
-    "THINKING_START": Compat._thinking_start,
-    "THINKING_END": Compat._thinking_end,
-    "THINKING_TEXT_MESSAGE_START": Compat._thinking_message_start,
-    "THINKING_TEXT_MESSAGE_CONTENT": Compat._thinking_message_content,
-    "THINKING_TEXT_MESSAGE_END": Compat._thinking_message_end,
-    "TOOL_CALL_START": Compat._event_nulls,
-    "TOOL_CALL_CHUNK": Compat._event_nulls,
-    "SUBAGENT_FINISHED": Compat._event_nulls,
-    "RUN_FINISHED": Compat._event_nulls,
-    "RUN_STARTED": Compat._run_started,
-    "MESSAGES_SNAPSHOT": Compat._messages_snapshot,
-    "TOOL_CALL_RESULT": Compat._tool_call_result,
-}
+_HANDLERS: dict[str, Callable[[Compat, Event, int], None] | None] = type_table(
+    {
+        "THINKING_START": Compat._thinking_start,
+        "THINKING_END": Compat._thinking_end,
+        "THINKING_TEXT_MESSAGE_START": Compat._thinking_message_start,
+        "THINKING_TEXT_MESSAGE_CONTENT": Compat._thinking_message_content,
+        "THINKING_TEXT_MESSAGE_END": Compat._thinking_message_end,
+        "TOOL_CALL_START": Compat._event_nulls,
+        "TOOL_CALL_CHUNK": Compat._event_nulls,
+        "SUBAGENT_FINISHED": Compat._event_nulls,
+        "RUN_FINISHED": Compat._event_nulls,
+        "RUN_STARTED": Compat._run_started,
+        "MESSAGES_SNAPSHOT": Compat._messages_snapshot,
+        "TOOL_CALL_RESULT": Compat._tool_call_result,
+    }
+)
 """The event types the boundary looks inside; every other event passes on the fast path."""

@@ -43,6 +43,7 @@ never repaired.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import compress, islice
 from typing import Any, ClassVar
 
@@ -54,7 +55,15 @@ from agui_pipeline.catalog import (
     EXPAND_OWNER_CONFLICT,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, reject_after
+from agui_pipeline.stage import (
+    Batch,
+    Event,
+    Stage,
+    StreamContext,
+    empty_batch,
+    reject_after,
+    type_table,
+)
 
 Owner = str | None
 """A lane: the ``subagentRunId`` that owns it, ``None`` for the parent agent."""
@@ -137,13 +146,15 @@ _ACTIONS: dict[str, tuple[Any, ...]] = {
     # SUBAGENT_STARTED stand aside, as does a type this table does not know.
 }
 
-_IDLE = {
-    event_type: action
-    for event_type, action in _ACTIONS.items()
-    if action[0] == _CHUNK
-    or (action[0] == _ITEM and action[3] != _CONTINUES)
-    or (action[0] == _RUN and action[1])
-}
+_IDLE = type_table(
+    {
+        event_type: action
+        for event_type, action in _ACTIONS.items()
+        if action[0] == _CHUNK
+        or (action[0] == _ITEM and action[3] != _CONTINUES)
+        or (action[0] == _RUN and action[1])
+    }
+)
 """What matters while no chunk stream is open: a chunk opening one, and the
 events that change the record of who owns an explicitly opened item."""
 
@@ -193,7 +204,7 @@ class Expand(Stage):
     def _until_chunk(self, batch: Batch) -> int:
         """The position of the first chunk, keeping the owner record up to date before it."""
         events = batch.events
-        found: list[Any] = batch.by_type(_IDLE)  # the deltas, most events, have no action
+        found: Sequence[Any] = batch.by_type(_IDLE)  # the deltas, most events, have no action
         for position in compress(range(len(found)), found):
             action = found[position]
             if action[0] == _CHUNK:

@@ -51,7 +51,7 @@ is kept until the run ends, so a snapshot can be compared with it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import compress, groupby, repeat
 from operator import is_, itemgetter
 from typing import Any, ClassVar
@@ -70,7 +70,7 @@ from agui_pipeline.catalog import (
     LINT_USAGE_ARITHMETIC,
     Code,
 )
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, type_table
 
 Handler = Callable[[Event, int], None]
 
@@ -152,20 +152,32 @@ class Lint(Stage):
 
         A message's end is looked at only when the run input's history holds messages
         that a stream might restate: otherwise nothing reads it."""
-        table: dict[Any, Any] = {
-            kind: handler if history or kind not in _MESSAGE_ENDS else None
-            for kind, handler in self._handlers.items()
-        }
+        table: dict[Any, Any] = type_table(
+            {
+                kind: handler if history or kind not in _MESSAGE_ENDS else None
+                for kind, handler in self._handlers.items()
+            }
+        )
         table["TOOL_CALL_ARGS"] = _ARGS
         return table
 
     async def process(self, batch: Batch) -> Batch:
-        events, indices = batch.events, batch.indices
         # Event type → handler for the whole batch in C (verify has read every type). The
         # text deltas, most events, have none (``None``), the argument deltas a falsy mark,
         # so the Python loop visits only the others, and holds the stretch before each.
-        found: list[Any] = batch.by_type(self._table)
+        found: Sequence[Any] | None = batch.by_type(self._table)
         cut = 0
+        while found is not None:
+            found, cut = self._visit(batch, found, cut)
+        return batch
+
+    def _visit(
+        self, batch: Batch, found: Sequence[Any], cut: int
+    ) -> tuple[Sequence[Any] | None, int]:
+        """Hand the events from ``cut`` on with a handler in ``found`` to it, holding the
+        stretches between; when a run's echoed input changed the table, the rest looked up
+        again (the visited events marked ``None``) and where to go on from."""
+        events, indices = batch.events, batch.indices
         for position in compress(_positions(len(found)), found):
             if cut < position:
                 self._hold(events, found, cut, position)
@@ -173,12 +185,12 @@ class Lint(Stage):
             found[position](events[position], indices[position])
             if self._retable:  # a run echoed its input: look the rest up again
                 self._retable = False
-                found[cut:] = batch.by_type(self._table, cut)
+                return (None,) * cut + tuple(batch.by_type(self._table, cut)), cut
         if cut < len(found):
             self._hold(events, found, cut, len(found))
-        return batch
+        return None, cut
 
-    def _hold(self, events: list[Event], found: list[Any], start: int, stop: int) -> None:
+    def _hold(self, events: list[Event], found: Sequence[Any], start: int, stop: int) -> None:
         """Hold the events of ``events[start:stop]``, a stretch without a handler.
 
         What keeps the lint within its budget: a content delta costs no Python bytecode,
@@ -192,11 +204,12 @@ class Lint(Stage):
         picked out by two type tests each per batch, 1,130 with this.
         """
         marks = found[start:stop]
-        count = len(marks)
-        if marks.count(None) == count:
-            self._held_texts += events[start:stop]
-        elif marks.count(_ARGS) == count:
-            self._held_args += events[start:stop]
+        first = marks[0]
+        if marks.count(first) == len(marks):  # one kind throughout: identity tests only
+            if first is None:
+                self._held_texts += events[start:stop]
+            else:
+                self._held_args += events[start:stop]
         else:  # argument deltas among other events: pick each out
             stretch = events[start:stop]
             self._held_texts += compress(stretch, map(is_, marks, repeat(None)))

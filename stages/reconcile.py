@@ -48,7 +48,7 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any, ClassVar
 
@@ -71,7 +71,7 @@ from agui_pipeline.catalog import (
     RECONCILE_UNLISTED_TOOL,
     Code,
 )
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, type_table
 
 from .enforce import would_deliver
 
@@ -174,9 +174,9 @@ class Reconcile(Stage):
             if agents is None or agents.subagents is None
             else {s.name for s in agents.subagents}
         )
-        self._all_handlers: dict[Any, Handler] = {
-            kind: getattr(self, method) for kind, method in _HANDLERS.items()
-        }
+        self._all_handlers: dict[Any, Handler | None] = type_table(
+            {kind: getattr(self, method) for kind, method in _HANDLERS.items()}
+        )
         self._stream_used: dict[str, int | None] = {}
         """Evidence that holds for every run on the stream: transport, run input."""
         self._transport_checked = False
@@ -203,7 +203,7 @@ class Reconcile(Stage):
         """Hand ``batch.events[start:]`` to their handlers; where a new run restores the
         handler table, the position to look the rest of the batch up again from."""
         events, indices = batch.events, batch.indices
-        found: list[Any] = batch.by_type(self._handlers, start)  # compress skips the Nones
+        found: Sequence[Any] = batch.by_type(self._handlers, start)  # compress skips the Nones
         for offset in compress(range(len(found)), found):
             position = start + offset
             try:
@@ -223,7 +223,7 @@ class Reconcile(Stage):
     def _done(self, *kinds: str) -> None:
         """This run can show nothing more through ``kinds``: stop looking at them until the next."""
         for kind in kinds:
-            self._handlers.pop(kind, None)
+            self._handlers[kind] = None
 
     async def finish(self) -> Batch:
         if self._active and self._run_open:

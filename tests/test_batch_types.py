@@ -98,3 +98,22 @@ def test_an_event_swapped_in_place_by_middleware_is_judged_again() -> None:
     assert isinstance(result.verdict.error, StreamRejected)
     assert result.verdict.error.code == "enforce.malformed"
     assert result.verdict.error.event_index == 2
+
+
+def test_by_type_reads_a_complete_table_and_falls_back_for_a_type_it_lacks() -> None:
+    """A ``type_table`` read by ``itemgetter`` gives what a lookup per event gives, for a
+    batch of one, of many, and with a type no table knows (the ``map`` fallback)."""
+    from agui_pipeline.stage import type_table
+
+    entries = {"TEXT_MESSAGE_START": "start", "RUN_FINISHED": "finish"}
+    table = type_table(entries)
+    assert set(table) >= {"TOOL_CALL_ARGS", "SUBAGENT_ERROR"} and table["TOOL_CALL_ARGS"] is None
+    for types in (
+        ["TEXT_MESSAGE_START"],
+        ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "RUN_FINISHED"],
+        ["TEXT_MESSAGE_CONTENT", "NOT_A_TYPE", "RUN_FINISHED"],
+        [],
+    ):
+        batch = Batch([{"type": kind} for kind in types], list(range(len(types))))
+        assert list(batch.by_type(table)) == [entries.get(kind) for kind in types]
+        assert list(batch.by_type(table, 1)) == [entries.get(kind) for kind in types[1:]]

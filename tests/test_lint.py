@@ -289,6 +289,18 @@ def test_history_restreamed_as_new_triads() -> None:
     ]
 
 
+def test_history_in_an_input_the_run_echoes_is_read_mid_batch() -> None:
+    """No run input from the caller: RUN_STARTED's echoed ``input`` holds the history, and
+    the events after it in the same read are judged against it (the lint's table looks the
+    rest of the batch up again, with the message ends it now needs)."""
+    text_history = run_input(assistant("a0", "Hello."))
+    events = one_run(*message("a0", "Hello."), *message("a1", "New."))
+    events[0] = {**events[0], "input": text_history}
+    result = lint(events)  # one read: the whole stream is one batch
+    assert codes(result) == ["lint.history-restreamed"]
+    assert findings(result)[0].event_index == 3
+
+
 def test_a_frontend_call_left_pending_without_pending_tool_call_ids() -> None:
     events = one_run(*message("a1"), *tool("c1", "confirm", "{}", parent="a1"))
     result = lint(events, run_input(tools=("confirm",)))
