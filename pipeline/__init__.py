@@ -127,14 +127,18 @@ from .subscribers import (
 )
 
 if TYPE_CHECKING:
-    from .client import HttpAgent, HttpStatusError, RequestFailed
+    from .aiohttp_transport import AiohttpTransport
+    from .client import HttpAgent, HttpStatusError, HttpxTransport, RequestFailed, Transport
     from .relay import Relay, RelayResponse, Upstream
     from .serve import BackgroundServer, Replay, ReplayServer
 
 _LAZY = {
+    "AiohttpTransport": "aiohttp_transport",
     "HttpAgent": "client",
     "HttpStatusError": "client",
+    "HttpxTransport": "client",
     "RequestFailed": "client",
+    "Transport": "client",
     "Relay": "relay",
     "RelayResponse": "relay",
     "Upstream": "relay",
@@ -142,7 +146,8 @@ _LAZY = {
     "Replay": "serve",
     "ReplayServer": "serve",
 }
-"""Names imported on first use, by module: they need the ``http`` or ``serve`` extra."""
+"""Names imported on first use, by module: they need the ``http``, ``aiohttp`` or ``serve``
+extra."""
 
 
 def __getattr__(name: str) -> Any:
@@ -161,6 +166,7 @@ __all__ = [
     "AgentCapabilities",
     "AgentResourceError",
     "AguiPipelineError",
+    "AiohttpTransport",
     "AnyEvent",
     "AssistantMessage",
     "AudioPart",
@@ -189,6 +195,7 @@ __all__ = [
     "Handlers",
     "HttpAgent",
     "HttpStatusError",
+    "HttpxTransport",
     "ImagePart",
     "Incremental",
     "InputRejected",
@@ -262,6 +269,7 @@ __all__ = [
     "ToolCallResultEvent",
     "ToolCallStartEvent",
     "ToolMessage",
+    "Transport",
     "Upstream",
     "UrlSource",
     "UsageError",

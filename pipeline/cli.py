@@ -108,6 +108,7 @@ class Settings:
     sarif_root: str | None
     idle_timeout: float | None = 300.0
     max_duration: float | None = None
+    transport: str = "httpx"
 
 
 @dataclass(slots=True)
@@ -158,6 +159,7 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
                 progress=meter,
                 idle_timeout=settings.idle_timeout,
                 max_duration=settings.max_duration,
+                transport=settings.transport,
             ), None
         except (ValueError, InputRejected, RequestFailed) as error:
             raise UsageError(str(error)) from error
@@ -606,6 +608,7 @@ def _add_check(commands: Any) -> None:
         help="with a URL or stdin: end the stream, judged as it stands, S seconds after "
         "it was opened (the request sent), however steadily events arrive (no deadline)",
     )
+    cli_http.add_transport_option(check, "a URL")
     check.add_argument(
         "--progress",
         action="store_true",
@@ -657,6 +660,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         sarif_root=args.sarif_root,
         idle_timeout=args.idle_timeout or None,
         max_duration=args.max_duration,
+        transport=args.transport,
     )
     report = REPORTS[args.format]
     many = len(args.sources) > 1
