@@ -19,10 +19,7 @@ import gc
 import importlib
 import json
 import resource
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,7 +31,6 @@ import anyio
 from .cli_http import add_transport_option, transport_named
 from .engine import Pipeline
 from .stage import Stage, StageFactory
-from .workload import DECLARATION, chunks, encode_sse, events
 
 if TYPE_CHECKING:
     from .client import Transport
@@ -71,6 +67,10 @@ def add_command(commands: Any) -> None:
 def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     """The command; misuse (a missing file, a middleware that does not load) raises
     ``ValueError``, which the command line reports as a usage error (exit 2)."""
+    # Imported here, as statistics, subprocess and tempfile below: every command builds
+    # this one's parser, and `check` need not pay for what only bench uses.
+    from .workload import DECLARATION, encode_sse, events
+
     if args.repeat < 1 or args.events < 1 or args.runs < 1 or args.live_events < 1:
         raise ValueError("--repeat, --events, --runs and --live-events must be at least 1")
     middleware = [_load(spec) for spec in args.middleware]
@@ -124,6 +124,10 @@ def _cpu(work: Any) -> float:
 
 def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
     """The whole pipeline over ``body`` in 64 KiB reads, then each stage alone."""
+    import statistics
+
+    from .workload import chunks
+
     reads = chunks(body)
     counted: list[int] = []
 
@@ -182,6 +186,10 @@ def _live(
 ) -> dict[str, Any]:
     """``runs`` runs at once from a local ``agui-pipeline serve``, read through
     ``transport`` (httpx or aiohttp): client CPU per event."""
+    import statistics
+    import subprocess
+    import tempfile
+
     try:
         from .client import HttpAgent
     except ModuleNotFoundError as error:
