@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import subprocess
@@ -143,3 +144,17 @@ def test_check_on_a_file_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert {"pydantic", "agui_pipeline.run_input", "agui_pipeline.junit"} <= (
         modules_imported_by(asked, tmp_path)
     )
+
+
+def test_the_command_as_a_process_collects_less_and_a_call_leaves_the_collector_alone() -> None:
+    probe = (
+        "import gc, sys\n"
+        "from agui_pipeline import cli\n"
+        "cli.main = lambda: print(gc.get_threshold()[0], gc.get_freeze_count() > 0) or 0\n"
+        "cli.run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.split() == ["100000", "True"], done.stderr
+    threshold = gc.get_threshold()
+    assert check(str(ROOT / "examples" / "weather.sse"))[0] == 0
+    assert gc.get_threshold() == threshold
