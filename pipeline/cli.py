@@ -854,7 +854,8 @@ def _collect_less() -> None:
     ``check`` spends about a tenth of its CPU walking the events it holds. Freezing
     what the imports made (it lives as long as the process) and collecting every
     100,000 allocations still collects cycles, for a fraction of that: ``check`` on
-    300,000 events, 1.02 → 0.85 s CPU (median of 5; ``benchmarks/bench_check.py``).
+    300,000 events, 0.87 → 0.77 s CPU (median of 7 interleaved runs, the workload's
+    SSE; disabling the collector outright did no better).
     A library call (``main()`` in-process) leaves the caller's collector alone.
     """
     gc.freeze()
