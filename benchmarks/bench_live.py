@@ -12,9 +12,10 @@ per event with ``--pause`` seconds between writes; this process reads
   (the official Python SDK's consumer path: parse and validate, nothing more);
 - ``agui-pipeline``: ``HttpAgent`` with the default pipeline, fully declared,
   Conversation included, read event by event;
-- when aiohttp is installed, its client's floor (``iter_any``, counting frames)
-  and the same pipeline reading ``response.content.iter_any()`` — measured as
-  the alternative transport, not offered (no CPU probe for latency there).
+- over aiohttp's client (the ``aiohttp`` extra): its floor (``iter_any``, counting
+  frames), and ``HttpAgent`` with the same pipeline over
+  ``transport=AiohttpTransport(session)`` (no latency probe for these two: the probe
+  is an httpx transport).
 
 Reported per contender: client CPU per event (this process's CPU time over the
 round / events; the median of the rounds, and the median of the per-round
@@ -44,10 +45,10 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -55,13 +56,29 @@ import orjson
 
 from .workload import DECLARATION, encode_sse, events
 
+if TYPE_CHECKING:
+    import aiohttp
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SDK = "httpx-sse + SDK validate_json"
 OURS = "agui-pipeline HttpAgent (default + Conversation)"
 FLOOR = "httpx aiter_raw (transport floor)"
 
-Consume = Callable[[httpx.AsyncClient, str, dict[str, Any], "Probe | None"], Awaitable[int]]
+
+@dataclass
+class Clients:
+    """The round's connection pools: httpx's, and aiohttp's session when installed."""
+
+    client: httpx.AsyncClient
+    aiohttp_session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        assert self.aiohttp_session is not None, "the round opened no aiohttp session"
+        return self.aiohttp_session
+
+
+Consume = Callable[[Clients, str, dict[str, Any], "Probe | None"], Awaitable[int]]
 """One run read by one contender: returns the events it saw."""
 
 
@@ -124,11 +141,9 @@ class _TimedTransport(httpx.AsyncBaseTransport):
 ACCEPT = {"Accept": "text/event-stream"}
 
 
-async def floor(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
-) -> int:
+async def floor(clients: Clients, url: str, body: dict[str, Any], probe: Probe | None) -> int:
     frames = 0
-    async with client.stream("POST", url, json=body, headers=ACCEPT) as response:
+    async with clients.client.stream("POST", url, json=body, headers=ACCEPT) as response:
         async for chunk in response.aiter_raw():
             count = chunk.count(b"\n\n")
             frames += count
@@ -140,10 +155,9 @@ async def floor(
 def sse_contender(decode: Callable[[str], object]) -> Consume:
     from httpx_sse import aconnect_sse
 
-    async def consume(
-        client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
-    ) -> int:
+    async def consume(clients: Clients, url: str, body: dict[str, Any], probe: Probe | None) -> int:
         seen = 0
+        client = clients.client
         async with aconnect_sse(client, "POST", url, json=body, headers=ACCEPT) as source:
             async for sse in source.aiter_sse():
                 decode(sse.data)
@@ -160,12 +174,10 @@ def ours() -> Consume:
 
     pipeline = Pipeline(capabilities=DECLARATION)
 
-    async def consume(
-        client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
-    ) -> int:
+    async def consume(clients: Clients, url: str, body: dict[str, Any], probe: Probe | None) -> int:
         seen = 0
         async with (
-            HttpAgent(url, pipeline=pipeline, client=client) as agent,
+            HttpAgent(url, pipeline=pipeline, client=clients.client) as agent,
             agent.open(body) as stream,
         ):
             async for _event in stream:
@@ -180,37 +192,29 @@ def ours() -> Consume:
 
 
 def aiohttp_contenders() -> dict[str, Consume]:
-    """The same floor and pipeline over aiohttp's client, when it is installed: it is
-    measured, not offered (``HttpAgent`` speaks httpx). A session per run, closed with it,
-    as a connection per run is what the httpx contenders open too."""
+    """The floor and the pipeline over aiohttp's client, when it is installed: one session
+    per round, a connection per run (none kept alive), as the httpx contenders have."""
     try:
-        import aiohttp
+        from agui_pipeline import AiohttpTransport
     except ImportError:
         return {}
-    from agui_pipeline import Pipeline
+    from agui_pipeline import HttpAgent, Pipeline
 
     pipeline = Pipeline(capabilities=DECLARATION)
 
-    async def raw(
-        client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
-    ) -> int:
+    async def raw(clients: Clients, url: str, body: dict[str, Any], probe: Probe | None) -> int:
         frames = 0
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(url, json=body, headers=ACCEPT) as response,
-        ):
+        async with clients.session().post(url, json=body, headers=ACCEPT) as response:
             async for chunk in response.content.iter_any():
                 frames += chunk.count(b"\n\n")
         return frames
 
-    async def piped(
-        client: httpx.AsyncClient, url: str, body: dict[str, Any], probe: Probe | None
-    ) -> int:
+    async def piped(clients: Clients, url: str, body: dict[str, Any], probe: Probe | None) -> int:
         seen = 0
+        transport = AiohttpTransport(clients.session())
         async with (
-            aiohttp.ClientSession() as session,
-            session.post(url, json=body, headers=ACCEPT) as response,
-            pipeline.open(response.content.iter_any()) as stream,
+            HttpAgent(url, pipeline=pipeline, transport=transport) as agent,
+            agent.open(body) as stream,
         ):
             async for _event in stream:
                 seen += 1
@@ -222,7 +226,7 @@ def aiohttp_contenders() -> dict[str, Consume]:
 
 
 AIOHTTP_FLOOR = "aiohttp iter_any (its transport floor)"
-AIOHTTP_OURS = "agui-pipeline over aiohttp (pipeline.open(iter_any()))"
+AIOHTTP_OURS = "agui-pipeline HttpAgent over aiohttp (AiohttpTransport)"
 
 
 def contenders() -> tuple[dict[str, Consume], list[str]]:
@@ -284,7 +288,7 @@ def replay_server(per_run: int, pause: float) -> Any:
 
 
 async def one_round(
-    client: httpx.AsyncClient, url: str, consume: Consume, runs: int, probe: Probe | None
+    clients: Clients, url: str, consume: Consume, runs: int, probe: Probe | None
 ) -> tuple[float, int]:
     """``runs`` runs at once through ``consume``: (CPU seconds, events)."""
     seen = 0
@@ -292,7 +296,7 @@ async def one_round(
     async def one(number: int) -> None:
         nonlocal seen
         body = {"threadId": f"t-{number}", "runId": f"r-{number}", "messages": []}
-        count = await consume(client, url, body, probe)  # not `seen += await`: a race
+        count = await consume(clients, url, body, probe)  # not `seen += await`: a race
         seen += count
 
     gc.collect()
@@ -350,12 +354,23 @@ async def _measure(
     limits = httpx.Limits(max_connections=runs, max_keepalive_connections=0)
     timeout = httpx.Timeout(None, connect=60)
     figures = {name: Figures(name) for name in chosen}
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with AsyncExitStack() as stack:
+        clients = Clients(
+            await stack.enter_async_context(httpx.AsyncClient(limits=limits, timeout=timeout))
+        )
+        if AIOHTTP_FLOOR in chosen:
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(limit=runs, force_close=True)
+            session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None, connect=60)
+            )
+            clients.aiohttp_session = await stack.enter_async_context(session)
         for consume in chosen.values():  # warm-up: code paths hot
-            await one_round(client, url, consume, runs, None)
+            await one_round(clients, url, consume, runs, None)
         for _ in range(repeat):
             for name, consume in chosen.items():
-                cpu, seen = await one_round(client, url, consume, runs, None)
+                cpu, seen = await one_round(clients, url, consume, runs, None)
                 figures[name].us_per_event.append(cpu / seen * 1e6)
     probe_limits = limits
     for name, consume in chosen.items():
@@ -364,7 +379,7 @@ async def _measure(
         probe = Probe()
         transport = _TimedTransport(probe, probe_limits)
         async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
-            _, seen = await one_round(client, url, consume, runs, probe)
+            _, seen = await one_round(Clients(client), url, consume, runs, probe)
         latencies = sorted(probe.latencies)
         figures[name].events_per_read = seen / max(probe.reads, 1)
         figures[name].p50_ms = latencies[len(latencies) // 2] * 1e3

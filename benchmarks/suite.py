@@ -17,6 +17,9 @@ Four parts, every figure measured in this one run:
 5. **Live** — ``bench_live``: ``--live-runs`` runs at once from ``agui-pipeline
    serve``, one frame per write, client CPU per event beside hand-rolled httpx
    consumers (its plot goes to ``benchmarks/results/live.png``).
+6. **Whole process** — ``bench_check``: ``agui-pipeline check FILE`` on
+   ``--check-events`` events beside the SDK's parse-only pass as a process of its
+   own, start-up included.
 
 The plot goes to ``benchmarks/results/bench.png`` (``--docs`` copies it to
 ``docs/bench.png``), the figures to ``benchmarks/results/results.json``.
@@ -133,6 +136,7 @@ class Report:
     memory: dict[str, Any] | None = None
     parse: list[dict[str, Any]] = field(default_factory=list)
     live: dict[str, Any] | None = None
+    check: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -293,6 +297,13 @@ def live_part(report: Report, runs: int, per_run: int, out: Path) -> None:
     bench_live.plot(report.live, out / "live.png")
 
 
+def check_part(report: Report, n: int) -> None:
+    """``check FILE`` and the SDK's pass, each a whole process (``bench_check``)."""
+    from . import bench_check
+
+    report.check = bench_check.measure(n, report.repeat, sys.executable)
+
+
 # -- output ------------------------------------------------------------------------------
 
 
@@ -380,6 +391,10 @@ def render(report: Report) -> str:
         from .bench_live import render as render_live
 
         lines += [render_live(report.live)]
+    if report.check:
+        from .bench_check import render as render_check
+
+        lines += [render_check(report.check)]
     lines += [f"- {note}" for note in report.notes]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -444,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
         "--live-runs", type=int, default=100, help="runs at once in the live part (0: skip)"
     )
     parser.add_argument("--live-events", type=int, default=450, help="events per live run")
+    parser.add_argument(
+        "--check-events",
+        type=int,
+        default=300_000,
+        help="events in the whole-process check comparison (0: skip)",
+    )
     parser.add_argument("--docs", action="store_true", help="also copy the plot to docs/bench.png")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"results folder ({RESULTS})")
     args = parser.parse_args(argv)
@@ -451,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         args.events, args.max, args.repeat = 20_000, 100_000, 3
         args.ts_events = min(args.ts_events, 3_000)
         args.live_runs, args.live_events = min(args.live_runs, 20), min(args.live_events, 200)
+        args.check_events = min(args.check_events, 20_000)
     report = Report(args.events, args.repeat)
     load_before = os.getloadavg()[0]
     stream = events(args.events)
@@ -495,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.live_runs:
         print("live ...", file=sys.stderr)
         live_part(report, args.live_runs, args.live_events, args.out)
+    if args.check_events:
+        print("whole process ...", file=sys.stderr)
+        check_part(report, args.check_events)
 
     report.notes.append(
         f"Load average (1 min) on this {os.cpu_count()}-core machine: {load_before:.1f} at the "

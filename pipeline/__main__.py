@@ -1,5 +1,5 @@
 """``python -m agui_pipeline``: the command line, as ``agui-pipeline``."""
 
-from .cli import main
+from .cli import run
 
-raise SystemExit(main())
+run()

@@ -19,19 +19,21 @@ import gc
 import importlib
 import json
 import resource
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from .cli_http import add_transport_option, transport_named
 from .engine import Pipeline
 from .stage import Stage, StageFactory
-from .workload import DECLARATION, chunks, encode_sse, events
+
+if TYPE_CHECKING:
+    from .client import Transport
 
 
 def add_command(commands: Any) -> None:
@@ -59,11 +61,16 @@ def add_command(commands: Any) -> None:
         "--live-events", type=int, default=450, help="with --live: events per run (450)"
     )
     bench.add_argument("--format", choices=("text", "json"), default="text")
+    add_transport_option(bench, "with --live, each run")
 
 
 def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     """The command; misuse (a missing file, a middleware that does not load) raises
     ``ValueError``, which the command line reports as a usage error (exit 2)."""
+    # Imported here, as statistics, subprocess and tempfile below: every command builds
+    # this one's parser, and `check` need not pay for what only bench uses.
+    from .workload import DECLARATION, encode_sse, events
+
     if args.repeat < 1 or args.events < 1 or args.runs < 1 or args.live_events < 1:
         raise ValueError("--repeat, --events, --runs and --live-events must be at least 1")
     middleware = [_load(spec) for spec in args.middleware]
@@ -79,7 +86,7 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
         report["sources"].append({"source": name, **_batch(pipeline, body, args.repeat)})
     if args.live:
         body = named[0][1] if args.sources else encode_sse(events(args.live_events))
-        report["live"] = _live(pipeline, body, args.runs, args.repeat)
+        report["live"] = _live(pipeline, body, args.runs, args.repeat, args.transport)
     report["peak RSS MiB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out.write(json.dumps(report, indent=2) + "\n" if args.format == "json" else _text(report))
     return 0
@@ -117,6 +124,10 @@ def _cpu(work: Any) -> float:
 
 def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
     """The whole pipeline over ``body`` in 64 KiB reads, then each stage alone."""
+    import statistics
+
+    from .workload import chunks
+
     reads = chunks(body)
     counted: list[int] = []
 
@@ -170,14 +181,20 @@ async def stage_alone(pipeline: Pipeline, factory: StageFactory, reads: list[byt
         gc.enable()
 
 
-def _live(pipeline: Pipeline, body: bytes, runs: int, repeat: int) -> dict[str, Any]:
-    """``runs`` runs at once from a local ``agui-pipeline serve``: client CPU per event."""
-    try:
-        import httpx
+def _live(
+    pipeline: Pipeline, body: bytes, runs: int, repeat: int, transport: str
+) -> dict[str, Any]:
+    """``runs`` runs at once from a local ``agui-pipeline serve``, read through
+    ``transport`` (httpx or aiohttp): client CPU per event."""
+    import statistics
+    import subprocess
+    import tempfile
 
+    try:
         from .client import HttpAgent
     except ModuleNotFoundError as error:
         raise ValueError(f"--live needs the 'http' and 'serve' extras ({error})") from None
+    transport_named(transport)  # a missing extra is told before the server starts
     with tempfile.TemporaryDirectory() as folder:
         recording = Path(folder) / "run.sse"
         recording.write_bytes(body)
@@ -194,11 +211,9 @@ def _live(pipeline: Pipeline, body: bytes, runs: int, repeat: int) -> dict[str, 
             seen: list[int] = []
 
             async def all_runs() -> None:
-                limits = httpx.Limits(max_connections=runs, max_keepalive_connections=0)
-                timeout = httpx.Timeout(None, connect=60)
                 async with (
-                    httpx.AsyncClient(limits=limits, timeout=timeout) as client,
-                    HttpAgent(url, pipeline=pipeline, client=client) as agent,
+                    _pooled(transport, runs) as pool,
+                    HttpAgent(url, pipeline=pipeline, transport=pool) as agent,
                 ):
 
                     async def one(number: int) -> None:
@@ -220,9 +235,33 @@ def _live(pipeline: Pipeline, body: bytes, runs: int, repeat: int) -> dict[str, 
             server.wait(timeout=30)
     return {
         "runs": runs,
+        "transport": transport,
         "events per run": max(seen, default=0),
         "client CPU µs/event": round(statistics.median(per_event), 2),
     }
+
+
+@asynccontextmanager
+async def _pooled(transport: str, runs: int) -> AsyncIterator[Transport]:
+    """A transport with a connection per run and none kept alive, as a gateway opening
+    runs would (``agui-pipeline serve`` closes idle connections after 5 s)."""
+    if transport == "aiohttp":
+        import aiohttp
+
+        from .aiohttp_transport import AiohttpTransport
+
+        connector = aiohttp.TCPConnector(limit=runs, force_close=True)
+        timeout = aiohttp.ClientTimeout(total=None, connect=60)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            yield AiohttpTransport(session)
+        return
+    import httpx
+
+    from .client import HttpxTransport
+
+    limits = httpx.Limits(max_connections=runs, max_keepalive_connections=0)
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None, connect=60)) as client:
+        yield HttpxTransport(client)
 
 
 def _text(report: dict[str, Any]) -> str:
@@ -237,8 +276,9 @@ def _text(report: dict[str, Any]) -> str:
     live = report.get("live")
     if live:
         lines.append(
-            f"live: {live['runs']} runs at once, {live['events per run']} events each, one frame "
-            f"per write, 5 ms apart: {live['client CPU µs/event']:.2f} µs/event client CPU"
+            f"live: {live['runs']} runs at once over {live['transport']}, "
+            f"{live['events per run']} events each, one frame per write, 5 ms apart: "
+            f"{live['client CPU µs/event']:.2f} µs/event client CPU"
         )
     lines.append(f"peak RSS: {report['peak RSS MiB']} MiB")
     return "\n".join(lines) + "\n"

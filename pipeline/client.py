@@ -21,12 +21,20 @@ What can go wrong, and what each is:
   ``Limits.max_decompression_ratio`` bytes per byte received.
 
 Cancelling the reading task closes the connection.
+
+Two transports carry the exchange, with the same behaviour: httpx (the default, the
+``http`` extra) and aiohttp's client (:class:`~agui_pipeline.AiohttpTransport`, the
+``aiohttp`` extra), which reads a live stream for about half the CPU
+(``benchmarks/bench_live.py``). What is the binding's — the request, the status and
+content-type rules, the bounded inflating, the timeouts — lives here once; a
+:class:`Transport` only sends the request and hands over the raw body.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
@@ -78,6 +86,77 @@ class HttpStatusError(RequestFailed):
         super().__init__(url, f"HTTP {status}; the run did not start: {excerpt!r}")
 
 
+class Transport(ABC):
+    """How an :class:`HttpAgent` reaches the agent: sends the request, hands over the raw body.
+
+    Two exist, with the same behaviour: the default reads through httpx (the
+    ``http`` extra; ``HttpAgent(client=...)`` shares an ``httpx.AsyncClient``), and
+    :class:`~agui_pipeline.AiohttpTransport` through aiohttp's client (the
+    ``aiohttp`` extra). An agent closes its transport when it closes; a transport
+    closes the client or session it made, never one it was given.
+    """
+
+    @abstractmethod
+    async def _send(
+        self,
+        stack: AsyncExitStack,
+        url: str,
+        content: bytes,
+        headers: dict[str, str],
+        auth: httpx.Auth | tuple[str, str] | None,
+        read_timeout: float | None,
+    ) -> _Answer:
+        """POST ``content``; the response, closed with ``stack``. Connecting or sending
+        fails as :class:`RequestFailed`; waiting longer than ``read_timeout`` for a
+        read raises :class:`TimeoutError` (the caller bounds the whole wait too)."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Close the client or session this transport made (one given it stays open)."""
+
+    async def __aenter__(self) -> Transport:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Answer(ABC):
+    """A response as a transport hands it over: status, the two headers read, the raw body."""
+
+    __slots__ = ("codings", "content_type", "status")
+
+    def __init__(self, status: int, content_type: str, content_encoding: Iterable[str]) -> None:
+        self.status = status
+        self.content_type = content_type
+        self.codings = _codings(content_encoding)
+
+    @abstractmethod
+    def body(self, ctx: StreamContext) -> AsyncIterator[bytes]:
+        """The body as sent (:class:`_Inflating` undoes its coding), read by read. A read
+        that waits past the read timeout raises :class:`SourceTimedOut`; a transport
+        failure ends the body, reported by :func:`connection_lost`, and never escapes."""
+
+    @abstractmethod
+    async def start(self) -> bytes:
+        """The body's first ``BODY_EXCERPT`` bytes or so, as sent; a failure only ends it."""
+
+
+def connection_lost(ctx: StreamContext, error: Exception) -> None:
+    """Report a transport failure mid-body: the stream is judged as it stands."""
+    ctx.report(
+        TRANSPORT_CONNECTION_LOST,
+        f"the connection failed before the response body ended ({type(error).__name__}: "
+        f"{error}); the stream is judged as it stands",
+        event_index=ctx.counters.read,
+    )
+
+
 class HttpAgent:
     """An agent endpoint spoken to over HTTP + SSE.
 
@@ -95,7 +174,10 @@ class HttpAgent:
     request on. ``connect_timeout`` bounds connecting. ``headers``
     and ``auth`` go on every request (an ``httpx.Auth`` or a
     ``(user, password)`` pair). Pass ``client`` to share an
-    ``httpx.AsyncClient`` (its own timeouts then apply to connecting).
+    ``httpx.AsyncClient`` (its own timeouts then apply to connecting), or
+    ``transport=AiohttpTransport()`` to read through aiohttp instead (the
+    ``aiohttp`` extra; a ``(user, password)`` pair is its only ``auth``).
+    One agent reuses its client's connections across its runs, which may overlap.
 
     ``binary=True`` asks for the HTTP + Protobuf binding (needs the ``proto``
     extra): ``Accept`` names both media types, and each response is read by the
@@ -112,18 +194,18 @@ class HttpAgent:
         auth: httpx.Auth | tuple[str, str] | None = None,
         connect_timeout: float = 10.0,
         client: httpx.AsyncClient | None = None,
+        transport: Transport | None = None,
         binary: bool = False,
     ) -> None:
+        if client is not None and transport is not None:
+            raise TypeError("pass client (an httpx.AsyncClient) or transport, not both")
         self.url = url
         self.accept = f"{PROTO_MEDIA_TYPE}, {SSE_MEDIA_TYPE}" if binary else SSE_MEDIA_TYPE
         """The ``Accept`` of every request: explicit media types, never a wildcard."""
         self.pipeline = pipeline or Pipeline()
         self.headers = dict(headers or {})
         self.auth = auth
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(None, connect=connect_timeout, write=connect_timeout)
-        )
+        self.transport = transport or HttpxTransport(client, connect_timeout)
 
     async def __aenter__(self) -> HttpAgent:
         return self
@@ -137,8 +219,7 @@ class HttpAgent:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        await self.transport.aclose()
 
     @asynccontextmanager
     async def open(
@@ -165,44 +246,33 @@ class HttpAgent:
         most = math.inf if options.max_duration is None else options.max_duration
         wait, which = (idle, "idle_timeout") if idle <= most else (most, "max_duration")
         opened_at = anyio.current_time()
-        # httpcore already waits on every socket read under a timeout (none by default):
+        # The client already waits on every socket read under a timeout (none by default):
         # the idle window there is one timer per read, where a cancel scope of the
         # engine's own would cost a whole scope more (see engine._Clock).
         read_timeout = options.idle_timeout
-        timeout = self._client.timeout
-        timeout = httpx.Timeout(
-            connect=timeout.connect, read=read_timeout, write=timeout.write, pool=timeout.pool
-        )
         async with AsyncExitStack() as stack:
             try:
                 with anyio.fail_after(wait):
-                    response = await stack.enter_async_context(
-                        self._client.stream(
-                            "POST",
-                            self.url,
-                            content=content,
-                            headers=request_headers,
-                            auth=self.auth or httpx.USE_CLIENT_DEFAULT,
-                            timeout=timeout,
-                        )
+                    response = await self.transport._send(
+                        stack, self.url, content, request_headers, self.auth, read_timeout
                     )
             except TimeoutError:
                 raise RequestFailed(self.url, f"no response within {wait:g} s ({which})") from None
-            except httpx.RequestError as error:
-                raise RequestFailed(self.url, f"{type(error).__name__}: {error}") from error
-            if not response.is_success:
+            if not 200 <= response.status < 300:
                 raise await _status_error(self.url, response, wait)
             ctx = self.pipeline.context(prepared.body)
             _report_outgoing(ctx, prepared.diagnostics)
-            _check_content_type(ctx, response)
+            _check_content_type(ctx, response.content_type)
             pipeline = self.pipeline
-            codings = _codings(response)
-            if codings:
-                inflating = _inflating(codings, pipeline.decoder)
+            if response.codings:
+                inflating = _inflating(response.codings, pipeline.decoder)
                 pipeline = pipeline.replace("parse", inflating)  # type: ignore[arg-type]
-            body = _body(response, ctx)
             async with EventStream(
-                pipeline, body, ctx, opened_at=opened_at, source_timeout=read_timeout
+                pipeline,
+                response.body(ctx),
+                ctx,
+                opened_at=opened_at,
+                source_timeout=read_timeout,
             ) as stream:
                 yield stream
 
@@ -217,42 +287,119 @@ class HttpAgent:
         return stream.result(events)
 
 
-async def _body(response: httpx.Response, ctx: StreamContext) -> AsyncGenerator[bytes]:
-    """The response body as it arrives; a transport failure ends it, it does not escape."""
-    try:
-        async for chunk in response.aiter_raw():  # as sent: _Inflating undoes the encoding
-            yield chunk
-    except httpx.ReadTimeout:
-        raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
-    except httpx.RequestError as error:
-        ctx.report(
-            TRANSPORT_CONNECTION_LOST,
-            f"the connection failed before the response body ended ({type(error).__name__}: "
-            f"{error}); the stream is judged as it stands",
-            event_index=ctx.counters.read,
+# -- httpx, the default transport --------------------------------------------------------
+
+
+class HttpxTransport(Transport):
+    """Reads through an ``httpx.AsyncClient``: the one given, or one of its own (made with
+    ``limits``, httpx's default pool when ``None``); the default transport."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        *,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        self._owns_client = client is None
+        self.client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=connect_timeout, write=connect_timeout),
+            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
         )
 
+    async def _send(
+        self,
+        stack: AsyncExitStack,
+        url: str,
+        content: bytes,
+        headers: dict[str, str],
+        auth: httpx.Auth | tuple[str, str] | None,
+        read_timeout: float | None,
+    ) -> _Answer:
+        timeout = self.client.timeout
+        timeout = httpx.Timeout(
+            connect=timeout.connect, read=read_timeout, write=timeout.write, pool=timeout.pool
+        )
+        try:
+            response = await stack.enter_async_context(
+                self.client.stream(
+                    "POST",
+                    url,
+                    content=content,
+                    headers=headers,
+                    auth=auth or httpx.USE_CLIENT_DEFAULT,
+                    timeout=timeout,
+                )
+            )
+        except httpx.ReadTimeout as error:
+            raise TimeoutError from error  # no response headers within the read timeout
+        except httpx.RequestError as error:
+            raise RequestFailed(url, f"{type(error).__name__}: {error}") from error
+        return _HttpxAnswer(response)
 
-async def _status_error(url: str, response: httpx.Response, idle: float) -> HttpStatusError:
-    excerpt = bytearray()
-    try:
-        with anyio.move_on_after(idle):
-            async for chunk in response.aiter_bytes():
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.client.aclose()
+
+
+class _HttpxAnswer(_Answer):
+    __slots__ = ("_response",)
+
+    def __init__(self, response: httpx.Response) -> None:
+        headers = response.headers
+        codings = headers.get_list("content-encoding")
+        super().__init__(response.status_code, headers.get("content-type", ""), codings)
+        self._response = response
+
+    async def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except httpx.ReadTimeout:
+            raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
+        except httpx.RequestError as error:
+            connection_lost(ctx, error)
+
+    async def start(self) -> bytes:
+        excerpt = bytearray()
+        try:
+            async for chunk in self._response.aiter_raw():
                 excerpt += chunk
                 if len(excerpt) >= BODY_EXCERPT:
                     break
-    except httpx.RequestError:
-        pass  # the status is the error; a body cut short is only less to show
+        except httpx.RequestError:
+            pass  # the status is the error; a body cut short is only less to show
+        return bytes(excerpt)
+
+
+# -- the binding's rules, whatever the transport -------------------------------------------
+
+
+async def _status_error(url: str, response: _Answer, idle: float) -> HttpStatusError:
+    raw = b""
+    with anyio.move_on_after(idle):
+        raw = await response.start()
     return HttpStatusError(
         url,
-        response.status_code,
-        response.headers.get("content-type", ""),
-        bytes(excerpt[:BODY_EXCERPT]).decode("utf-8", "replace"),
+        response.status,
+        response.content_type,
+        _inflated_excerpt(raw, response.codings).decode("utf-8", "replace"),
     )
 
 
-def _check_content_type(ctx: StreamContext, response: httpx.Response) -> None:
-    content_type = response.headers.get("content-type", "")
+def _inflated_excerpt(raw: bytes, codings: list[str]) -> bytes:
+    """The start of an error body with its codings undone, each layer bounded to
+    ``BODY_EXCERPT`` bytes out (a bomb stays small); shown as sent if it does not decode."""
+    data = raw
+    try:
+        for coding in reversed(codings):
+            data = zlib.decompressobj(_WINDOW[coding]).decompress(data, BODY_EXCERPT)
+    except (KeyError, zlib.error):
+        return raw[:BODY_EXCERPT]
+    return data[:BODY_EXCERPT]
+
+
+def _check_content_type(ctx: StreamContext, content_type: str) -> None:
     media_type = content_type.split(";")[0].strip().lower()
     if media_type == SSE_MEDIA_TYPE:
         ctx.transport = "http+sse"
@@ -275,10 +422,11 @@ def _report_outgoing(ctx: StreamContext, diagnostics: Iterable[Diagnostic]) -> N
             ctx.options.on_diagnostic(diagnostic)
 
 
-def _codings(response: httpx.Response) -> list[str]:
-    """The response's content codings, in the order they were applied (``identity`` left out)."""
-    listed = response.headers.get_list("content-encoding", split_commas=True)
-    return [coding.strip().lower() for coding in listed if coding.strip().lower() != "identity"]
+def _codings(content_encoding: Iterable[str]) -> list[str]:
+    """The content codings of the ``Content-Encoding`` header lines, in the order they
+    were applied (``identity`` left out)."""
+    listed = (coding.strip().lower() for line in content_encoding for coding in line.split(","))
+    return [coding for coding in listed if coding and coding != "identity"]
 
 
 def _inflating(codings: list[str], inner: DecoderFactory) -> DecoderFactory:

@@ -40,7 +40,6 @@ import orjson
 from .engine import Outcome, Pipeline, RunResult
 from .errors import AguiPipelineError, Diagnostic, InputRejected
 from .patch import json_equal
-from .run_input import prepare_input
 from .sources import Source
 
 # -- the deviation registry ---------------------------------------------------------
@@ -193,6 +192,8 @@ class Replay:
 
 async def replay_fixture(fixture: Fixture, source: Source | None = None) -> Replay:
     """Prepare the request and replay the stream (``source`` replaces the in-memory SSE)."""
+    from .run_input import prepare_input  # pydantic: imported by a replay, not by `check`
+
     version = fixture.peer_max_protocol_version
     try:
         prepared = prepare_input(fixture.raw_input(), peer_max_protocol_version=version)

@@ -34,9 +34,9 @@ from typing import Any
 
 import anyio
 
-from .capabilities import CapabilitiesSource, Declaration
 from .catalog import SOURCE_IDLE_TIMEOUT, SOURCE_MAX_DURATION
 from .conversation import Conversation
+from .declaration import CapabilitiesSource, Declaration
 from .errors import Diagnostic, HandlerFailed, StreamRejected, StreamTruncated, UsageError
 from .events import AnyEvent
 from .options import UNSET, Limits, Options, Unset, changed

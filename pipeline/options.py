@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final
 
-from .capabilities import CapabilitiesSource, Declaration
+from .declaration import CapabilitiesSource, Declaration
 from .errors import Diagnostic
 from .subscribers import HandlerMap, Handlers, Sink
 

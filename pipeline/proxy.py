@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from .client import Transport
 from .engine import Pipeline, Verdict
 from .errors import Diagnostic
 from .relay import Relay, Upstream
@@ -59,13 +60,17 @@ def _ids(run_input: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def proxy_app(
-    upstream: str, *, pipeline: Pipeline | None = None, log: RunLog | None = None
+    upstream: str,
+    *,
+    pipeline: Pipeline | None = None,
+    log: RunLog | None = None,
+    transport: Transport | None = None,
 ) -> Relay:
-    """The proxy's ASGI app: a :class:`Relay` to ``upstream`` reporting to ``log``."""
+    """The proxy's ASGI app: a :class:`Relay` to ``upstream`` reporting to ``log``, reading
+    through ``transport`` (httpx by default)."""
     log = log or RunLog(sys.stderr)
-    return Relay(
-        Upstream(upstream, pipeline=pipeline), on_diagnostic=log.diagnostic, on_end=log.end
-    )
+    target = Upstream(upstream, pipeline=pipeline, transport=transport)
+    return Relay(target, on_diagnostic=log.diagnostic, on_end=log.end)
 
 
 def proxy(
@@ -76,6 +81,7 @@ def proxy(
     pipeline: Pipeline | None = None,
     log: RunLog | None = None,
     on_listening: Callable[[str], None] | None = None,
+    transport: Transport | None = None,
 ) -> None:
     """Serve the proxy in the foreground until interrupted."""
     from .serve import bind, run_server, url_of
@@ -84,4 +90,5 @@ def proxy(
     if on_listening is not None:
         on_listening(url_of(sock))
     # uvicorn says only what goes wrong: stderr is the runs' log.
-    run_server(proxy_app(upstream, pipeline=pipeline, log=log), sock, "warning")
+    app = proxy_app(upstream, pipeline=pipeline, log=log, transport=transport)
+    run_server(app, sock, "warning", lifespan=True)  # the Relay closes its pool on shutdown

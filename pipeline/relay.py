@@ -41,7 +41,14 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from .client import BODY_EXCERPT, HttpAgent, HttpStatusError, RequestFailed
+from .client import (
+    BODY_EXCERPT,
+    HttpAgent,
+    HttpStatusError,
+    HttpxTransport,
+    RequestFailed,
+    Transport,
+)
 from .engine import Pipeline, Verdict
 from .errors import Diagnostic
 from .run_input import InputRejected
@@ -61,8 +68,10 @@ client went away first)."""
 class Upstream:
     """Where runs are relayed to: a URL, with the pipeline and headers every run gets.
 
-    One ``httpx.AsyncClient`` (its connection pool) serves every run; close it
-    with :meth:`aclose` (:class:`Relay` does at lifespan shutdown).
+    One transport (its connection pool) serves every run: httpx by default, a
+    ``client`` you pass (an ``httpx.AsyncClient``), or ``transport=AiohttpTransport()``
+    to read through aiohttp (the ``aiohttp`` extra). :meth:`aclose` closes it
+    (:class:`Relay` does at lifespan shutdown); a client you pass stays yours to close.
     """
 
     def __init__(
@@ -72,24 +81,32 @@ class Upstream:
         pipeline: Pipeline | None = None,
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
+        transport: Transport | None = None,
         connect_timeout: float = 10.0,
     ) -> None:
+        if client is not None and transport is not None:
+            raise TypeError("pass client (an httpx.AsyncClient) or transport, not both")
         self.url = url
         self.pipeline = pipeline or Pipeline()
         self.headers = dict(headers or {})
-        self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(None, connect=connect_timeout, write=connect_timeout),
+        self.transport = transport or HttpxTransport(
+            client,
+            connect_timeout,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
         )
 
     def agent(self, on_diagnostic: Callable[[Diagnostic], None] | None) -> HttpAgent:
+        """An agent for one run, on the upstream's transport: closed with the upstream,
+        not with the agent."""
         pipeline = self.pipeline
         if on_diagnostic is not None:
             pipeline = pipeline.with_options(on_diagnostic=on_diagnostic)
-        return HttpAgent(self.url, pipeline=pipeline, headers=self.headers, client=self.client)
+        return HttpAgent(
+            self.url, pipeline=pipeline, headers=self.headers, transport=self.transport
+        )
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await self.transport.aclose()
 
 
 class RelayResponse(Response):

@@ -403,15 +403,24 @@ class _QuietDrops(logging.Filter):
         return "without completing response" not in record.getMessage()
 
 
-def _server(app: ASGIApp, log_level: str) -> uvicorn.Server:
+def _server(app: ASGIApp, log_level: str, lifespan: bool = False) -> uvicorn.Server:
     logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
-    config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False)
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        lifespan="on" if lifespan else "off",
+        access_log=False,
+        timeout_graceful_shutdown=5 if lifespan else None,
+    )
     return uvicorn.Server(config)
 
 
-def run_server(app: ASGIApp, sock: socket.socket, log_level: str = "info") -> None:
-    """Serve ``app`` on the bound ``sock`` in the foreground until interrupted."""
-    _server(app, log_level).run(sockets=[sock])
+def run_server(
+    app: ASGIApp, sock: socket.socket, log_level: str = "info", *, lifespan: bool = False
+) -> None:
+    """Serve ``app`` on the bound ``sock`` in the foreground until interrupted; with
+    ``lifespan``, the app's startup and shutdown run (a Relay closes its upstream's pool)."""
+    _server(app, log_level, lifespan).run(sockets=[sock])
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -429,10 +438,18 @@ def url_of(sock: socket.socket) -> str:
 
 
 class BackgroundServer:
-    """An ASGI application served by uvicorn from a background thread, on a free port."""
+    """An ASGI application served by uvicorn from a background thread, on a free port.
 
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> None:
+    Leaving it stops the server at once; with ``lifespan=True`` the app's startup and
+    shutdown run, and leaving waits (up to 5 s) for the shutdown, so a :class:`Relay`
+    closes its upstream's pool in its own loop.
+    """
+
+    def __init__(
+        self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, *, lifespan: bool = False
+    ) -> None:
         self._app = app
+        self._lifespan = lifespan
         self._host, self._port = host, port
         self._uvicorn: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -441,7 +458,7 @@ class BackgroundServer:
     def __enter__(self) -> Self:
         sock = bind(self._host, self._port)
         self.url = url_of(sock)
-        self._uvicorn = _server(self._app, "warning")
+        self._uvicorn = _server(self._app, "warning", self._lifespan)
         self._thread = threading.Thread(
             target=self._uvicorn.run, kwargs={"sockets": [sock]}, daemon=True
         )
@@ -455,7 +472,8 @@ class BackgroundServer:
 
     def __exit__(self, *exc_info: object) -> None:
         assert self._uvicorn is not None and self._thread is not None
-        self._uvicorn.should_exit = self._uvicorn.force_exit = True
+        self._uvicorn.should_exit = True
+        self._uvicorn.force_exit = not self._lifespan
         self._thread.join(timeout=10)
 
 

@@ -30,7 +30,7 @@ and the declaration field:
 - ``SUBAGENT_STARTED`` under a name ``multiAgent.subagents`` does not list;
 - the transport the stream arrived on against ``transport``;
 - the run input against the declaration, as the sending side can check it
-  before sending with :func:`agui_pipeline.capabilities.check_run_input`: media
+  before sending with :func:`agui_pipeline.check_run_input`: media
   parts against ``multimodal.input``; tools, resume entries and edited
   arguments against ``clientProvided``, ``interrupts``, ``approveWithEdits``.
 
@@ -50,16 +50,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import compress
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agui_pipeline._json import shown
-from agui_pipeline.capabilities import (
-    AgentCapabilities,
-    Declaration,
-    check_run_input,
-    declared_value,
-    input_modalities,
-)
 from agui_pipeline.catalog import (
     ALL,
     RECONCILE_CLIENT_TOOL,
@@ -71,7 +64,16 @@ from agui_pipeline.catalog import (
     RECONCILE_UNLISTED_TOOL,
     Code,
 )
+from agui_pipeline.declaration import (
+    Declaration,
+    check_run_input,
+    declared_value,
+    input_modalities,
+)
 from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, type_table
+
+if TYPE_CHECKING:
+    from agui_pipeline.capabilities import AgentCapabilities  # pydantic: the model, for types
 
 from .enforce import would_deliver
 

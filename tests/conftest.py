@@ -10,18 +10,23 @@ skip — and the packaging test's "no network" skip — into a failure, so CI ru
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import pytest
 from agui_pipeline import Pipeline, RunResult
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from agui_pipeline.client import HttpAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,6 +167,64 @@ def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResu
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Tests marked ``@pytest.mark.anyio`` run under both backends."""
     return str(request.param)
+
+
+TRANSPORTS = ["httpx", "aiohttp"]
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    """The HTTP client a transport test reads through: each runs over httpx (the default)
+    and over aiohttp (the ``aiohttp`` extra, which the test extra pins). Without aiohttp
+    the aiohttp half skips (fails in the full tier). aiohttp runs under asyncio only, so
+    the trio runs of the aiohttp half are not collected (``pytest_collection_modifyitems``).
+    """
+    name = str(request.param)
+    if name == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+        unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e '.[test]' pins it)")
+    return name
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out aiohttp under trio: it runs under asyncio only (a test checks it says so)."""
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        chosen = {} if params is None else params.params
+        if chosen.get("transport") == "aiohttp" and chosen.get("anyio_backend") == "trio":
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@asynccontextmanager
+async def http_agent(
+    url: str, transport: str, *, plain: bool = False, **options: Any
+) -> AsyncIterator[HttpAgent]:
+    """An :class:`HttpAgent` reading through ``transport`` (its own client or session),
+    closed on exit. ``plain``: over httpx, a client that never loads CA certificates
+    (plain HTTP only; loading them costs ~70 ms a client)."""
+    import httpx
+    from agui_pipeline.client import HttpAgent
+
+    if transport == "aiohttp":
+        from agui_pipeline.aiohttp_transport import AiohttpTransport
+
+        async with HttpAgent(url, transport=AiohttpTransport(), **options) as agent:
+            yield agent
+        return
+    if not plain:
+        async with HttpAgent(url, **options) as agent:
+            yield agent
+        return
+    async with (
+        httpx.AsyncClient(verify=False) as client,
+        HttpAgent(url, client=client, **options) as agent,
+    ):
+        yield agent
 
 
 # Hypothesis profiles: `default` keeps the test command fast; `.ci/run` loads `ci` (ten

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_live, peers, suite
+from benchmarks import bench_check, bench_live, peers, suite
 from benchmarks.workload import encode_sse, events
 
 
 @pytest.mark.slow  # the whole benchmark suite, live part included
 def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--events", "2000", "--repeat", "1", "--max", "1000", "--ts-events", "0"]
-    argv += ["--live-runs", "2", "--live-events", "20"]
+    argv += ["--live-runs", "2", "--live-events", "20", "--check-events", "2000"]
     assert suite.main([*argv, "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "results.json").read_text())
@@ -27,6 +28,16 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
     live = {row["contender"]: row for row in report["live"]["rows"]}
     assert live[bench_live.OURS]["events/read"] > 0  # every run was read to its end
     assert "Live: 2 runs at once, 20 events each" in printed
+    assert "Whole process, 2,000 events" in printed
+
+
+def test_check_and_the_sdk_are_timed_as_whole_processes() -> None:
+    result = bench_check.measure(300, 1, sys.executable)
+    rows = {row["contender"]: row for row in result["rows"]}
+    assert set(rows) == {bench_check.CHECK, bench_check.SDK, bench_check.STARTUP}
+    assert all(row["CPU s (median)"] > 0 for row in rows.values())
+    assert result["SDK ÷ check (median of rounds)"] > 0
+    assert "`check` is" in bench_check.render(result)
 
 
 @pytest.mark.skipif(

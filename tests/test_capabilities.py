@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agui_pipeline.capabilities import (
-    AgentCapabilities,
-    Declaration,
-    DeclarationUnusable,
-    check_run_input,
-)
+from agui_pipeline.capabilities import AgentCapabilities
+from agui_pipeline.declaration import Declaration, DeclarationUnusable, check_run_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator

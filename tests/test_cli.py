@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import subprocess
@@ -101,3 +102,59 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out.startswith("agui-pipeline 0.")
+
+
+# -- start-up: check imports what it needs ---------------------------------------------
+
+ONLY_WHEN_ASKED = {
+    "pydantic",  # the run input's and a declaration's models: --input, --capabilities
+    "agui_pipeline.run_input",
+    "agui_pipeline.capabilities",
+    "agui_pipeline.junit",  # --format junit
+    "agui_pipeline.sarif",  # --format sarif
+    "concurrent.futures.process",  # --jobs
+    "importlib.metadata",  # --version
+    "agui_pipeline.workload",  # bench
+}
+"""Modules `check FILE` does without: start-up is most of its cost on a short file."""
+
+
+def modules_imported_by(argv: list[str], cwd: Path) -> set[str]:
+    script = (
+        "import sys\n"
+        "from agui_pipeline.cli import main\n"
+        "main(sys.argv[1:])\n"
+        "print(' '.join(sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=cwd
+    )
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.split())
+
+
+def test_check_on_a_file_imports_only_what_it_needs(tmp_path: Path) -> None:
+    recording = ROOT / "examples" / "weather.sse"
+    plain = modules_imported_by(["check", str(recording)], tmp_path)
+    assert not plain & ONLY_WHEN_ASKED, sorted(plain & ONLY_WHEN_ASKED)
+    run_input = tmp_path / "input.json"
+    run_input.write_text(json.dumps({"threadId": "thread-weather", "runId": "run-1"}))
+    asked = ["check", str(recording), "--input", str(run_input), "--format", "junit"]
+    # The same probe sees them once an option needs them.
+    assert {"pydantic", "agui_pipeline.run_input", "agui_pipeline.junit"} <= (
+        modules_imported_by(asked, tmp_path)
+    )
+
+
+def test_the_command_as_a_process_collects_less_and_a_call_leaves_the_collector_alone() -> None:
+    probe = (
+        "import gc, sys\n"
+        "from agui_pipeline import cli\n"
+        "cli.main = lambda: print(gc.get_threshold()[0], gc.get_freeze_count() > 0) or 0\n"
+        "cli.run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.split() == ["100000", "True"], done.stderr
+    threshold = gc.get_threshold()
+    assert check(str(ROOT / "examples" / "weather.sse"))[0] == 0
+    assert gc.get_threshold() == threshold

@@ -51,11 +51,14 @@ def test_a_recording_with_middleware_as_json(tmp_path: Path) -> None:
     assert report["peak RSS MiB"] > 0
 
 
-def test_the_built_in_workload_live_as_text() -> None:
-    done = bench("--events", "500", "--repeat", "1", "--live", "--runs", "2", "--live-events", "20")
+def test_the_built_in_workload_live_as_text(transport: str) -> None:
+    done = bench(
+        "--events", "500", "--repeat", "1", "--live", "--runs", "2", "--live-events", "20",
+        "--transport", transport,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "built-in workload (500 events): 500 events" in done.stdout
-    assert "live: 2 runs at once, 20 events each" in done.stdout
+    assert f"live: 2 runs at once over {transport}, 20 events each" in done.stdout
 
 
 def test_a_middleware_that_is_not_there_is_a_usage_error() -> None:

@@ -14,12 +14,11 @@ import anyio
 import httpx
 import pytest
 from agui_pipeline.cli import main
-from agui_pipeline.client import HttpAgent
 from agui_pipeline.engine import Outcome
 from agui_pipeline.serve import Replay, ReplayServer
 from agui_pipeline.subscribers import encode_json_lines, encode_sse
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, http_agent
 
 RUN = [
     {"type": "RUN_STARTED", "threadId": "t-cli", "runId": "r-1"},
@@ -44,14 +43,16 @@ def input_file(tmp_path: Path) -> str:
     return str(path)
 
 
-def check(*argv: str) -> tuple[int, str]:
+def check(*argv: str, transport: str = "httpx") -> tuple[int, str]:
     out = io.StringIO()
-    status = main(["check", *argv], out=out)
+    status = main(["check", *argv, "--transport", transport], out=out)
     return status, out.getvalue()
 
 
-def test_check_url_reports_like_a_file(server: ReplayServer, tmp_path: Path) -> None:
-    status, report = check(server.url, "--input", input_file(tmp_path))
+def test_check_url_reports_like_a_file(
+    server: ReplayServer, tmp_path: Path, transport: str
+) -> None:
+    status, report = check(server.url, "--input", input_file(tmp_path), transport=transport)
     assert status == 0
     assert report.startswith(f"{server.url}: completed")
     assert "http+sse" in report
@@ -64,37 +65,52 @@ def test_check_url_reports_like_a_file(server: ReplayServer, tmp_path: Path) -> 
     assert "run 'r-1'" in report
 
 
-def test_check_url_json_report_and_input_file(server: ReplayServer, tmp_path: Path) -> None:
+def test_check_url_json_report_and_input_file(
+    server: ReplayServer, tmp_path: Path, transport: str
+) -> None:
     run_input = tmp_path / "input.json"
     run_input.write_text(json.dumps({"threadId": "t-cli", "runId": "r-1", "messages": []}))
-    status, report = check(server.url, "--input", str(run_input), "--format", "json")
+    status, report = check(
+        server.url, "--input", str(run_input), "--format", "json", transport=transport
+    )
     assert status == 0
     assert json.loads(report)["verdict"]["outcome"] == "completed"
     assert server.replay.requests[-1][1]["threadId"] == "t-cli"
 
 
-def test_check_url_passes_headers(server: ReplayServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_url_passes_headers(
+    server: ReplayServer, capsys: pytest.CaptureFixture[str], transport: str
+) -> None:
     server.replay.token = "tok"
-    status, _ = check(server.url)
+    status, _ = check(server.url, transport=transport)
     assert status == 2
     assert "HTTP 401" in capsys.readouterr().err
-    status, _ = check(server.url, "--header", "Authorization: Bearer tok", "--header", "X-A:b")
+    status, _ = check(
+        server.url,
+        "--header",
+        "Authorization: Bearer tok",
+        "--header",
+        "X-A:b",
+        transport=transport,
+    )
     assert status == 0
     assert server.replay.requests[-1][0]["x-a"] == "b"
 
 
-def test_check_url_truncated_exit_status(server: ReplayServer) -> None:
+def test_check_url_truncated_exit_status(server: ReplayServer, transport: str) -> None:
     server.replay.drop_after = 2
-    status, report = check(server.url)
+    status, report = check(server.url, transport=transport)
     assert status == 1
     assert ": truncated" in report and "transport.connection-lost" in report
 
 
 def test_check_url_progress_on_stderr(
-    server: ReplayServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    server: ReplayServer, capsys: pytest.CaptureFixture[str], tmp_path: Path, transport: str
 ) -> None:
     server.replay.pause = 0.15
-    status, _ = check(server.url, "--progress", "--input", input_file(tmp_path))
+    status, _ = check(
+        server.url, "--progress", "--input", input_file(tmp_path), transport=transport
+    )
     err = capsys.readouterr().err
     assert status == 0
     assert "5 events" in err and "/s" in err and "run r-1" in err and "0 diagnostics" in err
@@ -105,7 +121,7 @@ def test_check_url_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "NAME:VALUE" in capsys.readouterr().err
 
 
-def test_serve_command_replays_a_recording(tmp_path: Path) -> None:
+def test_serve_command_replays_a_recording(tmp_path: Path, transport: str) -> None:
     recording = tmp_path / "run.jsonl"
     recording.write_bytes(encode_json_lines(RUN))  # any framing parse reads
     command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
@@ -119,7 +135,7 @@ def test_serve_command_replays_a_recording(tmp_path: Path) -> None:
             url = line.rsplit(" at ", 1)[1].strip()
 
             async def fetch() -> Outcome:
-                async with HttpAgent(url) as agent:
+                async with http_agent(url, transport) as agent:
                     result = await agent.run({"threadId": "t", "runId": "r", "messages": []})
                 assert result.events == RUN
                 return result.verdict.outcome
@@ -140,10 +156,12 @@ def test_serve_refuses_a_recording_that_does_not_parse(
     assert main(["serve", str(tmp_path / "missing.sse")]) == 2
 
 
-def test_check_url_reconciles_with_a_declaration(server: ReplayServer, tmp_path: Path) -> None:
+def test_check_url_reconciles_with_a_declaration(
+    server: ReplayServer, tmp_path: Path, transport: str
+) -> None:
     declaration = tmp_path / "capabilities.json"
     declaration.write_text(json.dumps({"transport": {"streaming": False}}))
-    status, report = check(server.url, "--capabilities", str(declaration))
+    status, report = check(server.url, "--capabilities", str(declaration), transport=transport)
     assert status == 0  # reconcile never rejects
     assert "reconcile.transport" in report  # the stream arrived over http+sse all the same
 

@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Outcome, Pipeline
-from agui_pipeline.client import HttpAgent, RequestFailed
+from agui_pipeline.client import RequestFailed
 from agui_pipeline.serve import Replay, ReplayServer
+
+from tests.conftest import http_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -72,12 +74,14 @@ def silent_url() -> Iterator[str]:
         thread.join(timeout=5)
 
 
-async def test_one_byte_at_a_time_does_not_reset_the_idle_timeout(server: ReplayServer) -> None:
+async def test_one_byte_at_a_time_does_not_reset_the_idle_timeout(
+    server: ReplayServer, transport: str
+) -> None:
     # Every byte its own write, 20 ms apart: bytes flow all the time, but a frame of
     # ~70 bytes takes over a second to complete.
     server.replay.split, server.replay.pause = 1, 0.02
     started = time.monotonic()
-    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.3)) as agent:
+    async with http_agent(server.url, transport, pipeline=Pipeline(idle_timeout=0.3)) as agent:
         result = await agent.run(INPUT)
     assert time.monotonic() - started < 3
     assert result.verdict.outcome is Outcome.TRUNCATED
@@ -86,12 +90,12 @@ async def test_one_byte_at_a_time_does_not_reset_the_idle_timeout(server: Replay
     assert "no event for 0.3 s" in idle[0].message
 
 
-async def test_max_duration_ends_a_steady_stream(server: ReplayServer) -> None:
+async def test_max_duration_ends_a_steady_stream(server: ReplayServer, transport: str) -> None:
     # An event every 50 ms never trips a 0.5 s idle window; the deadline ends it.
     server.replay.pause = 0.05
     started = time.monotonic()
     pipeline = Pipeline(idle_timeout=0.5, max_duration=0.6)
-    async with HttpAgent(server.url, pipeline=pipeline) as agent:
+    async with http_agent(server.url, transport, pipeline=pipeline) as agent:
         result = await agent.run(INPUT)
     elapsed = time.monotonic() - started
     assert 0.55 < elapsed < 1.5
@@ -101,10 +105,10 @@ async def test_max_duration_ends_a_steady_stream(server: ReplayServer) -> None:
     assert 2 < len(result.events) < len(RUN)
 
 
-async def test_a_stream_inside_its_deadline_completes(server: ReplayServer) -> None:
+async def test_a_stream_inside_its_deadline_completes(server: ReplayServer, transport: str) -> None:
     server.replay.pause = 0.001
     pipeline = Pipeline(idle_timeout=0.5, max_duration=10)
-    async with HttpAgent(server.url, pipeline=pipeline) as agent:
+    async with http_agent(server.url, transport, pipeline=pipeline) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED
     assert result.events == RUN
@@ -115,50 +119,51 @@ async def test_a_stream_inside_its_deadline_completes(server: ReplayServer) -> N
     [({"idle_timeout": 0.3}, "idle_timeout"), ({"max_duration": 0.3}, "max_duration")],
 )
 async def test_a_server_that_never_answers_is_given_up_on(
-    silent_url: str, settings: dict[str, float], named: str
+    silent_url: str, settings: dict[str, float], named: str, transport: str
 ) -> None:
     started = time.monotonic()
-    async with HttpAgent(silent_url, pipeline=Pipeline(**settings)) as agent:  # type: ignore[arg-type]
+    async with http_agent(silent_url, transport, pipeline=Pipeline(**settings)) as agent:  # type: ignore[arg-type]
         with pytest.raises(RequestFailed, match=f"no response within 0.3 s \\({named}\\)"):
             await agent.run(INPUT)
     assert time.monotonic() - started < 2
 
 
-def check_url(url: str, *options: str) -> subprocess.CompletedProcess[str]:
+def check_url(url: str, transport: str, *options: str) -> subprocess.CompletedProcess[str]:
+    command = ["check", url, "--format", "json", "--transport", transport, *options]
     return subprocess.run(
-        [sys.executable, "-m", "agui_pipeline", "check", url, "--format", "json", *options],
+        [sys.executable, "-m", "agui_pipeline", *command],
         capture_output=True,
         text=True,
         timeout=60,
     )
 
 
-def test_check_url_max_duration_on_the_command_line(server: ReplayServer) -> None:
+def test_check_url_max_duration_on_the_command_line(server: ReplayServer, transport: str) -> None:
     server.replay.pause = 0.05
-    done = check_url(server.url, "--max-duration", "0.5")
+    done = check_url(server.url, transport, "--max-duration", "0.5")
     assert done.returncode == 1, done.stderr
     assert '"source.max-duration"' in done.stdout
     assert '"truncated"' in done.stdout
 
 
-def test_check_url_idle_timeout_on_the_command_line(server: ReplayServer) -> None:
+def test_check_url_idle_timeout_on_the_command_line(server: ReplayServer, transport: str) -> None:
     server.replay.pause, server.replay.keepalive = 2.0, 0.05
     started = time.monotonic()
-    done = check_url(server.url, "--idle-timeout", "0.3")
+    done = check_url(server.url, transport, "--idle-timeout", "0.3")
     assert time.monotonic() - started < 10
     assert done.returncode == 1, done.stderr
     assert '"source.idle-timeout"' in done.stdout
 
 
-def test_check_url_gives_up_on_a_server_that_never_answers(silent_url: str) -> None:
+def test_check_url_gives_up_on_a_server_that_never_answers(silent_url: str, transport: str) -> None:
     started = time.monotonic()
-    done = check_url(silent_url, "--max-duration", "0.5")
+    done = check_url(silent_url, transport, "--max-duration", "0.5")
     assert time.monotonic() - started < 10
     assert done.returncode == 2
     assert "no response within 0.5 s (max_duration)" in done.stderr + done.stdout
 
 
 def test_duration_options_refuse_what_is_not_seconds(server: ReplayServer) -> None:
-    done = check_url(server.url, "--max-duration", "soon")
+    done = check_url(server.url, "httpx", "--max-duration", "soon")
     assert done.returncode == 2
     assert "expected seconds, got 'soon'" in done.stderr

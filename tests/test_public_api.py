@@ -36,9 +36,9 @@ from agui_pipeline import (
     UsageError,
     run_sync,
 )
-from agui_pipeline.capabilities import Declaration
 from agui_pipeline.catalog import HANDLER_FAILED
 from agui_pipeline.conformance import FixtureError
+from agui_pipeline.declaration import Declaration
 from agui_pipeline.subscribers import encode_sse
 
 from tests.conftest import ROOT, run

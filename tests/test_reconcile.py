@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Pipeline, RunResult
-from agui_pipeline.capabilities import Declaration
+from agui_pipeline.declaration import Declaration
 from agui_pipeline.stages.reconcile import Reconcile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

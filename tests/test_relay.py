@@ -44,6 +44,15 @@ def agent() -> Iterator[ReplayServer]:
         yield running
 
 
+def upstream(url: str, transport: str) -> Upstream:
+    """The relay's upstream, read through ``transport`` (its pool closed with the relay)."""
+    if transport == "aiohttp":
+        from agui_pipeline import AiohttpTransport
+
+        return Upstream(url, transport=AiohttpTransport())
+    return Upstream(url)
+
+
 def relay_run(url: str, run_input: dict[str, Any] = INPUT) -> Any:
     async def main() -> Any:
         async with HttpAgent(url) as client:
@@ -56,10 +65,12 @@ def frames(body: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line[6:]) for line in body.split(b"\n") if line.startswith(b"data: ")]
 
 
-def test_a_clean_run_is_relayed_event_for_event(agent: ReplayServer) -> None:
+def test_a_clean_run_is_relayed_event_for_event(agent: ReplayServer, transport: str) -> None:
     seen: list[Any] = []
-    relay = Relay(agent.url, on_end=lambda run_input, verdict: seen.append(verdict))
-    with BackgroundServer(relay) as gateway:
+    relay = Relay(
+        upstream(agent.url, transport), on_end=lambda run_input, verdict: seen.append(verdict)
+    )
+    with BackgroundServer(relay, lifespan=True) as gateway:
         result = relay_run(gateway.url)
     assert result.verdict.completed and result.events == RUN
     assert result.transport == "http+sse"
@@ -77,9 +88,11 @@ def test_what_the_pipeline_strips_upstream_is_not_relayed(agent: ReplayServer) -
     assert pointers == ["/rogue"]  # said live, at the relay
 
 
-def test_an_upstream_error_status_is_answered_502_before_any_stream(agent: ReplayServer) -> None:
+def test_an_upstream_error_status_is_answered_502_before_any_stream(
+    agent: ReplayServer, transport: str
+) -> None:
     agent.replay.status = 500
-    with BackgroundServer(Relay(agent.url)) as gateway:
+    with BackgroundServer(Relay(upstream(agent.url, transport)), lifespan=True) as gateway:
         answer = httpx.post(gateway.url, json=INPUT, timeout=10)
     assert answer.status_code == 502
     assert answer.headers["content-type"] == "application/json"
@@ -87,16 +100,20 @@ def test_an_upstream_error_status_is_answered_502_before_any_stream(agent: Repla
     assert body["upstreamStatus"] == 500 and "this replay answers 500" in body["excerpt"]
 
 
-def test_an_unreachable_upstream_is_answered_502() -> None:
-    with BackgroundServer(Relay("http://127.0.0.1:9/")) as gateway:
+def test_an_unreachable_upstream_is_answered_502(transport: str) -> None:
+    with BackgroundServer(
+        Relay(upstream("http://127.0.0.1:9/", transport)), lifespan=True
+    ) as gateway:
         answer = httpx.post(gateway.url, json=INPUT, timeout=10)
     assert answer.status_code == 502 and answer.json()["upstreamStatus"] is None
 
 
-def test_a_rejected_upstream_stream_ends_with_a_run_error_naming_it(agent: ReplayServer) -> None:
+def test_a_rejected_upstream_stream_ends_with_a_run_error_naming_it(
+    agent: ReplayServer, transport: str
+) -> None:
     orphan = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nobody", "delta": "x"}
     agent.replay.events = [*RUN[:3], orphan, *RUN[3:]]
-    with BackgroundServer(Relay(agent.url)) as gateway:
+    with BackgroundServer(Relay(upstream(agent.url, transport)), lifespan=True) as gateway:
         answer = httpx.post(gateway.url, json=INPUT, timeout=10)
         result = relay_run(gateway.url)
     relayed = frames(answer.content)
@@ -108,9 +125,11 @@ def test_a_rejected_upstream_stream_ends_with_a_run_error_naming_it(agent: Repla
     assert result.verdict.completed and result.runs[-1].status == "error"
 
 
-def test_a_truncated_upstream_stream_ends_with_a_run_error(agent: ReplayServer) -> None:
+def test_a_truncated_upstream_stream_ends_with_a_run_error(
+    agent: ReplayServer, transport: str
+) -> None:
     agent.replay.drop_after = 2
-    with BackgroundServer(Relay(agent.url)) as gateway:
+    with BackgroundServer(Relay(upstream(agent.url, transport)), lifespan=True) as gateway:
         relayed = frames(httpx.post(gateway.url, json=INPUT, timeout=10).content)
     assert relayed[:2] == RUN[:2]
     assert relayed[2]["type"] == "RUN_ERROR" and "truncat" in relayed[2]["code"]
@@ -126,11 +145,13 @@ def test_an_input_the_run_input_rules_refuse_is_answered_422(agent: ReplayServer
     assert agent.replay.requests == []  # nothing was sent upstream
 
 
-def test_a_client_that_disconnects_cancels_the_upstream_request(agent: ReplayServer) -> None:
+def test_a_client_that_disconnects_cancels_the_upstream_request(
+    agent: ReplayServer, transport: str
+) -> None:
     # Ten seconds between frames: only the relay's watch on the client, not a failed write
     # to it at the next frame, can close the upstream request within the five seconds below.
     agent.replay.pause = 10.0
-    with BackgroundServer(Relay(agent.url)) as gateway:
+    with BackgroundServer(Relay(upstream(agent.url, transport)), lifespan=True) as gateway:
         with (
             httpx.Client(timeout=10) as client,
             client.stream("POST", gateway.url, json=INPUT) as response,
@@ -144,9 +165,8 @@ def test_a_client_that_disconnects_cancels_the_upstream_request(agent: ReplaySer
         assert agent.replay.active == 0
 
 
-def test_many_runs_at_once_share_one_upstream_pool(agent: ReplayServer) -> None:
-    upstream = Upstream(agent.url)
-    with BackgroundServer(Relay(upstream)) as gateway:
+def test_many_runs_at_once_share_one_upstream_pool(agent: ReplayServer, transport: str) -> None:
+    with BackgroundServer(Relay(upstream(agent.url, transport)), lifespan=True) as gateway:
 
         async def main() -> list[Any]:
             results: list[Any] = []
@@ -197,7 +217,9 @@ def test_the_fastapi_gateway_example_relays_behind_its_own_auth(agent: ReplaySer
 # -- the command -------------------------------------------------------------------------
 
 
-def test_the_proxy_command_relays_and_logs_each_run_live(agent: ReplayServer) -> None:
+def test_the_proxy_command_relays_and_logs_each_run_live(
+    agent: ReplayServer, transport: str
+) -> None:
     agent.replay.events = [{**RUN[0], "rogue": 1}, *RUN[1:]]
     command = [
         sys.executable,
@@ -210,6 +232,8 @@ def test_the_proxy_command_relays_and_logs_each_run_live(agent: ReplayServer) ->
         "0",
         "--log-format",
         "json",
+        "--transport",
+        transport,
     ]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proxy:
         try:

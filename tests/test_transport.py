@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import importlib.util
 import socket
 import subprocess
 import sys
@@ -26,16 +27,16 @@ import httpx
 import orjson
 import pytest
 from agui_pipeline import Outcome, Pipeline
-from agui_pipeline.client import HttpAgent, HttpStatusError, RequestFailed
+from agui_pipeline.client import BODY_EXCERPT, HttpAgent, HttpStatusError, RequestFailed
 from agui_pipeline.conformance import Fixture, check_fixture, load_fixture, replay_fixture
 from agui_pipeline.conformance import Replay as ConformanceReplay
-from agui_pipeline.errors import InputRejected
+from agui_pipeline.errors import InputRejected, UsageError
 from agui_pipeline.resume import pending_interrupts, resume_input
 from agui_pipeline.serve import BackgroundServer, Replay, ReplayServer
 from agui_pipeline.subscribers import SseSink, encode_sse
 from starlette.types import Receive, Scope, Send
 
-from tests.conftest import ROOT, corpus_paths
+from tests.conftest import ROOT, corpus_paths, http_agent, unavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -66,8 +67,10 @@ def codes(result: Any) -> list[str]:
     return [diagnostic.code for diagnostic in result.diagnostics]
 
 
-async def test_clean_run_matches_the_same_bytes_in_memory(server: ReplayServer) -> None:
-    async with HttpAgent(server.url) as agent:
+async def test_clean_run_matches_the_same_bytes_in_memory(
+    server: ReplayServer, transport: str
+) -> None:
+    async with http_agent(server.url, transport) as agent:
         result = await agent.run(INPUT)
     in_memory = await Pipeline().run(encode_sse(RUN))
     assert result.verdict.outcome is Outcome.COMPLETED
@@ -81,9 +84,11 @@ async def test_clean_run_matches_the_same_bytes_in_memory(server: ReplayServer) 
 
 
 @pytest.mark.parametrize("split", [1, 2, 7])
-async def test_frames_split_at_every_byte_boundary(server: ReplayServer, split: int) -> None:
+async def test_frames_split_at_every_byte_boundary(
+    server: ReplayServer, split: int, transport: str
+) -> None:
     server.replay.split = split  # split=1: every byte of every frame is its own write
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED
     assert result.events == RUN
@@ -100,9 +105,9 @@ async def test_split_writes_reach_the_client_as_separate_reads(server: ReplaySer
     assert len(reads) > len(RUN)  # the frames really were cut on the wire
 
 
-async def test_keep_alive_comments_are_ignored(server: ReplayServer) -> None:
+async def test_keep_alive_comments_are_ignored(server: ReplayServer, transport: str) -> None:
     server.replay.pause, server.replay.keepalive = 0.1, 0.02
-    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.5)) as agent:
+    async with http_agent(server.url, transport, pipeline=Pipeline(idle_timeout=0.5)) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED
     assert result.events == RUN
@@ -111,11 +116,12 @@ async def test_keep_alive_comments_are_ignored(server: ReplayServer) -> None:
 
 async def test_keep_alive_comments_do_not_hold_the_stream_past_the_idle_timeout(
     server: ReplayServer,
+    transport: str,
 ) -> None:
     # Idle is "no event": comments every 50 ms through a 1 s silence do not reset it.
     server.replay.pause, server.replay.keepalive = 1.0, 0.05
     started = time.monotonic()
-    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+    async with http_agent(server.url, transport, pipeline=Pipeline(idle_timeout=0.2)) as agent:
         result = await agent.run(INPUT)
     assert time.monotonic() - started < 0.9
     assert result.verdict.outcome is Outcome.TRUNCATED
@@ -123,10 +129,12 @@ async def test_keep_alive_comments_do_not_hold_the_stream_past_the_idle_timeout(
     assert "source.idle-timeout" in codes(result)
 
 
-async def test_idle_timeout_ends_the_stream_as_truncated(server: ReplayServer) -> None:
+async def test_idle_timeout_ends_the_stream_as_truncated(
+    server: ReplayServer, transport: str
+) -> None:
     server.replay.pause = 1.0
     started = time.monotonic()
-    async with HttpAgent(server.url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+    async with http_agent(server.url, transport, pipeline=Pipeline(idle_timeout=0.2)) as agent:
         result = await agent.run(INPUT)
     assert time.monotonic() - started < 0.9
     assert "source.idle-timeout" in codes(result)
@@ -136,9 +144,10 @@ async def test_idle_timeout_ends_the_stream_as_truncated(server: ReplayServer) -
 
 async def test_dropped_connection_is_a_truncated_run_with_events_kept(
     server: ReplayServer,
+    transport: str,
 ) -> None:
     server.replay.drop_after = 3
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.TRUNCATED
     assert result.events == RUN[:3]
@@ -147,9 +156,10 @@ async def test_dropped_connection_is_a_truncated_run_with_events_kept(
 
 async def test_connection_dropped_after_the_terminal_event_is_a_closed_run(
     server: ReplayServer,
+    transport: str,
 ) -> None:
     server.replay.drop_after = len(RUN)  # every event sent, the response never ended
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED
     assert result.events == RUN
@@ -158,10 +168,10 @@ async def test_connection_dropped_after_the_terminal_event_is_a_closed_run(
 
 @pytest.mark.parametrize("status", [404, 500, 503])
 async def test_error_status_before_the_stream_is_the_error_path(
-    server: ReplayServer, status: int
+    server: ReplayServer, status: int, transport: str
 ) -> None:
     server.replay.status = status
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         with pytest.raises(HttpStatusError) as raised:
             await agent.run(INPUT)
     assert raised.value.status == status
@@ -169,35 +179,37 @@ async def test_error_status_before_the_stream_is_the_error_path(
     assert f"HTTP {status}" in str(raised.value)
 
 
-async def test_authentication_is_passed_through(server: ReplayServer) -> None:
+async def test_authentication_is_passed_through(server: ReplayServer, transport: str) -> None:
     server.replay.token = "s3cret"
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         with pytest.raises(HttpStatusError) as raised:
             await agent.run(INPUT)
         assert raised.value.status == 401
-    async with HttpAgent(
-        server.url, headers={"Authorization": "Bearer s3cret", "X-Trace": "abc"}
+    async with http_agent(
+        server.url, transport, headers={"Authorization": "Bearer s3cret", "X-Trace": "abc"}
     ) as agent:
         result = await agent.run(INPUT, headers={"X-Call": "1"})
     assert result.verdict.outcome is Outcome.COMPLETED
     headers, _ = server.replay.requests[-1]
     assert headers["x-trace"] == "abc" and headers["x-call"] == "1"
     server.replay.token = None
-    async with HttpAgent(server.url, auth=("ada", "pw")) as agent:
+    async with http_agent(server.url, transport, auth=("ada", "pw")) as agent:
         await agent.run(INPUT)
     assert server.replay.requests[-1][0]["authorization"] == "Basic YWRhOnB3"
 
 
-async def test_malformed_input_is_refused_before_anything_is_sent(server: ReplayServer) -> None:
-    async with HttpAgent(server.url) as agent:
+async def test_malformed_input_is_refused_before_anything_is_sent(
+    server: ReplayServer, transport: str
+) -> None:
+    async with http_agent(server.url, transport) as agent:
         with pytest.raises(InputRejected):
             await agent.run({"threadId": "t", "runId": 7, "messages": []})
     assert server.replay.requests == []
 
 
-async def test_wrong_content_type_is_a_diagnostic(server: ReplayServer) -> None:
+async def test_wrong_content_type_is_a_diagnostic(server: ReplayServer, transport: str) -> None:
     server.replay.content_type = "application/json"
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         result = await agent.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED  # the body is still a stream of events
     assert result.events == RUN
@@ -205,33 +217,38 @@ async def test_wrong_content_type_is_a_diagnostic(server: ReplayServer) -> None:
     assert "application/json" in diagnostic.message
 
 
-async def test_nothing_listening_is_a_request_failure() -> None:
+async def test_nothing_listening_is_a_request_failure(transport: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    async with HttpAgent(f"http://127.0.0.1:{port}/") as agent:
-        with pytest.raises(RequestFailed, match="ConnectError"):
+    async with http_agent(f"http://127.0.0.1:{port}/", transport) as agent:
+        # httpx's ConnectError, aiohttp's ClientConnectorError: the client's own name for it.
+        with pytest.raises(RequestFailed, match=r"Connect(or)?Error"):
             await agent.run(INPUT)
 
 
-async def test_no_response_headers_within_the_idle_timeout_is_a_request_failure() -> None:
+async def test_no_response_headers_within_the_idle_timeout_is_a_request_failure(
+    transport: str,
+) -> None:
     # A socket that listens but never answers: the kernel completes the handshake.
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
         started = time.monotonic()
-        async with HttpAgent(url, pipeline=Pipeline(idle_timeout=0.2)) as agent:
+        async with http_agent(url, transport, pipeline=Pipeline(idle_timeout=0.2)) as agent:
             with pytest.raises(RequestFailed, match=r"no response within 0\.2 s"):
                 await agent.run(INPUT)
         assert time.monotonic() - started < 2
 
 
-async def test_cancellation_mid_frame_closes_the_connection(server: ReplayServer) -> None:
+async def test_cancellation_mid_frame_closes_the_connection(
+    server: ReplayServer, transport: str
+) -> None:
     # The first frame arrives in two pieces a second apart: cancel in between.
     server.replay.split, server.replay.pause = 20, 1.0
     seen: list[Any] = []
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         with anyio.move_on_after(0.3) as scope:
             async with agent.open(INPUT) as stream:
                 async for event in stream:
@@ -246,17 +263,67 @@ async def test_cancellation_mid_frame_closes_the_connection(server: ReplayServer
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # counts asyncio tasks
-async def test_cancellation_leaves_no_task_behind(server: ReplayServer) -> None:
+async def test_cancellation_leaves_no_task_behind(server: ReplayServer, transport: str) -> None:
     server.replay.split, server.replay.pause = 20, 1.0
 
     async def read() -> None:
-        async with HttpAgent(server.url) as agent:
+        async with http_agent(server.url, transport) as agent:
             with anyio.move_on_after(0.2):
                 await agent.run(INPUT)
 
     before = asyncio.all_tasks()
     await read()
     assert asyncio.all_tasks() == before
+
+
+# -- the aiohttp transport's own terms -------------------------------------------------
+
+
+def aiohttp_transport() -> Any:
+    """:class:`AiohttpTransport`, or the test skips (fails in the full tier) without aiohttp."""
+    if importlib.util.find_spec("aiohttp") is None:
+        unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e '.[test]' pins it)")
+    from agui_pipeline.aiohttp_transport import AiohttpTransport
+
+    return AiohttpTransport
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_an_aiohttp_session_of_yours_serves_many_runs_and_stays_open(
+    server: ReplayServer,
+) -> None:
+    import aiohttp
+
+    transport = aiohttp_transport()
+    # auto_decompress left on: each request still asks for the raw body, so the agent's
+    # bounded inflater, not aiohttp's, undoes a coding (the gzip tests run on it too).
+    async with aiohttp.ClientSession() as session:
+        async with HttpAgent(server.url, transport=transport(session)) as agent:
+            results = [await agent.run(INPUT) for _ in range(3)]
+        assert not session.closed
+        assert all(result.events == RUN for result in results)
+        with BackgroundServer(encoded_app(gzip.compress(encode_sse(RUN)), "gzip")) as gzipped:
+            async with HttpAgent(gzipped.url, transport=transport(session)) as agent:
+                result = await agent.run(INPUT)
+        assert result.verdict.outcome is Outcome.COMPLETED and result.events == RUN
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_the_aiohttp_transport_says_it_needs_asyncio(server: ReplayServer) -> None:
+    async with HttpAgent(server.url, transport=aiohttp_transport()()) as agent:
+        with pytest.raises(UsageError, match="asyncio only"):
+            await agent.run(INPUT)
+    assert server.replay.requests == []
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_aiohttp_transport_takes_a_password_pair_not_an_httpx_auth(
+    server: ReplayServer,
+) -> None:
+    auth = httpx.BasicAuth("ada", "pw")
+    async with HttpAgent(server.url, transport=aiohttp_transport()(), auth=auth) as agent:
+        with pytest.raises(TypeError, match="needs the httpx transport"):
+            await agent.run(INPUT)
 
 
 # -- the conformance corpus over real HTTP + SSE --------------------------------------
@@ -268,10 +335,10 @@ def corpus_server() -> Iterator[ReplayServer]:
         yield running
 
 
-async def _http_replay(fixture: Fixture, url: str) -> ConformanceReplay:
+async def _http_replay(fixture: Fixture, url: str, transport: str) -> ConformanceReplay:
     """The fixture run by the client over HTTP, recorded as the runner records a replay."""
     pipeline = Pipeline(peer_max_protocol_version=fixture.peer_max_protocol_version)
-    async with plain_http() as client, HttpAgent(url, pipeline=pipeline, client=client) as agent:
+    async with http_agent(url, transport, plain=True, pipeline=pipeline) as agent:
         try:
             result = await agent.run(fixture.raw_input())
         except InputRejected as error:
@@ -281,11 +348,13 @@ async def _http_replay(fixture: Fixture, url: str) -> ConformanceReplay:
 
 
 @pytest.mark.parametrize("path", corpus_paths())
-async def test_every_fixture_passes_over_http(corpus_server: ReplayServer, path: Path) -> None:
+async def test_every_fixture_passes_over_http(
+    corpus_server: ReplayServer, path: Path, transport: str
+) -> None:
     fixture = load_fixture(path)
     corpus_server.replay.events = fixture.stream
     corpus_server.replay.requests.clear()
-    replay = await _http_replay(fixture, corpus_server.url)
+    replay = await _http_replay(fixture, corpus_server.url, transport)
     if corpus_server.replay.requests:
         replay.request = corpus_server.replay.requests[-1][1]  # the body as the agent got it
     report = check_fixture(replay)
@@ -317,13 +386,13 @@ async def test_the_runner_reads_the_http_body_as_it_reads_memory(
     assert report.passed, report.line()
 
 
-async def test_resuming_an_interrupt_over_http(server: ReplayServer) -> None:
+async def test_resuming_an_interrupt_over_http(server: ReplayServer, transport: str) -> None:
     interrupt = {"id": "i-1", "reason": "approval"}
     server.replay.events = [
         *RUN[:-1],
         {**RUN[-1], "outcome": {"type": "interrupt", "interrupts": [interrupt]}},
     ]
-    async with HttpAgent(server.url) as agent:
+    async with http_agent(server.url, transport) as agent:
         first = await agent.run(INPUT)
         assert pending_interrupts(first) == [interrupt]
         server.replay.events = RUN
@@ -338,7 +407,7 @@ async def test_resuming_an_interrupt_over_http(server: ReplayServer) -> None:
 # -- a gateway: agent → pipeline → browser, over real HTTP on both sides --------------
 
 
-def gateway(agent_url: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+def gateway(agent_url: str, transport: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     """An ASGI app that relays an agent's run to the caller through the default pipeline:
     what the browser gets is what the pipeline delivered, re-encoded by an SseSink that
     writes straight into the response (so the browser's pace is the agent read's pace)."""
@@ -362,35 +431,34 @@ def gateway(agent_url: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
         pipeline = Pipeline(sinks=[SseSink(to_browser)])
-        async with (
-            plain_http() as client,
-            HttpAgent(agent_url, pipeline=pipeline, client=client) as agent,
-        ):
+        async with http_agent(agent_url, transport, plain=True, pipeline=pipeline) as agent:
             await agent.run(orjson.loads(body))
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     return app
 
 
-async def test_a_gateway_relays_only_what_the_pipeline_delivered(server: ReplayServer) -> None:
+async def test_a_gateway_relays_only_what_the_pipeline_delivered(
+    server: ReplayServer, transport: str
+) -> None:
     noisy: list[dict[str, Any]] = [
         {**RUN[0], "futureProp": 1},
         {"type": "FUTURE_EVENT", "x": 1},
         *RUN[1:],
     ]
     server.replay.events = noisy
-    with BackgroundServer(gateway(server.url)) as relay:
-        async with plain_http() as client, HttpAgent(relay.url, client=client) as browser:
+    with BackgroundServer(gateway(server.url, transport)) as relay:
+        async with http_agent(relay.url, transport, plain=True) as browser:
             result = await browser.run(INPUT)
     assert result.verdict.outcome is Outcome.COMPLETED
     assert result.events == RUN  # stripped and dropped at the gateway
     assert result.warnings == []  # the browser sees a clean stream
 
 
-async def test_a_gateway_passes_a_truncation_on(server: ReplayServer) -> None:
+async def test_a_gateway_passes_a_truncation_on(server: ReplayServer, transport: str) -> None:
     server.replay.drop_after = 3
-    with BackgroundServer(gateway(server.url)) as relay:
-        async with plain_http() as client, HttpAgent(relay.url, client=client) as browser:
+    with BackgroundServer(gateway(server.url, transport)) as relay:
+        async with http_agent(relay.url, transport, plain=True) as browser:
             result = await browser.run(INPUT)
     assert result.verdict.outcome is Outcome.TRUNCATED
     assert result.events == RUN[:3]
@@ -399,8 +467,11 @@ async def test_a_gateway_passes_a_truncation_on(server: ReplayServer) -> None:
 # -- Content-Encoding: undone layer by layer, bounded (issue 13, item 5) --------------------
 
 
-def encoded_app(body: bytes, encoding: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """An agent that answers every POST with ``body``, sent as ``Content-Encoding: encoding``."""
+def encoded_app(
+    body: bytes, encoding: str, status: int = 200
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """An agent that answers every POST with ``status`` and ``body``, sent as
+    ``Content-Encoding: encoding``."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -411,7 +482,7 @@ def encoded_app(body: bytes, encoding: str) -> Callable[[Scope, Receive, Send], 
             (b"content-type", b"text/event-stream"),
             (b"content-encoding", encoding.encode()),
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         for start in range(0, len(body), 4096):
             await send(
                 {
@@ -440,7 +511,7 @@ def gzip_bomb(inflated: int) -> bytes:
     return gzip.compress(head + again * (inflated // len(block)), 9)
 
 
-async def test_one_and_two_gzip_layers_are_read_as_plain_bytes() -> None:
+async def test_one_and_two_gzip_layers_are_read_as_plain_bytes(transport: str) -> None:
     body = encode_sse(RUN)
     for encoding, encoded in (
         ("gzip", gzip.compress(body)),
@@ -449,26 +520,43 @@ async def test_one_and_two_gzip_layers_are_read_as_plain_bytes() -> None:
         ("x-gzip, identity", gzip.compress(body)),
     ):
         with BackgroundServer(encoded_app(encoded, encoding)) as agent_server:
-            async with HttpAgent(agent_server.url, client=plain_http()) as agent:
+            async with http_agent(agent_server.url, transport, plain=True) as agent:
                 result = await agent.run(INPUT)
         assert result.verdict.outcome is Outcome.COMPLETED, (encoding, result.verdict)
         assert result.events == RUN, encoding
 
 
-async def test_a_body_that_does_not_decode_by_its_encoding_is_refused() -> None:
+async def test_a_body_that_does_not_decode_by_its_encoding_is_refused(transport: str) -> None:
     with BackgroundServer(encoded_app(b"not gzip at all" * 10, "gzip")) as agent_server:
-        async with HttpAgent(agent_server.url, client=plain_http()) as agent:
+        async with http_agent(agent_server.url, transport, plain=True) as agent:
             result = await agent.run(INPUT)
     assert result.verdict.code == "parse.content-encoding"
     assert "gzip" in str(result.verdict.message)
     with BackgroundServer(encoded_app(encode_sse(RUN), "br")) as agent_server:
-        async with HttpAgent(agent_server.url, client=plain_http()) as agent:
+        async with http_agent(agent_server.url, transport, plain=True) as agent:
             result = await agent.run(INPUT)
     assert result.verdict.code == "parse.content-encoding"
     assert "'br'" in str(result.verdict.message)
 
 
-def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory() -> None:
+async def test_an_error_body_is_shown_inflated_and_bounded(transport: str) -> None:
+    """An error status's excerpt is the body with its codings undone (servers compress
+    error pages too), each layer inflated no further than the excerpt's size."""
+    said = b'{"error": "quota exceeded"}'
+    with BackgroundServer(encoded_app(gzip.compress(said), "gzip", 429)) as agent_server:
+        async with http_agent(agent_server.url, transport, plain=True) as agent:
+            with pytest.raises(HttpStatusError) as raised:
+                await agent.run(INPUT)
+    assert raised.value.status == 429 and raised.value.body == said.decode()
+    bomb = gzip_bomb(8 * 1024**3)
+    with BackgroundServer(encoded_app(bomb, "gzip, gzip", 500)) as agent_server:
+        async with http_agent(agent_server.url, transport, plain=True) as agent:
+            with pytest.raises(HttpStatusError) as raised:
+                await agent.run(INPUT)
+    assert raised.value.body.startswith("data: ") and len(raised.value.body) <= BODY_EXCERPT
+
+
+def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory(transport: str) -> None:
     """13 kB that inflate to 8 GiB: refused by limit.decompression within a few reads,
     in a child process capped at 2 GB of address space and 60 s of CPU (before: the whole
     8 GiB were inflated inside one httpx call, and MemoryError escaped the client)."""
@@ -477,17 +565,18 @@ def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory() -> N
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
         resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+        import sys
         import anyio
-        from agui_pipeline.client import HttpAgent
         from agui_pipeline.serve import BackgroundServer
+        from tests.conftest import http_agent
         from tests.test_limits import peak_mb
-        from tests.test_transport import INPUT, encoded_app, gzip_bomb, plain_http
+        from tests.test_transport import INPUT, encoded_app, gzip_bomb
 
         body = gzip_bomb(8 * 1024**3)
 
         async def main():
             with BackgroundServer(encoded_app(body, "gzip, gzip")) as server:
-                async with HttpAgent(server.url, client=plain_http()) as agent:
+                async with http_agent(server.url, sys.argv[1], plain=True) as agent:
                     return await agent.run(INPUT)
 
         result = anyio.run(main)
@@ -497,7 +586,11 @@ def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory() -> N
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-c", script, transport],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     size, code, delivered, rss = done.stdout.split("\n")[0].split()

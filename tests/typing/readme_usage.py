@@ -20,6 +20,7 @@ from typing import assert_type
 import anyio
 from agui_pipeline import (
     AgentCapabilities,
+    AiohttpTransport,
     AnyEvent,
     Batch,
     Conversation,
@@ -205,6 +206,12 @@ async def over_http(url: str, token: str, run_input: dict[str, Any]) -> RunResul
                 assert_type(event, AnyEvent)
         nxt = resume_input(run_input, result, {"int-1": {"approved": True}}, cancelled=["int-2"])
         result = await agent.run(nxt)
+    return result
+
+
+async def over_aiohttp(url: str, run_input: dict[str, Any]) -> RunResult:
+    async with HttpAgent(url, transport=AiohttpTransport()) as agent:
+        result = await agent.run(run_input)
     return result
 
 
