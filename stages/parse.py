@@ -25,7 +25,8 @@ character: bytes are only decoded once a whole frame is in hand.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, count, repeat
 from operator import lt
 from typing import Any, ClassVar
@@ -256,8 +257,9 @@ class Parse(Decoder):
         if _depth(document) - 1 > self.ctx.limits.max_depth:
             self._reject_deep_elements(document)
         batch = self._accept(document)
-        if _may_hold_a_long_integer(data):
-            self._warn_of_long_integers([data], batch, document=True)
+        if _may_hold_a_long_integer(data) and _DIGIT_RUN.search(data):
+            frames = json.loads(data, parse_int=_int_or_infinity)  # exactly, this time
+            self._warn_of_long_integers(batch, enumerate(frames))
         return batch
 
     def _reject_deep_elements(self, document: list[Any]) -> None:
@@ -281,7 +283,9 @@ class Parse(Decoder):
             self._check_sizes(payloads, lengths, events)
         batch = self._accept(events)
         if _may_hold_a_long_integer(region):
-            self._warn_of_long_integers(payloads, batch)
+            frames = [payload for payload in payloads if not payload.isspace()]
+            suspects = compress(count(), map(_DIGIT_RUN.search, frames))
+            self._warn_of_long_integers(batch, ((p, _reread(frames[p])) for p in suspects))
         return batch
 
     def _check_sizes(self, payloads: list[bytes], lengths: list[int], events: list[Any]) -> None:
@@ -376,25 +380,16 @@ class Parse(Decoder):
                 return problem
         return None  # valid JSON that orjson refused for a reason not foreseen: not-json
 
-    def _warn_of_long_integers(
-        self, payloads: list[bytes], batch: Batch, *, document: bool = False
-    ) -> None:
+    def _warn_of_long_integers(self, batch: Batch, frames: Iterable[tuple[int, Any]]) -> None:
         """One warning per integer orjson turned into a double, by frame and pointer.
 
         orjson reads integers up to 64 bits exactly and a longer one as the
         nearest double, silently; the frames that may hold one (a run of 19
-        digits) are read again by the standard library, exactly, to find them.
+        digits) come here read again by the standard library, exactly, each with
+        its position in ``batch``.
         """
         first = batch.indices[0] if batch.indices else self._next_index
-        if document:
-            frames = list(json.loads(payloads[0], parse_int=_int_or_infinity))
-        else:
-            frames = [
-                json.loads(payload, parse_int=_int_or_infinity)
-                for payload in payloads
-                if not payload.isspace()
-            ]
-        for position, frame in enumerate(frames):
+        for position, frame in frames:
             for pointer, number in _long_integers(frame):
                 self.ctx.report(
                     PARSE_INTEGER_PRECISION,
@@ -499,18 +494,39 @@ def _depth(value: Any) -> int:
 
 
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_DIGIT_RUN = b"0" * 19
+_SHORTEST_LONG_INTEGER = 19
+"""Digits of the shortest integer orjson cannot read exactly (``-9223372036854775809``)."""
+_STRIDE = 3
+_SAMPLED_RUN = b"0" * (_SHORTEST_LONG_INTEGER // _STRIDE)
+_DIGIT_RUN = re.compile(rb"[0-9]{%d,}" % _SHORTEST_LONG_INTEGER)
 
 
 def _may_hold_a_long_integer(region: bytes) -> bool:
-    """Whether ``region`` has a run of 19 digits, the shortest integer past 64 bits.
+    """Whether ``region`` may have a run of 19 digits, the shortest integer past 64 bits.
 
-    What it buys: two C passes over the bytes read (a translate, a find) say
-    that nearly every read holds no such integer, where walking the decoded
-    events for doubles would cost a Python loop per value; a run inside a
-    string is a false alarm that costs only a second decode of those frames.
+    Only every third byte is looked at: 19 digits in a row cover at least six
+    consecutive multiples of 3, so a run of 19 shows as six digits in a row
+    among the sampled bytes. The converse can fail — a run of 16 to 18 digits
+    may show so too, as may digits inside a string — and then the caller
+    looks at the frames exactly (:data:`_DIGIT_RUN`) before decoding any
+    again; a millisecond timestamp (13 digits) covers at most five multiples
+    of 3, so the usual stream raises no false alarm.
+
+    What it buys: three C passes over a third of the bytes read (a strided
+    copy, a translate, a find) instead of two over all of them (a translate,
+    a find). Measured (``python -m benchmarks.instructions --upto parse``):
+    651 instructions an event, where searching every byte cost 1,250. Walking
+    the decoded events for doubles would cost a Python loop per value, and
+    choosing the frames to search by type (only those with members enforce
+    passes unjudged, or a ``metadata``) costs more than it spares: each C pass
+    over the events costs about what searching their bytes does.
     """
-    return region.translate(_DIGITS_AS_ZERO).find(_LONG_DIGIT_RUN) >= 0
+    return region[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) >= 0
+
+
+def _reread(payload: bytes) -> Any:
+    """A frame decoded again with every integer exact."""
+    return json.loads(payload, parse_int=_int_or_infinity)
 
 
 _LONGEST_INTEGER = 320
