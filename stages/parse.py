@@ -83,6 +83,7 @@ class Parse(Decoder):
         self._past_bom = False  # the first bytes have been checked for a BOM
         self._max_frame = ctx.limits.max_frame_bytes
         self._depth_bytes = 2 * ctx.limits.max_depth
+        self._long_integers = _LongIntegerSearch()
         if self.framing is not None:
             ctx.transport = self.framing
         self._proto: Decoder | None = None
@@ -257,7 +258,7 @@ class Parse(Decoder):
         if _depth(document) - 1 > self.ctx.limits.max_depth:
             self._reject_deep_elements(document)
         batch = self._accept(document)
-        if _may_hold_a_long_integer(data) and _DIGIT_RUN.search(data):
+        if self._long_integers.may_hold(data):
             frames = json.loads(data, parse_int=_int_or_infinity)  # exactly, this time
             self._warn_of_long_integers(batch, enumerate(frames))
         return batch
@@ -282,7 +283,7 @@ class Parse(Decoder):
         if lengths and max(lengths) > self._depth_bytes:
             self._check_sizes(payloads, lengths, events)
         batch = self._accept(events)
-        if _may_hold_a_long_integer(region):
+        if self._long_integers.may_hold(region):
             frames = [payload for payload in payloads if not payload.isspace()]
             suspects = compress(count(), map(_DIGIT_RUN.search, frames))
             self._warn_of_long_integers(batch, ((p, _reread(frames[p])) for p in suspects))
@@ -498,29 +499,59 @@ _SHORTEST_LONG_INTEGER = 19
 """Digits of the shortest integer orjson cannot read exactly (``-9223372036854775809``)."""
 _STRIDE = 3
 _SAMPLED_RUN = b"0" * (_SHORTEST_LONG_INTEGER // _STRIDE)
+_LONG_RUN = b"0" * _SHORTEST_LONG_INTEGER
 _DIGIT_RUN = re.compile(rb"[0-9]{%d,}" % _SHORTEST_LONG_INTEGER)
 
 
-def _may_hold_a_long_integer(region: bytes) -> bool:
-    """Whether ``region`` may have a run of 19 digits, the shortest integer past 64 bits.
+class _LongIntegerSearch:
+    """Whether a read may hold a run of 19 digits, the shortest integer past 64 bits.
 
-    Only every third byte is looked at: 19 digits in a row cover at least six
-    consecutive multiples of 3, so a run of 19 shows as six digits in a row
-    among the sampled bytes. The converse can fail — a run of 16 to 18 digits
-    may show so too, as may digits inside a string — and then the caller
-    looks at the frames exactly (:data:`_DIGIT_RUN`) before decoding any
-    again; a millisecond timestamp (13 digits) covers at most five multiples
-    of 3, so the usual stream raises no false alarm.
-
-    What it buys: three C passes over a third of the bytes read (a strided
-    copy, a translate, a find) instead of two over all of them (a translate,
-    a find). Measured (``python -m benchmarks.instructions --upto parse``):
-    651 instructions an event, where searching every byte cost 1,250. Walking
-    the decoded events for doubles would cost a Python loop per value, and
-    choosing the frames to search by type (only those with members enforce
-    passes unjudged, or a ``metadata``) costs more than it spares: each C pass
-    over the events costs about what searching their bytes does.
+    What it buys: most reads are cleared by looking at every third byte only.
+    19 digits in a row cover at least six consecutive multiples of 3, so such a
+    run shows as six digits in a row among the sampled bytes, while a
+    millisecond timestamp (13 digits) covers at most five. What shows is
+    searched byte by byte, so the answer is exact. A stream whose numbers of 16
+    to 18 digits (microsecond timestamps) show in the sample is searched byte
+    by byte without it for the next reads, so it costs what it did before the
+    sample. Measured (``python -m benchmarks.instructions --upto parse``):
+    searching every byte cost 1,250 instructions an event; the sample costs
+    650 on the workload and no more than before on one with microsecond
+    timestamps. Walking the decoded events for doubles would cost a Python
+    loop per value, and choosing the frames to search by type (only those with
+    members enforce passes unjudged, or a ``metadata``) costs more than it
+    spares: each C pass over the events costs about what searching their bytes
+    does. A run of 19 inside a string is a false alarm the caller sorts out
+    frame by frame (:data:`_DIGIT_RUN`, then a second decode of those frames).
     """
+
+    __slots__ = ("unsampled",)
+
+    _BACK_OFF = 16
+    """Reads searched whole after the sample showed a run the whole search did not find."""
+
+    def __init__(self) -> None:
+        self.unsampled = 0
+
+    def may_hold(self, region: bytes) -> bool:
+        if self.unsampled:
+            self.unsampled -= 1
+            return _whole_run(region)
+        if not _sampled_run(region):
+            return False
+        if _whole_run(region):
+            return True
+        self.unsampled = self._BACK_OFF  # the sample raised a false alarm
+        return False
+
+
+def _whole_run(region: bytes) -> bool:
+    """A run of 19 digits in ``region``, every byte looked at."""
+    return region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
+
+
+def _sampled_run(region: bytes) -> bool:
+    """Six digits in a row among every third byte of ``region``: true of every run of 19
+    digits or more, false of every run of 15 or fewer."""
     return region[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) >= 0
 
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from agui_pipeline import Options, StreamContext, StreamRejected, run_sync
 from agui_pipeline.stage import Batch, Limits
-from agui_pipeline.stages.parse import Parse, _may_hold_a_long_integer
+from agui_pipeline.stages.parse import Parse, _LongIntegerSearch, _sampled_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -350,15 +350,33 @@ def test_an_integer_beyond_64_bits_is_warned_of_by_pointer(framing: str) -> None
 
 @pytest.mark.parametrize("length", range(1, 26))
 def test_the_sampled_search_finds_every_run_of_19_digits_and_no_timestamp(length: int) -> None:
-    # Every third byte is looked at: a run of 19 or more digits must show at every alignment,
-    # a run of 15 or fewer (a millisecond timestamp has 13) at none.
+    # Every third byte is looked at first: a run of 19 or more digits must show at every
+    # alignment, a run of 15 or fewer (a millisecond timestamp has 13) at none; what shows
+    # is then searched byte by byte, so the answer is exact.
     for offset in range(6):
         region = b'{"a":"' + b"x" * offset + b'","n":' + b"7" * length + b"}"
-        flagged = _may_hold_a_long_integer(region)
         if length >= 19:
-            assert flagged, (length, offset)
+            assert _sampled_run(region), (length, offset)
         elif length <= 15:
-            assert not flagged, (length, offset)
+            assert not _sampled_run(region), (length, offset)
+        search = _LongIntegerSearch()
+        assert search.may_hold(region) is (length >= 19), (length, offset)
+        assert search.unsampled == (16 <= length <= 18 and _sampled_run(region)) * 16
+
+
+def test_a_stream_whose_numbers_fool_the_sample_is_searched_whole_for_a_while() -> None:
+    # Microsecond timestamps (16 digits) show in the sample one time in three: after such
+    # a false alarm the next reads are searched byte by byte, then the sample is tried again.
+    search = _LongIntegerSearch()
+    fooling = b'{"ts":' + b"1" * 16 + b"}"  # the run starts at a multiple of 3
+    assert _sampled_run(fooling) and not search.may_hold(fooling)
+    assert search.unsampled == 16
+    long_one = b'{"n":' + b"1" * 19 + b"}"
+    assert search.may_hold(long_one)  # searched whole, found
+    for _ in range(15):
+        assert not search.may_hold(b'{"n":1}')
+    assert search.unsampled == 0
+    assert search.may_hold(long_one)  # sampled again, found
 
 
 _BIG = 123456789012345678901234567890
