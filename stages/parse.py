@@ -509,19 +509,19 @@ class _LongIntegerSearch:
     What it buys: most reads are cleared by looking at every third byte only.
     19 digits in a row cover at least six consecutive multiples of 3, so such a
     run shows as six digits in a row among the sampled bytes, while a
-    millisecond timestamp (13 digits) covers at most five. What shows is
+    millisecond timestamp (13 digits) covers at most five. What shows is then
     searched byte by byte, so the answer is exact. A stream whose numbers of 16
-    to 18 digits (microsecond timestamps) show in the sample is searched byte
-    by byte without it for the next reads, so it costs what it did before the
-    sample. Measured (``python -m benchmarks.instructions --upto parse``):
-    searching every byte cost 1,250 instructions an event; the sample costs
-    650 on the workload and no more than before on one with microsecond
-    timestamps. Walking the decoded events for doubles would cost a Python
-    loop per value, and choosing the frames to search by type (only those with
-    members enforce passes unjudged, or a ``metadata``) costs more than it
-    spares: each C pass over the events costs about what searching their bytes
-    does. A run of 19 inside a string is a false alarm the caller sorts out
-    frame by frame (:data:`_DIGIT_RUN`, then a second decode of those frames).
+    to 18 digits (microsecond timestamps) show in the sample is searched byte by
+    byte without it for the next reads, so it costs about what it did before.
+    Measured (``python -m benchmarks.instructions --upto parse``): searching
+    every byte cost 1,250 instructions an event; this costs about 690 on the
+    workload, and about 50 more than searching every byte on the workload with
+    microsecond timestamps. Walking the decoded events for doubles would cost a
+    Python loop per value; choosing the frames to search by type (only those
+    with members enforce passes unjudged, or a ``metadata``) costs more than it
+    spares, as each C pass over the events costs about what searching their
+    bytes does. A run of 19 inside a string is a false alarm the caller sorts
+    out frame by frame (:data:`_DIGIT_RUN`, then a second decode of those only).
     """
 
     __slots__ = ("unsampled",)
@@ -535,24 +535,14 @@ class _LongIntegerSearch:
     def may_hold(self, region: bytes) -> bool:
         if self.unsampled:
             self.unsampled -= 1
-            return _whole_run(region)
-        if not _sampled_run(region):
+        elif region[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) < 0:
+            return False  # six digits in a row among every third byte: none
+        else:
+            if region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0:
+                return True
+            self.unsampled = self._BACK_OFF  # the sample raised a false alarm
             return False
-        if _whole_run(region):
-            return True
-        self.unsampled = self._BACK_OFF  # the sample raised a false alarm
-        return False
-
-
-def _whole_run(region: bytes) -> bool:
-    """A run of 19 digits in ``region``, every byte looked at."""
-    return region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
-
-
-def _sampled_run(region: bytes) -> bool:
-    """Six digits in a row among every third byte of ``region``: true of every run of 19
-    digits or more, false of every run of 15 or fewer."""
-    return region[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) >= 0
+        return region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
 
 
 def _reread(payload: bytes) -> Any:
