@@ -477,13 +477,19 @@ def _verdict_of(fault: Fault) -> Verdict:
 
 def _reopen_discarded(runs: list[RunRecord], through: int) -> None:
     """Runs whose terminal event was discarded, not delivered (it came after the event
-    ``through``), are ``open`` again: the consumer never saw them end."""
+    ``through``), are ``open`` again: the consumer never saw them end — unless the
+    discarded event was a late ``RUN_ERROR`` after a ``RUN_FINISHED`` that was delivered,
+    and then the run ended as that finish says."""
     for run in reversed(runs):
         if run.ended_at is None:
             continue
         if run.ended_at <= through:
             break
-        run.status, run.outcome, run.error, run.ended_at = RunStatus.OPEN, None, None, None
+        finish, run.superseded, run.error = run.superseded, None, None
+        if finish is not None and finish[1] <= through:
+            run.status, run.ended_at = finish
+        else:
+            run.status, run.outcome, run.ended_at = RunStatus.OPEN, None, None
 
 
 async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:

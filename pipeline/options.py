@@ -24,10 +24,13 @@ class Limits:
     """Bounds that keep a hostile producer from exhausting memory.
 
     Exceeding one rejects the stream with a ``limit.*`` code naming the limit
-    and the value seen.
+    and the value seen. The defaults fit in 1 GB together: a stream that fills
+    the state, the activity and an open message to their limits and then sends
+    the largest frame peaks at about 680 MiB (README, "What bounds memory"), so
+    raising one is spending that room.
     """
 
-    max_frame_bytes: int = 16 * 1024 * 1024
+    max_frame_bytes: int = 8 * 1024 * 1024
     """Largest single frame (one SSE event, one JSON line); decoded, a frame of the
     smallest arrays takes about 40 times its size."""
     max_document_bytes: int = 16 * 1024 * 1024
@@ -40,15 +43,15 @@ class Limits:
     and cannot re-encode past 255, so a sink could not pass a deeper event on)."""
     max_open_items: int = 10_000
     """Messages, tool calls, reasoning spans, steps and subagents open at once."""
-    max_text_chars: int = 64 * 1024 * 1024
+    max_text_chars: int = 16 * 1024 * 1024
     """Longest text the Conversation accumulates for one message or one tool call's
     arguments, in characters."""
-    max_state_bytes: int = 64 * 1024 * 1024
+    max_state_bytes: int = 16 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
     sixteenth: the state is measured when what patches inserted reaches the limit).
     Measured from its structure (:func:`agui_pipeline.patch.size`: a string counts its
     characters), never by serialising it, so the limit holds at any depth."""
-    max_activity_bytes: int = 64 * 1024 * 1024
+    max_activity_bytes: int = 16 * 1024 * 1024
     """Largest total the Conversation holds in the content of all its activity messages,
     measured like ``max_state_bytes`` (snapshots and patches charged, recounted when full)."""
     max_patch_work: int = 256 * 1024 * 1024

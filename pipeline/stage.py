@@ -227,6 +227,9 @@ class RunRecord:
     ended_at: int | None = None
     """The event index of the terminal event that set ``status``. The engine reopens the
     run (``open``) when a rejection discards that event before delivery."""
+    superseded: tuple[RunStatus, int] | None = None
+    """The ``status`` and ``ended_at`` a late ``RUN_ERROR`` replaced (the run had finished):
+    the engine puts them back when it discards that error but delivered the finish."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -434,6 +434,8 @@ class Verify(Stage):
 
     def _fail_run(self, event: Event, index: int) -> None:
         assert self._run is not None
+        if self._phase == _FINISHED and self._run.ended_at is not None:
+            self._run.superseded = (self._run.status, self._run.ended_at)  # a late error
         self._run.status = RunStatus.ERROR
         self._run.error = event["message"]
         self._run.ended_at = index

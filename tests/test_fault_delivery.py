@@ -188,6 +188,55 @@ def test_row_5_a_handler_failure_delivers_the_events_handled_before_it() -> None
     assert isinstance(result.verdict.error.__cause__, RuntimeError)
 
 
+# -- the run records after a fault ------------------------------------------------------
+
+
+LATE_ERROR = {"type": "RUN_ERROR", "message": "late"}
+
+
+class RejectsRunError(Stage):
+    """After verify: rejects every RUN_ERROR, keeping the events before it (row 2)."""
+
+    name: ClassVar[str] = "rejects-run-error"
+
+    async def process(self, batch: Batch) -> Batch:
+        for event, index in zip(batch.events, batch.indices, strict=True):
+            if event["type"] == "RUN_ERROR":
+                raise reject_after(batch.before(index), rejection(self, index))
+        return batch
+
+
+def _handler_fails(event: Event) -> None:
+    raise RuntimeError("the application's bug")
+
+
+@pytest.mark.parametrize("same_read", [True, False], ids=["same-read", "later-read"])
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        Pipeline().insert_after("verify", RejectsRunError),
+        Pipeline(handlers={"RUN_ERROR": _handler_fails}),
+    ],
+    ids=["rejected", "handler-failed"],
+)
+def test_a_discarded_late_run_error_leaves_the_delivered_finish_listed(
+    pipeline: Pipeline, same_read: bool
+) -> None:
+    # The run's RUN_FINISHED was delivered; the late RUN_ERROR after it was not: the run
+    # ended as its finish says, neither failed (the consumer never saw the error) nor open.
+    reads = [sse(START, *TEXT, END, LATE_ERROR)]
+    if not same_read:
+        reads = [sse(START, *TEXT, END), sse(LATE_ERROR)]
+    result = run(reads, pipeline)
+    assert not result.verdict.completed
+    assert result.events[-1] == END
+    assert [(r.run_id, str(r.status), r.error) for r in result.runs] == [("r", "finished", None)]
+    assert result.run_counts == {"finished": 1}
+    # A delivered late error is the run's end, as before.
+    delivered = run(reads, Pipeline())
+    assert [(str(r.status), r.error) for r in delivered.runs] == [("error", "late")]
+
+
 # -- row 6 ---------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ import anyio
 import orjson
 import pytest
 from agui_pipeline import Limits, Outcome, Pipeline
+from agui_pipeline.patch import size
 
 from tests.conftest import ROOT, run
 from tests.streams import encode
@@ -516,6 +517,50 @@ def check_capped(stream: bytes, tmp_path: Any, *extra: str) -> tuple[int, dict[s
     return completed.returncode, orjson.loads(completed.stdout)
 
 
+def _every_budget_full() -> bytes:
+    """One run holding, at once, every Conversation budget at its default limit in the
+    smallest containers — a state of empty arrays, activity content the same, an open
+    message of four-byte characters — and then the largest frame in the worst shape
+    (``_WORST_SHAPES``): nested objects."""
+    limits = Limits()
+    frames = [b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}']
+    per_array = size([[] for _ in range(1_000)], 2**40) / 1_000  # measured as JSON + overhead
+
+    def arrays(budget: int) -> bytes:
+        count = min(int(budget * 0.97 / per_array), (limits.max_frame_bytes - 300) // 3)
+        return b"[" + b"[]," * count + b"[]]"
+
+    frames.append(b'{"type":"STATE_SNAPSHOT","snapshot":{"a":%s}}' % arrays(limits.max_state_bytes))
+    frames.append(
+        b'{"type":"ACTIVITY_SNAPSHOT","messageId":"act","activityType":"plan","content":{"a":%s}}'
+        % arrays(limits.max_activity_bytes)
+    )
+    frames.append(b'{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}')
+    per_delta, left = (limits.max_frame_bytes - 200) // 4, limits.max_text_chars
+    while left > 0:
+        chars = min(per_delta, left)
+        earth = "\U0001f30d".encode() * chars
+        frames.append(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"%s"}' % earth)
+        left -= chars
+    unit = b'{"a":[{}]},'
+    count = (limits.max_frame_bytes - 200) // len(unit)
+    frames.append(b'{"type":"CUSTOM","name":"x","value":[' + unit * count + b"{}]}")
+    frames.append(b'{"type":"TEXT_MESSAGE_END","messageId":"m"}')
+    frames.append(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+    return b"".join(b"data: " + frame + b"\n\n" for frame in frames)
+
+
+@pytest.mark.slow  # builds ~700 MB in a child
+def test_every_budget_full_then_the_largest_frame_stays_under_a_gigabyte(tmp_path: Any) -> None:
+    """The default limits hold together, not only one by one: the state, the activity and
+    an open message at their limits, then a maximal frame of the worst shape, all legal —
+    check completes under 1 GiB (677 MiB; with the old defaults, 16 MiB frames and 64 Mi for
+    the rest: 1,923 MiB)."""
+    code, report = check_capped(_every_budget_full(), tmp_path)
+    assert (code, report["verdict"]["outcome"]) == (0, "completed"), report["verdict"]
+    assert report["diagnostics"] == []
+
+
 def _doubling(kind: str, count: int) -> list[dict[str, Any]]:
     """``count`` patches, each copying the whole document into itself: 2^count growth."""
     operation = [{"op": "copy", "from": "/a", "path": "/a/-"}]
@@ -641,8 +686,9 @@ def test_many_snapshots_over_many_activities_cost_what_they_carry(tmp_path: Any)
 
 
 def test_operations_at_the_head_of_a_huge_array_are_bounded_work(tmp_path: Any) -> None:
-    """Item 11: each insert at the head of a 3,000,000-element array moves all of it."""
-    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 3_000_000}}
+    """Item 11: each insert at the head of an 800,000-element array (within the default
+    max_state_bytes) moves all of it."""
+    snapshot = {"type": "STATE_SNAPSHOT", "snapshot": {"a": [0] * 800_000}}
     head = [
         {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/0", "value": 0}]}
         for _ in range(5_000)
@@ -707,7 +753,7 @@ def test_a_run_whose_finish_was_discarded_is_listed_open(tmp_path: Any) -> None:
     assert result.verdict.code == "limit.state-bytes"
     assert [str(r.status) for r in result.runs] == ["finished", "open"]
     assert result.runs[1].outcome is None
-    big = {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 10_000_000}}
+    big = {"type": "STATE_SNAPSHOT", "snapshot": {"a": "x" * 6_000_000}}
     copies = [
         {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/a", "path": f"/c{i}"}]}
         for i in range(8)

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 import pytest
-from agui_pipeline import Options, StreamContext, StreamRejected
+from agui_pipeline import Options, StreamContext, StreamRejected, run_sync
 from agui_pipeline.stage import Batch, Limits
-from agui_pipeline.stages.parse import Parse
+from agui_pipeline.stages.parse import Parse, _LongIntegerSearch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -346,6 +346,147 @@ def test_an_integer_beyond_64_bits_is_warned_of_by_pointer(framing: str) -> None
         ("parse.integer-precision", 3, "/snapshot/n"),
     ]
     assert str(-big) in ctx.diagnostics[0].message
+
+
+@pytest.mark.parametrize("length", range(1, 26))
+def test_the_sampled_search_finds_every_run_of_19_digits_and_no_timestamp(length: int) -> None:
+    # Every third byte is looked at first: a run of 19 or more digits must show at every
+    # alignment (then the whole search finds it), a run of 15 or fewer (a millisecond
+    # timestamp has 13) at none (no false alarm, so no back-off).
+    for offset in range(6):
+        region = b'{"a":"' + b"x" * offset + b'","n":' + b"7" * length + b"}"
+        search = _LongIntegerSearch()
+        assert search.may_hold(region) is (length >= 19), (length, offset)
+        if length <= 15:
+            assert search.unsampled == 0, (length, offset)
+
+
+def test_a_stream_whose_numbers_fool_the_sample_is_searched_whole_for_a_while() -> None:
+    # Microsecond timestamps (16 digits) show in the sample one time in three: after such
+    # a false alarm the next reads are searched byte by byte, then the sample is tried again.
+    search = _LongIntegerSearch()
+    fooling = b'{"ts":' + b"1" * 16 + b"}"  # the run starts at a multiple of 3
+    assert not search.may_hold(fooling)
+    assert search.unsampled == 16
+    long_one = b'{"n":' + b"1" * 19 + b"}"
+    assert search.may_hold(long_one)  # searched whole, found
+    for _ in range(15):
+        assert not search.may_hold(b'{"n":1}')
+    assert search.unsampled == 0
+    assert search.may_hold(long_one)  # sampled again, found
+
+
+_BIG = 123456789012345678901234567890
+_PLACES: list[tuple[dict[str, Any], str]] = [
+    ({"type": "CUSTOM", "name": "n", "value": _BIG}, "/value"),
+    ({"type": "RAW", "event": {"n": [_BIG]}}, "/event/n/0"),
+    ({"type": "STATE_SNAPSHOT", "snapshot": {"a": _BIG}}, "/snapshot/a"),
+    (
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": _BIG}]},
+        "/delta/0/value",
+    ),
+    (
+        {
+            "type": "ACTIVITY_SNAPSHOT",
+            "messageId": "a",
+            "activityType": "x",
+            "content": {"n": _BIG},
+        },
+        "/content/n",
+    ),
+    (
+        {
+            "type": "ACTIVITY_DELTA",
+            "messageId": "a",
+            "activityType": "x",
+            "patch": [{"op": "add", "path": "/n", "value": _BIG}],
+        },
+        "/patch/0/value",
+    ),
+    (
+        {
+            "type": "MESSAGES_SNAPSHOT",
+            "messages": [{"id": "u", "role": "user", "content": "hi", "metadata": {"n": _BIG}}],
+        },
+        "/messages/0/metadata/n",
+    ),
+    (
+        {
+            "type": "TOOL_CALL_RESULT",
+            "messageId": "t",
+            "toolCallId": "c",
+            "content": [{"type": "text", "text": "x", "metadata": _BIG}],
+        },
+        "/content/0/metadata",
+    ),
+    (
+        {
+            "type": "RUN_STARTED",
+            "threadId": "t-1",
+            "runId": "r-2",
+            "input": {"threadId": "t-1", "runId": "r-2", "messages": [], "state": [_BIG]},
+        },
+        "/input/state/0",
+    ),
+    ({"type": "RUN_FINISHED", "threadId": "t-1", "runId": "r-1", "result": _BIG}, "/result"),
+    ({"type": "SUBAGENT_FINISHED", "subagentRunId": "s", "result": {"n": _BIG}}, "/result/n"),
+    (
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "x", "metadata": {"n": _BIG}},
+        "/metadata/n",
+    ),
+    (
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "x", "rawEvent": {"n": _BIG}},
+        "/rawEvent/n",
+    ),
+    (
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "x", "timestamp": -_BIG},
+        "/timestamp",
+    ),
+    ({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "x", "extra": _BIG}, "/extra"),
+    ({"type": "VENDOR_EVENT", "n": _BIG}, "/n"),
+    ({"type": "CUSTOM", "name": "n", "value": -9223372036854775809}, "/value"),  # 19 digits
+    ({"type": "CUSTOM", "name": "n", "value": 18446744073709551616}, "/value"),  # 2**64
+]
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+@pytest.mark.parametrize(("hostile", "pointer"), _PLACES, ids=[p for _, p in _PLACES])
+def test_an_integer_beyond_64_bits_is_never_delivered_silently(
+    framing: str, hostile: dict[str, Any], pointer: str
+) -> None:
+    # Wherever the integer sits, among many ordinary events and at each alignment of
+    # its bytes, the pipeline warns of it by frame and pointer; where enforce would not
+    # deliver it as it stands (a timestamp out of range, a member no schema describes,
+    # an unknown type) that answer comes too.
+    filler = [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "w"}] * 700
+    head = [*EVENTS[:2], *filler]
+    for shift in range(3):
+        events = [*head, hostile, *filler, *EVENTS[2:]]
+        frames = [json.dumps(event).encode() for event in events]
+        position = len(head)
+        frames[position] = frames[position].replace(b'"type"', b" " * shift + b'"type"', 1)
+        if framing == "json":
+            data = b"[" + b",".join(frames) + b"]"
+        elif framing == "sse":
+            data = b"".join(b"data: " + frame + b"\n\n" for frame in frames)
+        else:
+            data = b"".join(frame + b"\n" for frame in frames)
+        result = run_sync(data)
+        warned = [
+            (d.event_index, d.pointer)
+            for d in result.diagnostics
+            if d.code == "parse.integer-precision"
+        ]
+        assert warned == [(position, pointer)], shift
+        codes = {d.code for d in result.diagnostics}
+        if pointer == "/timestamp":
+            assert (result.verdict.code, result.verdict.pointer) == ("enforce.malformed", pointer)
+        elif pointer == "/extra":
+            assert "enforce.stripped" in codes
+            assert all("extra" not in event for event in result.events)
+        elif hostile["type"] == "VENDOR_EVENT":
+            assert "enforce.unknown-event" in codes
+            assert result.counters.dropped == 1
 
 
 # -- blank bytes before the first frame (item 6) ------------------------------------------------
