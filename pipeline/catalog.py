@@ -729,6 +729,17 @@ LINT_USAGE_ARITHMETIC = _code(
         "beside a smaller total into it, never twice."
     ),
 )
+LINT_TEXT_BUDGET = _code(
+    "lint.text-budget",
+    _I,
+    PROCESSING,
+    "a run streamed more text than lint keeps (Limits.max_text_chars): the rest of the run's "
+    "text is not compared with snapshots, history or JSON",
+    advice=(
+        "Nothing is wrong with the stream; raise `max_text_chars` to have lint compare longer "
+        "runs (it bounds what lint holds per run)."
+    ),
+)
 LINT_RUN_REPORT = _code(
     "lint.run-report",
     _I,

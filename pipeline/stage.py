@@ -252,6 +252,7 @@ class StreamContext:
 
     __slots__ = (
         "__weakref__",  # a benchmark or a tool may key its own records by stream
+        "bytes_read",
         "conversation",
         "counters",
         "diagnostics",
@@ -277,6 +278,9 @@ class StreamContext:
         self.suppressed: dict[str, int] = {}
         """Diagnostics past ``limits.max_diagnostics``, counted by code."""
         self.counters = Counters()
+        self.bytes_read = 0
+        """Bytes of the stream's body parse has been fed (after any content decoding): what a
+        stage holding events may size its holding by."""
         self.conversation: Conversation | None = None
         """The materialised conversation, once dispatch provides one (``Options.conversation``)."""
         self.item_metadata: ItemMetadata | None = None

@@ -67,6 +67,7 @@ from agui_pipeline.catalog import (
     LINT_RUN_REPORT,
     LINT_SECOND_RESULT,
     LINT_SNAPSHOT_CONTRADICTS,
+    LINT_TEXT_BUDGET,
     LINT_USAGE_ARITHMETIC,
     Code,
 )
@@ -144,6 +145,12 @@ class Lint(Stage):
         self._ends: dict[Any, int] = {}
         """Calls closed in this run → the event index of their last TOOL_CALL_END."""
         self._run_findings: Counter[str] = Counter()
+        self._run_chars = 0
+        """Characters of streamed (and restated) text this run's ``_texts`` and ``_args``
+        took in, counted as they fold: past ``limits.max_text_chars`` the run is not
+        compared any more (``_blind``), so what lint holds stays bounded."""
+        self._blind = False
+        self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
 
     # -- the stage ----------------------------------------------------------------
 
@@ -203,6 +210,8 @@ class Lint(Stage):
         ``--upto reconcile``): lint cost 1,643 instructions an event with the deltas
         picked out by two type tests each per batch, 1,130 with this.
         """
+        if self._blind:
+            return
         marks = found[start:stop]
         first = marks[0]
         if marks.count(first) == len(marks):  # one kind throughout: identity tests only
@@ -214,20 +223,44 @@ class Lint(Stage):
             stretch = events[start:stop]
             self._held_texts += compress(stretch, map(is_, marks, repeat(None)))
             self._held_args += compress(stretch, map(is_, marks, repeat(_ARGS)))
-        # A long run keeps its text, not its event objects.
-        if len(self._held_texts) > _HOLD_AT:
+        # A long run keeps its text, not its event objects: held events are folded past
+        # _HOLD_AT of them, or once _HOLD_BYTES more of the stream was read (large deltas).
+        if (
+            len(self._held_texts) > _HOLD_AT
+            or len(self._held_args) > _HOLD_AT
+            or self.ctx.bytes_read > self._fold_at
+        ):
             self._fold_texts()
-        if len(self._held_args) > _HOLD_AT:
             self._fold_args()
+            self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
 
     def _fold_texts(self) -> None:
         held = self._held_texts
-        _fold(_text_deltas(held), _MESSAGE_ID, self._texts)
+        self._count(_fold(_text_deltas(held), _MESSAGE_ID, self._texts))
         held.clear()
 
     def _fold_args(self) -> None:
-        _fold(self._held_args, _TOOL_CALL_ID, self._args)
+        self._count(_fold(self._held_args, _TOOL_CALL_ID, self._args))
         self._held_args.clear()
+
+    def _count(self, chars: int) -> None:
+        """Charge ``chars`` of text to the run; past the limit, stop comparing this run."""
+        self._run_chars += chars
+        limit = self.ctx.limits.max_text_chars
+        if self._run_chars <= limit or self._blind:
+            return
+        self._blind = True
+        self._texts, self._args = {}, {}
+        self._held_texts.clear()
+        self._held_args.clear()
+        self.ctx.report(
+            LINT_TEXT_BUDGET,
+            f"run {_short(self._run_id)} streamed more than max_text_chars={limit} characters "
+            "of text and arguments: lint compares nothing more of this run's text (snapshots, "
+            "history, argument JSON); the findings before stand",
+            event_index=None,
+            pointer="",
+        )
 
     async def finish(self) -> Batch:
         wanted = self._input_run_id
@@ -399,6 +432,8 @@ class Lint(Stage):
     def _check_arguments(self) -> None:
         """Each call this run started: its complete argument text, as a JSON document."""
         self._fold_args()
+        if self._blind:
+            return
         for call_id in self._new_calls:
             self._check_call(call_id)
 
@@ -438,7 +473,7 @@ class Lint(Stage):
         if not history:
             return
         self._fold_texts()
-        if "".join(self._texts.get(message_id, ())) == history:
+        if not self._blind and "".join(self._texts.get(message_id, ())) == history:
             self._restreamed(event["type"], "message", message_id, index, "/messageId")
 
     def _disagreement(
@@ -492,7 +527,7 @@ class Lint(Stage):
         if not history:
             return
         self._fold_args()
-        if _same_arguments("".join(self._args.get(call_id, ())), history):
+        if not self._blind and _same_arguments("".join(self._args.get(call_id, ())), history):
             self._restreamed("TOOL_CALL_END", "tool call", call_id, index, "/toolCallId")
 
     def _call_result(self, event: Event, index: int) -> None:
@@ -523,6 +558,8 @@ class Lint(Stage):
                     message.get("toolCallId"), message_id, index, where + "/toolCallId", "snapshot"
                 )
                 continue
+            if self._blind:
+                continue  # the run's text is past the budget: nothing to compare with
             if message_id in self._new_messages:
                 restated = message.get("content")
                 restated = restated if isinstance(restated, str) else ""
@@ -533,6 +570,7 @@ class Lint(Stage):
                     )
                 # Later deltas append to the restated content (state.mdx reconciliation).
                 self._texts[message_id] = [restated]
+                self._count(len(restated))
             for number, call in enumerate(_list(message.get("toolCalls"))):
                 self._restated_call(call, index, f"{where}/toolCalls/{number}")
 
@@ -555,6 +593,7 @@ class Lint(Stage):
                 index, where + "/function/name", f"tool call {_short(call_id)}", streamed_name, name
             )
         self._args[call_id] = [restated]
+        self._count(len(restated))
 
     def _contradiction(
         self, index: int, pointer: str, what: str, streamed: Any, restated: Any
@@ -598,6 +637,9 @@ _MESSAGE_ENDS = frozenset({"TEXT_MESSAGE_END", "REASONING_MESSAGE_END"})
 _TEXT_DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"})
 _HOLD_AT = 4096
 """Content deltas a run holds by reference before they are folded into text."""
+_HOLD_BYTES = 4 * 1024 * 1024
+"""Bytes of the stream read after which the held deltas are folded, however few: what
+bounds the held events when each is large."""
 _POSITIONS = list(range(4096))
 
 
@@ -625,16 +667,18 @@ def _is_text_delta(kind: Any) -> bool:
     return type(kind) is str and kind in _TEXT_DELTAS
 
 
-def _fold(
-    deltas: list[Event], item_of: Callable[[Event], Any], texts: dict[Any, list[str]]
-) -> None:
-    """Append the deltas to their items' text, in order: one join per run of one item's."""
+def _fold(deltas: list[Event], item_of: Callable[[Event], Any], texts: dict[Any, list[str]]) -> int:
+    """Append the deltas to their items' text, in order: one join per run of one item's;
+    the characters appended."""
+    chars = 0
     for item, run in groupby(deltas, key=item_of):
         text = "".join(map(_DELTA, run))
+        chars += len(text)
         if item in texts:
             texts[item].append(text)
         else:
             texts[item] = [text]
+    return chars
 
 
 def _counts(entry: dict[str, Any], names: tuple[str, ...]) -> list[int] | None:

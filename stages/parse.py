@@ -95,6 +95,7 @@ class Parse(Decoder):
     # -- public -------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> Batch:
+        self.ctx.bytes_read += len(chunk)
         if self._proto is not None:
             return self._proto.feed(chunk)
         if not self._started:

@@ -301,6 +301,33 @@ def test_history_in_an_input_the_run_echoes_is_read_mid_batch() -> None:
     assert findings(result)[0].event_index == 3
 
 
+def test_a_run_past_the_text_budget_is_no_longer_compared_and_says_so() -> None:
+    """What lint holds of a run's text is bounded by max_text_chars: past it, the run's
+    snapshot is not compared (nothing held to compare with) and lint says why, once; the
+    next run is compared again."""
+    from agui_pipeline import Limits, Pipeline
+
+    pipeline = Pipeline(limits=Limits(max_text_chars=5_000))
+    messages = [event for number in range(60) for event in message(f"m{number}", "x" * 100)]
+    long_run = one_run(*messages, snapshot(assistant("m0", "other")))
+    second = [
+        {**event, "runId": "r2"} if "runId" in event else event
+        for event in one_run(*message("n1", "Hello."), snapshot(assistant("n1", "Bye.")))
+    ]
+    data = b"".join(orjson.dumps(event) + b"\n" for event in long_run + second)
+    result = run(data, pipeline)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert [d.code for d in result.diagnostics if d.code == "lint.text-budget"] == [
+        "lint.text-budget"
+    ]
+    (contradiction,) = findings(result)  # the second run's, not the first's
+    assert contradiction.code == "lint.snapshot-contradicts-stream"
+    assert contradiction.event_index == len(long_run) + 4  # the second run's snapshot
+    # Within the budget, the first run's snapshot is compared as ever.
+    roomy = run(b"".join(orjson.dumps(e) + b"\n" for e in long_run))
+    assert codes(roomy) == ["lint.snapshot-contradicts-stream"]
+
+
 def test_a_frontend_call_left_pending_without_pending_tool_call_ids() -> None:
     events = one_run(*message("a1"), *tool("c1", "confirm", "{}", parent="a1"))
     result = lint(events, run_input(tools=("confirm",)))
