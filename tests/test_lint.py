@@ -328,6 +328,22 @@ def test_a_run_past_the_text_budget_is_no_longer_compared_and_says_so() -> None:
     assert codes(roomy) == ["lint.snapshot-contradicts-stream"]
 
 
+def test_argument_deltas_of_calls_open_together_are_told_apart() -> None:
+    """One call open: its argument deltas are joined as they come; two open: each delta
+    goes to its own call. Either way the text judged and compared is each call's own."""
+    a, b = tool("ca", "first", '{"a": ', "1}"), tool("cb", "second", '{"b": ', "2}")
+    interleaved = [a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]]  # starts, deltas, ends
+    restated = snapshot(
+        assistant("m1", None, ("ca", "first", '{"a": 1}'), ("cb", "second", '{"b": 2}'))
+    )
+    for calls in (a + b, interleaved):
+        assert codes(lint(one_run(*calls, restated))) == []
+    broken = [b[0], a[0], a[1], b[1], a[2], b[3], a[3]]  # cb loses its second delta
+    result = lint(one_run(*broken))
+    assert codes(result) == ["lint.arguments-not-json"]
+    assert "'cb'" in findings(result)[0].message
+
+
 def test_a_frontend_call_left_pending_without_pending_tool_call_ids() -> None:
     events = one_run(*message("a1"), *tool("c1", "confirm", "{}", parent="a1"))
     result = lint(events, run_input(tools=("confirm",)))
