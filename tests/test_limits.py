@@ -154,13 +154,20 @@ def test_conversation_chars_count_tool_results_and_arguments() -> None:
         {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "a" * 60},
         {"type": "TOOL_CALL_END", "toolCallId": "c"},
     ]
-    result_event = {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c"}
+    result_event: dict[str, Any] = {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c"}
     events = [START, *call, {**result_event, "content": "r" * 50}, FINISH]
     result = run(sse(*events), limited(max_conversation_chars=100))
     assert result.verdict.code == "limit.conversation-chars"
     assert (result.verdict.event_index, result.verdict.pointer) == (4, "/content")
     assert "would grow to 110 characters" in str(result.verdict.message)
     assert run(sse(*events), limited(max_conversation_chars=110)).verdict.completed
+    parts = [{"type": "text", "text": "r" * 50}]  # a list of parts: its JSON bytes count
+    events = [START, *call, {**result_event, "content": parts}, FINISH]
+    counted = 60 + len(orjson.dumps(parts))
+    result = run(sse(*events), limited(max_conversation_chars=counted - 1))
+    assert result.verdict.code == "limit.conversation-chars"
+    assert f"would grow to {counted} characters" in str(result.verdict.message)
+    assert run(sse(*events), limited(max_conversation_chars=counted)).verdict.completed
 
 
 def _snapshot(*texts: tuple[str, str]) -> dict[str, Any]:
