@@ -221,6 +221,25 @@ LIMIT_TEXT_CHARS = _code(
     TRANSPORTS,
     "a message's text or a tool call's arguments grew past the configured limit",
 )
+LIMIT_CONVERSATION_CHARS = _code(
+    "limit.conversation-chars",
+    _E,
+    TRANSPORTS,
+    "the text the Conversation holds, all messages and tool calls together, grew past the "
+    "configured limit",
+    advice="A stream that restates or streams this much text is past what a UI shows: send a "
+    "MESSAGES_SNAPSHOT that drops old messages, or raise Limits.max_conversation_chars "
+    "(and check the memory it spends, README: What bounds memory).",
+)
+LIMIT_ITEMS = _code(
+    "limit.items",
+    _E,
+    TRANSPORTS,
+    "the stream introduced more messages and tool calls than the configured limit",
+    advice="Each message and tool call a stream introduces is remembered to judge later events "
+    "against it: split a long conversation over several streams (runs of one thread), or "
+    "raise Limits.max_items (about 1 kB each, README: What bounds memory).",
+)
 LIMIT_STATE_BYTES = _code(
     "limit.state-bytes", _E, TRANSPORTS, "the state document grew past the configured limit"
 )

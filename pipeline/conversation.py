@@ -55,7 +55,10 @@ the millionth delta as at the first — and the pieces are joined once, when the
 item closes or the messages are read (reading an open message after every
 delta would join it every time: read at ``*_END``, or at the end of a batch).
 A run of consecutive deltas to one item is counted against ``max_text_chars``
-once, at its end; a breach is still rejected at the delta that made it.
+and ``max_conversation_chars`` once, at its end; a breach is still rejected at
+the delta that made it. The text held (content and arguments, all messages
+together) is a running count: a tool result adds its content, a
+``MESSAGES_SNAPSHOT`` what it carries less what it replaces and drops.
 A ``STATE_DELTA`` costs what its operations touch, never a copy of the state.
 
 Interface with dispatch: ``Dispatch`` creates ``ctx.conversation =
@@ -71,6 +74,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from ._json import copy_json
 from .catalog import (
     CONVERSATION_ACTIVITY_PATCH,
@@ -79,6 +84,7 @@ from .catalog import (
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
     LIMIT_ACTIVITY_BYTES,
+    LIMIT_CONVERSATION_CHARS,
     LIMIT_DEPTH,
     LIMIT_PATCH_WORK,
     LIMIT_STATE_BYTES,
@@ -115,6 +121,10 @@ class Conversation:
         self._arguments: dict[str, _Pieces] = {}
         """Argument pieces not yet joined, by tool call id."""
         self._max_text = ctx.limits.max_text_chars
+        self._max_chars = ctx.limits.max_conversation_chars
+        self._chars = 0
+        """Characters of text held, all messages together (:func:`_text_chars` of each; a
+        message's pieces count as they are appended), held to ``max_conversation_chars``."""
         run_input = ctx.run_input or {}
         limits = ctx.limits
         work = Allowance(limits.max_patch_work)
@@ -226,10 +236,13 @@ class Conversation:
 
     def _end_run(self, run: _Pieces, mark: int, done: int, indices: list[int]) -> int:
         """Count a run of deltas into its item's length; the position after the run."""
-        length = run.length + len("".join(run[mark:]))  # one join: cheaper than len() per piece
-        if length > self._max_text:
+        added = len("".join(run[mark:]))  # one join: cheaper than len() per piece
+        length = run.length + added
+        chars = self._chars + added
+        if length > self._max_text or chars > self._max_chars:
             raise self._too_long_in_run(run, mark, done, indices)
         run.length = length
+        self._chars = chars
         after = done + len(run) - mark
         if len(run) - run.joined > _JOIN_AT:
             run.join_tail()
@@ -241,12 +254,14 @@ class Conversation:
         """The rejection ``_grow`` would have raised: at the delta that crossed the limit,
         the pieces as they were there (the run's later deltas taken back)."""
         crossed = mark
-        length = run.length + len(run[crossed])
-        while length <= self._max_text:
+        added = len(run[crossed])
+        room = min(self._max_text - run.length, self._max_chars - self._chars)
+        while added <= room:
             crossed += 1
-            length += len(run[crossed])
+            added += len(run[crossed])
         del run[crossed + 1 :]
-        run.length = length
+        run.length += added
+        self._chars += added
         return self._too_long(run, indices[done + crossed - mark])
 
     # text and reasoning messages
@@ -295,18 +310,31 @@ class Conversation:
     def _grow(self, pieces: _Pieces, delta: str, index: int) -> None:
         pieces.append(delta)
         pieces.length += len(delta)
-        if pieces.length > self._max_text:
+        self._chars += len(delta)
+        if pieces.length > self._max_text or self._chars > self._max_chars:
             raise self._too_long(pieces, index)
         if len(pieces) - pieces.joined > _JOIN_AT:
             pieces.join_tail()
 
     def _too_long(self, pieces: _Pieces, index: int) -> StreamRejected:
+        if pieces.length > self._max_text:
+            return self._ctx.reject(
+                LIMIT_TEXT_CHARS,
+                f"a message's text or a tool call's arguments grew to {pieces.length} "
+                f"characters, past the limit max_text_chars={self._max_text}",
+                event_index=index,
+                pointer="/delta",
+            )
+        return self._too_much_text(self._chars, index, "/delta")
+
+    def _too_much_text(self, chars: int, index: int | None, pointer: str) -> StreamRejected:
         return self._ctx.reject(
-            LIMIT_TEXT_CHARS,
-            f"a message's text or a tool call's arguments grew to {pieces.length} characters, "
-            f"past the limit max_text_chars={self._max_text}",
+            LIMIT_CONVERSATION_CHARS,
+            f"the text the Conversation holds (messages' content and tool calls' arguments, "
+            f"all together) would grow to {chars} characters, past the limit "
+            f"max_conversation_chars={self._max_chars}",
             event_index=index,
-            pointer="/delta",
+            pointer=pointer,
         )
 
     def _message_end(self, event: Event, index: int) -> None:
@@ -413,10 +441,17 @@ class Conversation:
         }
         _attribute(message, event)
         held = self._by_id.get(message_id)
+        # _text_chars(message), inline: a result is a common event, and a new message
+        chars = self._chars + (len(content) if type(content) is str else _json_chars(content))
+        if held is not None:
+            self.message(message_id)  # joined, so its text is counted as it stands
+            chars -= _text_chars(held)
+        if chars > self._max_chars:
+            raise self._too_much_text(chars, index, "/content")
+        self._chars = chars
         if held is None:
             self._append(message)
         else:  # the same message minted again: the later result stands, in place
-            self._text.pop(message_id, None)
             self._put(message)
         if message_id in self._message_metadata:
             self._attach(message, message_id)
@@ -648,11 +683,22 @@ class Conversation:
             if type(message) is dict and type(message.get("id")) is str:
                 incoming[message["id"]] = self._copy(message, index, position)
                 declared.add(message.get("role"))
+        dropped: list[str] = []
         if complete:
-            for role, ids in list(self._by_role.items()):
+            for role, ids in self._by_role.items():
                 if role not in _CLIENT_ONLY or role in declared:
-                    for message_id in [i for i in ids if i not in incoming]:
-                        self._drop(message_id)
+                    dropped.extend(i for i in ids if i not in incoming)
+        held, limit = self._by_id, self._max_chars
+        chars = self._chars - sum(_text_chars(held[i]) for i in dropped)
+        for message_id, message in incoming.items():
+            chars += _text_chars(message)
+            if message_id in held:
+                chars -= _text_chars(held[message_id])
+        if chars > limit:
+            raise self._too_much_text(chars, index, "/messages" if complete else "")
+        self._chars = chars
+        for message_id in dropped:
+            self._drop(message_id)
         for message in incoming.values():
             self._put(message)
         self._calls = {
@@ -769,6 +815,40 @@ _JOIN_AT = 1024
 
 _NO_RUN = _Pieces("")
 """Stands for the run of deltas while none is open (never appended to)."""
+
+
+def _text_chars(message: Message) -> int:
+    """The text of a held message counted against ``max_conversation_chars``: its content
+    and its calls' arguments. An activity message's content is the activity budget's,
+    not counted here. The same content always counts the same, so what is charged for a
+    message is what is given back when it is replaced or dropped."""
+    content = message.get("content")
+    if type(content) is str:
+        chars = len(content)
+    elif content is None or message.get("role") == "activity":
+        chars = 0
+    else:
+        chars = _json_chars(content)
+    calls = message.get("toolCalls")
+    for call in calls if type(calls) is list else ():
+        function = call.get("function") if type(call) is dict else None
+        arguments = function.get("arguments") if type(function) is dict else None
+        if type(arguments) is str:
+            chars += len(arguments)
+    return chars
+
+
+def _json_chars(value: Any) -> int:
+    """A content that is not a string (a list of parts) counted as its JSON text's bytes.
+
+    What it buys: orjson writes a tool result's few parts some ten times faster than
+    :func:`~agui_pipeline.patch.size` walks them (whole pipeline: about 20 instructions
+    an event, ``python -m benchmarks.instructions``). A value orjson cannot write —
+    deeper than 255 levels, or not JSON (a run input made in Python) — is walked."""
+    try:
+        return len(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        return size(value, 2**62)
 
 
 def _attribute(message: Message, event: Event) -> None:

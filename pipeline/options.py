@@ -25,9 +25,9 @@ class Limits:
 
     Exceeding one rejects the stream with a ``limit.*`` code naming the limit
     and the value seen. The defaults fit in 1 GB together: a stream that fills
-    the state, the activity and an open message to their limits and then sends
-    the largest frame peaks at about 680 MiB (README, "What bounds memory"), so
-    raising one is spending that room.
+    the state, the activity, the Conversation's text and its items to their
+    limits and then sends the largest frame peaks at about 720 MiB (README,
+    "What bounds memory"), so raising one is spending that room.
     """
 
     max_frame_bytes: int = 8 * 1024 * 1024
@@ -46,6 +46,15 @@ class Limits:
     max_text_chars: int = 16 * 1024 * 1024
     """Longest text the Conversation accumulates for one message or one tool call's
     arguments, in characters."""
+    max_conversation_chars: int = 32 * 1024 * 1024
+    """Most text the Conversation holds at once, all messages together: content (a
+    tool result's list of parts as its JSON size, :func:`agui_pipeline.patch.size`) and
+    tool call arguments, in characters, streamed or restated. A message a
+    ``MESSAGES_SNAPSHOT`` replaces or drops gives its text back."""
+    max_items: int = 100_000
+    """Messages and tool calls one stream may introduce: new ids, open or closed,
+    however few are open at once (the run input's own are not counted). What verify,
+    lint and the Conversation remember per item, about 1 kB, is bounded by it."""
     max_state_bytes: int = 16 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
     sixteenth: the state is measured when what patches inserted reaches the limit).

@@ -39,7 +39,9 @@ raises :class:`~agui_pipeline.errors.StreamTruncated`; nothing is synthesized.
 State is kept in dicts keyed by id: what is open in the current run (dropped
 when the run closes, and at most ``Limits.max_open_items`` at once), plus the
 ids the thread must not reuse — one entry per message, tool call and run,
-never per event.
+never per event. Verify is where a stream's messages and tool calls are first
+recorded, so it holds their number to ``Limits.max_items``: that bounds its own
+records, lint's and the Conversation's together.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from typing import Any, ClassVar
 
 from agui_pipeline._json import MISSING
 from agui_pipeline.catalog import (
+    LIMIT_ITEMS,
     LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
     VERIFY_ATTRIBUTION,
@@ -138,6 +141,8 @@ class Verify(Stage):
         """messageId → (kind: its role, owner, run the owner was recorded in)."""
         self._calls: dict[str, tuple[Owner, int]] = {}
         """toolCallId → (owner, run) for every call opened on the stream or found in history."""
+        self._items_left = ctx.limits.max_items
+        """Messages and tool calls the stream may still introduce (``_new_item``)."""
         self._history_known = False
         """Whether the conversation before the stream is known (run input, or an input echo)."""
         self._frontend_tools: set[str] = set()
@@ -196,7 +201,7 @@ class Verify(Stage):
             "REASONING_MESSAGE_CHUNK": self._unexpanded,
         }
         if ctx.run_input is not None:
-            self._learn_history(ctx.run_input)
+            self._learn_history(ctx.run_input, None)
 
     def _close_run_state(self) -> None:
         """Nothing crosses a run boundary: a new run starts with nothing open (lifecycle)."""
@@ -213,6 +218,25 @@ class Verify(Stage):
         ):
             tracked.clear()
         self._running = 0
+
+    def _new_item(self, index: int, pointer: str) -> None:
+        """The stream introduces one more message or tool call (an id not recorded yet):
+        it must fit under ``max_items``, so what every stage remembers per item is
+        bounded however few of them are open at once. (The three commonest openers
+        decrement ``_items_left`` inline instead: a call costs more than the check.)"""
+        self._items_left -= 1
+        if self._items_left < 0:
+            raise self._too_many_items(index, pointer)
+
+    def _too_many_items(self, index: int, pointer: str) -> StreamRejected:
+        limit = self.ctx.limits.max_items
+        return self.ctx.reject(
+            LIMIT_ITEMS,
+            f"expected at most {limit} messages and tool calls on one stream (limit "
+            f"max_items), found this event introducing one more at {pointer}",
+            event_index=index,
+            pointer=pointer,
+        )
 
     def _make_room(self, index: int) -> None:
         """One more open item must fit under ``max_open_items``: a producer that opens and
@@ -409,7 +433,7 @@ class Verify(Stage):
                         event_index=index,
                         pointer=f"/input/{field}",
                     )
-            self._learn_history(echoed)
+            self._learn_history(echoed, index)
         self._run_ids[run_id] = None
         if len(self._run_ids) > self.ctx.limits.max_run_ids:
             del self._run_ids[next(iter(self._run_ids))]  # the oldest leaves the window
@@ -686,6 +710,9 @@ class Verify(Stage):
         message_id = event["messageId"]
         known = self._messages.get(message_id)
         if known is None:
+            self._items_left -= 1  # _new_item, inline
+            if self._items_left < 0:
+                raise self._too_many_items(index, "/messageId")
             role = event.get("role", "assistant")
             self._messages[message_id] = (role, tag, self._run_no)
             return tag
@@ -804,7 +831,14 @@ class Verify(Stage):
         if call_id in self._open_calls:
             raise self._already_open(VERIFY_TOOL_CALL, event, "tool call", index)
         owner, run_no = tag, self._run_no
-        established, opened_in = self._calls.get(call_id, (None, -1))
+        known = self._calls.get(call_id)
+        if known is None:
+            self._items_left -= 1  # _new_item, inline
+            if self._items_left < 0:
+                raise self._too_many_items(index, "/toolCallId")
+            established, opened_in = None, -1
+        else:
+            established, opened_in = known
         reopened = opened_in == run_no
         if reopened:  # the owner established in this run stands
             if tag is not None and tag != established:
@@ -835,6 +869,7 @@ class Verify(Stage):
                 # the attribution of the message that held it").
                 self._awaiting_parent.setdefault(parent, []).append(event["toolCallId"])
                 owner = _UNSETTLED
+            self._new_item(index, "/parentMessageId")
             self._messages[parent] = ("assistant", owner, self._run_no)
             return None if owner is _UNSETTLED else owner
         _, parent_owner, run_no = known
@@ -922,6 +957,9 @@ class Verify(Stage):
                 event_index=index,
                 pointer="/toolCallId",
             )
+        self._items_left -= 1  # _new_item, inline
+        if self._items_left < 0:
+            raise self._too_many_items(index, "/messageId")
         self._messages[message_id] = ("tool", tag, self._run_no)
         if call_id in self._run_calls:
             self._run_calls[call_id] = True
@@ -939,6 +977,8 @@ class Verify(Stage):
                 event_index=index,
                 pointer="/messageId",
             )
+        if known is None:
+            self._new_item(index, "/messageId")
         if known is None or event.get("replace", True) is not False:
             # A replacing snapshot re-mints the activity, its owner included (activity page).
             self._messages[message_id] = ("activity", tag, self._run_no)
@@ -958,24 +998,30 @@ class Verify(Stage):
             )
 
     def _messages_snapshot(self, event: Event, index: int, tag: Owner) -> None:
-        self._learn_messages(event["messages"], self._run_no)
+        self._learn_messages(event["messages"], self._run_no, index, "/messages")
 
-    def _learn_history(self, run_input: dict[str, Any]) -> None:
+    def _learn_history(self, run_input: dict[str, Any], index: int | None) -> None:
         """What the run input says: the conversation before the stream (the ids it holds; no
-        ownership, which is per run) and the application's own tools."""
+        ownership, which is per run) and the application's own tools. ``index``: the
+        RUN_STARTED that echoed it, whose new ids count as the stream's; ``None`` for the
+        run input the application gave."""
         self._history_known = True
         if not isinstance(run_input, dict):
             return
         messages, tools = run_input.get("messages"), run_input.get("tools")
         if isinstance(messages, list):
-            self._learn_messages(messages, -1)
+            self._learn_messages(messages, -1, index, "/input/messages")
         for tool in tools if isinstance(tools, list) else ():
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 self._frontend_tools.add(tool["name"])
 
-    def _learn_messages(self, messages: Iterable[Any], run_no: int) -> None:
-        """Messages restated whole: each id's kind and owner as the restatement gives them."""
-        for message in messages:
+    def _learn_messages(
+        self, messages: Iterable[Any], run_no: int, index: int | None, pointer: str
+    ) -> None:
+        """Messages restated whole: each id's kind and owner as the restatement gives them.
+        Restated by an event (``index``), the ids new to the stream count against
+        ``max_items``; ``pointer`` is where the messages are in it."""
+        for position, message in enumerate(messages):
             if not isinstance(message, dict):
                 continue
             message_id, role = message.get("id"), message.get("role")
@@ -983,10 +1029,14 @@ class Verify(Stage):
                 continue
             owner = message.get("subagentRunId")
             owner = owner if isinstance(owner, str) else None
+            if index is not None and message_id not in self._messages:
+                self._new_item(index, f"{pointer}/{position}/id")
             self._messages[message_id] = (role, owner, run_no)
             calls = message.get("toolCalls") if role == "assistant" else None
-            for call in calls if isinstance(calls, list) else ():
+            for number, call in enumerate(calls if isinstance(calls, list) else ()):
                 if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    if index is not None and call["id"] not in self._calls:
+                        self._new_item(index, f"{pointer}/{position}/toolCalls/{number}/id")
                     self._calls.setdefault(call["id"], (owner, run_no))
 
     def _unexpanded(self, event: Event, index: int, tag: Owner) -> None:

@@ -7,12 +7,13 @@ delivered.
 
 from __future__ import annotations
 
+import itertools
 import resource
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import anyio
@@ -107,6 +108,175 @@ def test_text_chars(
     assert "max_text_chars=95" in str(result.verdict.message)
     assert result.events == events[: first_delta + 9]
     assert run(sse(*events), limited(max_text_chars=200)).verdict.completed
+
+
+def _message(number: int, deltas: int, **extra: Any) -> list[dict[str, Any]]:
+    """A text message ``m{number}`` of ``deltas`` deltas of ten characters."""
+    message_id = f"m{number}"
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        *(
+            {
+                "type": "TEXT_MESSAGE_CONTENT",
+                "messageId": message_id,
+                "delta": "abcdefghij",
+                **extra,
+            }
+            for _ in range(deltas)
+        ),
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+@pytest.mark.parametrize("with_metadata", [False, True])
+def test_conversation_chars_bound_the_text_of_all_messages_together(with_metadata: bool) -> None:
+    """Each message is under max_text_chars; their sum is not under the total."""
+    extra = {"metadata": {"k": 1}} if with_metadata else {}  # the slow path, then the fast one
+    events = [START, *_message(0, 10, **extra), *_message(1, 10, **extra), *_message(2, 10)]
+    events.append(FINISH)
+    limits = {"max_text_chars": 100, "max_conversation_chars": 250}
+    result = run(sse(*events), limited(**limits))
+    assert result.verdict.code == "limit.conversation-chars"
+    crossing = 1 + 12 + 12 + 1 + 5  # the third message's sixth delta makes 260 > 250
+    assert result.verdict.event_index == crossing
+    assert result.verdict.pointer == "/delta"
+    assert "max_conversation_chars=250" in str(result.verdict.message)
+    assert "260 characters" in str(result.verdict.message)
+    assert result.events == events[:crossing]
+    assert run(
+        sse(*events), limited(max_text_chars=100, max_conversation_chars=300)
+    ).verdict.completed
+
+
+def test_conversation_chars_count_tool_results_and_arguments() -> None:
+    call = [
+        {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "a" * 60},
+        {"type": "TOOL_CALL_END", "toolCallId": "c"},
+    ]
+    result_event: dict[str, Any] = {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c"}
+    events = [START, *call, {**result_event, "content": "r" * 50}, FINISH]
+    result = run(sse(*events), limited(max_conversation_chars=100))
+    assert result.verdict.code == "limit.conversation-chars"
+    assert (result.verdict.event_index, result.verdict.pointer) == (4, "/content")
+    assert "would grow to 110 characters" in str(result.verdict.message)
+    assert run(sse(*events), limited(max_conversation_chars=110)).verdict.completed
+    parts = [{"type": "text", "text": "r" * 50}]  # a list of parts: its JSON bytes count
+    events = [START, *call, {**result_event, "content": parts}, FINISH]
+    counted = 60 + len(orjson.dumps(parts))
+    result = run(sse(*events), limited(max_conversation_chars=counted - 1))
+    assert result.verdict.code == "limit.conversation-chars"
+    assert f"would grow to {counted} characters" in str(result.verdict.message)
+    assert run(sse(*events), limited(max_conversation_chars=counted)).verdict.completed
+
+
+def _snapshot(*texts: tuple[str, str]) -> dict[str, Any]:
+    messages = [{"id": i, "role": "user", "content": text} for i, text in texts]
+    return {"type": "MESSAGES_SNAPSHOT", "messages": messages}
+
+
+def test_a_snapshot_gives_back_the_text_it_replaces_and_drops() -> None:
+    """Restating a conversation near the limit again and again is not a growth: what a
+    snapshot replaces or drops is taken off before what it carries is added."""
+    again = [_snapshot(("a", "x" * 40), ("b", "y" * 40)) for _ in range(5)]
+    shorter = _snapshot(("c", "z" * 80))  # drops a and b
+    events = [START, *_message(0, 2), *again, shorter, *_message(1, 1), FINISH]
+    assert run(sse(*events), limited(max_conversation_chars=100)).verdict.completed
+    grown = _snapshot(("c", "z" * 80), ("d", "w" * 30))
+    result = run(sse(START, *again, grown, FINISH), limited(max_conversation_chars=100))
+    assert result.verdict.code == "limit.conversation-chars"
+    assert (result.verdict.event_index, result.verdict.pointer) == (6, "/messages")
+    assert "would grow to 110 characters" in str(result.verdict.message)
+    assert len(result.events) == 6
+
+
+def test_items_bound_the_messages_and_calls_of_a_stream_closed_or_not() -> None:
+    """Closed messages are no longer open, but every stage still remembers them."""
+    events = [START]
+    for number in range(5):
+        events += _message(number, 0)
+    result = run(sse(*events, FINISH), limited(max_items=3))
+    assert result.verdict.code == "limit.items"
+    assert (result.verdict.event_index, result.verdict.pointer) == (7, "/messageId")
+    assert "at most 3 messages and tool calls" in str(result.verdict.message)
+    assert "max_items" in str(result.verdict.message)
+    assert result.events == events[:7]
+    assert run(sse(*events, FINISH), limited(max_items=5)).verdict.completed
+    reopened = [START, *_message(0, 1), *_message(0, 1), *_message(0, 1), FINISH]
+    assert run(sse(*reopened), limited(max_items=1)).verdict.completed  # one id, one item
+
+
+_CALL = {"id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}
+
+
+@pytest.mark.parametrize(
+    ("introducing", "items", "pointer"),
+    [
+        ({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"}, 1, "/toolCallId"),
+        (  # the call, then the message it names: two items
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": "c",
+                "toolCallName": "f",
+                "parentMessageId": "p",
+            },
+            2,
+            "/parentMessageId",
+        ),
+        (
+            {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "x", "content": "ok"},
+            1,
+            "/messageId",
+        ),
+        (
+            {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {}},
+            1,
+            "/messageId",
+        ),
+        (_snapshot(("m0", "kept"), ("n", "new")), 1, "/messages/1/id"),
+        (  # m0 is held, m1 the second item, its call the third
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [
+                    {"id": "m0", "role": "user", "content": "kept"},
+                    {"id": "m1", "role": "assistant", "toolCalls": [_CALL]},
+                ],
+            },
+            2,
+            "/messages/1/toolCalls/0/id",
+        ),
+        (  # an echoed run input's messages are the stream's too
+            {
+                "type": "RUN_STARTED",
+                "threadId": "t-limits",
+                "runId": "r-2",
+                "input": {
+                    "threadId": "t-limits",
+                    "runId": "r-2",
+                    "messages": [
+                        {"id": "m0", "role": "user", "content": "kept"},
+                        {"id": "u", "role": "user", "content": "new"},
+                    ],
+                },
+            },
+            1,
+            "/input/messages/1/id",
+        ),
+    ],
+)
+def test_every_way_an_item_is_introduced_counts(
+    introducing: dict[str, Any], items: int, pointer: str
+) -> None:
+    """Message m0 is held; the event introduces the item past ``max_items=items``."""
+    events = [START, *_message(0, 1), introducing]
+    if introducing["type"] == "RUN_STARTED":
+        events.insert(4, FINISH)
+    at = len(events) - 1
+    result = run(sse(*events), limited(max_items=items))
+    assert result.verdict.code == "limit.items", result.verdict
+    assert (result.verdict.event_index, result.verdict.pointer) == (at, pointer)
+    assert result.events == events[:at]
+    assert run(sse(*events), limited(max_items=items + 1)).verdict.outcome is Outcome.TRUNCATED
 
 
 def test_state_snapshot_bytes() -> None:
@@ -248,6 +418,8 @@ def test_the_child_process_measure_is_real() -> None:
         "max_depth",
         "max_open_items",
         "max_text_chars",
+        "max_conversation_chars",
+        "max_items",
         "max_state_bytes",
         "max_activity_bytes",
         "max_patch_work",
@@ -498,11 +670,16 @@ runpy.run_module("agui_pipeline", run_name="__main__", alter_sys=True)
 """``python -m agui_pipeline`` that writes its peak RSS (KiB) to the file named first."""
 
 
-def check_capped(stream: bytes, tmp_path: Any, *extra: str) -> tuple[int, dict[str, Any]]:
+def check_capped(
+    stream: bytes | Iterable[bytes], tmp_path: Any, *extra: str
+) -> tuple[int, dict[str, Any]]:
     """``agui-pipeline check FILE --format json`` in a child: exit 0 or 1 with a report,
-    within 60 s and under 1 GiB of peak RSS."""
+    within 60 s and under 1 GiB of peak RSS (:func:`peak_mib` then says how far under).
+    ``stream``: the file's bytes, or its pieces (a file larger than is worth holding)."""
     path = tmp_path / "hostile.sse"
-    path.write_bytes(stream)
+    with path.open("wb") as out:
+        for piece in [stream] if isinstance(stream, bytes) else stream:
+            out.write(piece)
     rss = tmp_path / "rss"
     command = ["check", str(path), "--format", "json", *extra]
     completed = subprocess.run(
@@ -517,11 +694,37 @@ def check_capped(stream: bytes, tmp_path: Any, *extra: str) -> tuple[int, dict[s
     return completed.returncode, orjson.loads(completed.stdout)
 
 
+def peak_mib(tmp_path: Any) -> int:
+    """The peak RSS of the last :func:`check_capped` child, in MiB."""
+    return int((tmp_path / "rss").read_text()) // 1024
+
+
+def _earth_message(message_id: bytes, chars: int, *, end: bool = True) -> Iterator[bytes]:
+    """The frames of a text message of ``chars`` four-byte characters (as many to a delta
+    as a frame holds): the most memory a character of text can take."""
+    yield b'{"type":"TEXT_MESSAGE_START","messageId":"%s","role":"assistant"}' % message_id
+    per_delta = (Limits().max_frame_bytes - 200) // 4
+    while chars > 0:
+        earth = "\U0001f30d".encode() * min(per_delta, chars)
+        yield b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"%s","delta":"%s"}' % (message_id, earth)
+        chars -= per_delta
+    if end:
+        yield b'{"type":"TEXT_MESSAGE_END","messageId":"%s"}' % message_id
+
+
+def _tiny_messages(count: int) -> Iterator[bytes]:
+    """``count`` empty text messages, ``e0``, ``e1``, ...: the most items per byte."""
+    for number in range(count):
+        yield b'{"type":"TEXT_MESSAGE_START","messageId":"e%d"}' % number
+        yield b'{"type":"TEXT_MESSAGE_END","messageId":"e%d"}' % number
+
+
 def _every_budget_full() -> bytes:
-    """One run holding, at once, every Conversation budget at its default limit in the
-    smallest containers — a state of empty arrays, activity content the same, an open
-    message of four-byte characters — and then the largest frame in the worst shape
-    (``_WORST_SHAPES``): nested objects."""
+    """Every Conversation budget at its default limit at once, in the smallest containers
+    — a state of empty arrays, activity content the same, the Conversation's text in two
+    messages of four-byte characters (the second left open), ``max_items`` messages and
+    calls — and then the largest frame in the worst shape (``_WORST_SHAPES``): nested
+    objects. Two runs, so that lint also holds the most it may (a run's text)."""
     limits = Limits()
     frames = [b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}']
     per_array = size([[] for _ in range(1_000)], 2**40) / 1_000  # measured as JSON + overhead
@@ -535,30 +738,74 @@ def _every_budget_full() -> bytes:
         b'{"type":"ACTIVITY_SNAPSHOT","messageId":"act","activityType":"plan","content":{"a":%s}}'
         % arrays(limits.max_activity_bytes)
     )
-    frames.append(b'{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}')
-    per_delta, left = (limits.max_frame_bytes - 200) // 4, limits.max_text_chars
-    while left > 0:
-        chars = min(per_delta, left)
-        earth = "\U0001f30d".encode() * chars
-        frames.append(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"%s"}' % earth)
-        left -= chars
+    frames += _earth_message(b"m1", limits.max_text_chars)
+    frames += _tiny_messages(limits.max_items - 3)  # the activity, m1 and m2 are the others
+    frames.append(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+    frames.append(b'{"type":"RUN_STARTED","threadId":"t","runId":"r2"}')
+    rest = limits.max_conversation_chars - limits.max_text_chars
+    frames += _earth_message(b"m2", rest, end=False)
     unit = b'{"a":[{}]},'
     count = (limits.max_frame_bytes - 200) // len(unit)
     frames.append(b'{"type":"CUSTOM","name":"x","value":[' + unit * count + b"{}]}")
-    frames.append(b'{"type":"TEXT_MESSAGE_END","messageId":"m"}')
-    frames.append(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}')
+    frames.append(b'{"type":"TEXT_MESSAGE_END","messageId":"m2"}')
+    frames.append(b'{"type":"RUN_FINISHED","threadId":"t","runId":"r2"}')
     return b"".join(b"data: " + frame + b"\n\n" for frame in frames)
 
 
-@pytest.mark.slow  # builds ~700 MB in a child
+@pytest.mark.slow  # builds ~750 MB in a child
 def test_every_budget_full_then_the_largest_frame_stays_under_a_gigabyte(tmp_path: Any) -> None:
-    """The default limits hold together, not only one by one: the state, the activity and
-    an open message at their limits, then a maximal frame of the worst shape, all legal —
-    check completes under 1 GiB (677 MiB; with the old defaults, 16 MiB frames and 64 Mi for
-    the rest: 1,923 MiB)."""
+    """The default limits hold together, not only one by one: the state, the activity, the
+    Conversation's text (half of it in an open message) and its items at their limits, then
+    a maximal frame of the worst shape, all legal — check completes under 1 GiB (715 MiB;
+    677 before the text and the items were filled too; with the old defaults, 16 MiB frames
+    and 64 Mi for the rest: 1,923 MiB)."""
     code, report = check_capped(_every_budget_full(), tmp_path)
     assert (code, report["verdict"]["outcome"]) == (0, "completed"), report["verdict"]
     assert report["diagnostics"] == []
+    print("every budget full: peak", peak_mib(tmp_path), "MiB")
+
+
+def _framed(frames: Iterable[bytes]) -> Iterator[bytes]:
+    for frame in frames:
+        yield b"data: " + frame + b"\n\n"
+
+
+@pytest.mark.slow  # writes a 1 GiB stream; check reads a fifth of it
+def test_the_text_of_many_long_messages_is_bounded_by_the_total(tmp_path: Any) -> None:
+    """Sixteen messages of max_text_chars four-byte characters each (1 GiB of SSE), every
+    one under its own limit: check stops at max_conversation_chars in the third, under a
+    bound set by that limit, not by the input (254 MiB; without the limit, 1,150 MiB)."""
+    limits = Limits()
+    frames = [b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}']
+    messages = (_earth_message(b"m%d" % n, limits.max_text_chars) for n in range(16))
+    code, report = check_capped(_framed(itertools.chain(frames, *messages)), tmp_path)
+    verdict = report["verdict"]
+    assert (code, verdict["code"], verdict["pointer"]) == (1, "limit.conversation-chars", "/delta")
+    assert f"max_conversation_chars={limits.max_conversation_chars}" in verdict["message"]
+    per_message = 2 + limits.max_text_chars // ((limits.max_frame_bytes - 200) // 4) + 1
+    assert 2 * per_message < verdict["eventIndex"] < 3 * per_message  # in the third message
+    peak = peak_mib(tmp_path)
+    print("long messages: peak", peak, "MiB")
+    # The interpreter, the text at the limit (4 bytes a character), lint's run text, frames.
+    assert peak < 50 + 4 * (limits.max_conversation_chars + limits.max_text_chars) / 2**20 + 200
+
+
+@pytest.mark.slow  # writes 2 million messages (~170 MB); check reads a twentieth
+def test_many_tiny_messages_are_bounded_by_the_item_limit(tmp_path: Any) -> None:
+    """Two million empty messages, each closed, so never more than one open: check stops at
+    max_items, having remembered that many (118 MiB; without the limit, 1,490 MiB)."""
+    limits = Limits()
+    frames = [b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}']
+    code, report = check_capped(
+        _framed(itertools.chain(frames, _tiny_messages(2_000_000))), tmp_path
+    )
+    verdict = report["verdict"]
+    assert (code, verdict["code"], verdict["pointer"]) == (1, "limit.items", "/messageId")
+    assert verdict["eventIndex"] == 1 + 2 * limits.max_items  # the next START past the limit
+    assert f"at most {limits.max_items} messages" in verdict["message"]
+    peak = peak_mib(tmp_path)
+    print("tiny messages: peak", peak, "MiB")
+    assert peak < 50 + limits.max_items * 2_000 / 2**20, peak  # at most 2 kB an item
 
 
 def _doubling(kind: str, count: int) -> list[dict[str, Any]]:
