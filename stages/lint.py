@@ -108,10 +108,10 @@ class Lint(Stage):
         self._history_text: dict[Any, str] = {}
         """The input history's text content by messageId (to tell a restatement)."""
         self._calls: dict[Any, Event] = {}
+        """toolCallId → its first TOOL_CALL_START (or the same fields, for a history call)."""
         self._open_calls: set[Any] = set()
         """Calls started and not yet ended: when one alone is open, an argument delta is its
         (verify saw to that), and a stretch of them is joined at once (``_hold``)."""
-        """toolCallId → its first TOOL_CALL_START (or the same fields, for a history call)."""
         self._history_args: dict[Any, str] = {}
         self._answers: dict[Any, Any] = {}
         """toolCallId → the messageId of the tool message that answered it."""
@@ -190,17 +190,19 @@ class Lint(Stage):
         events, indices = batch.events, batch.indices
         for position in compress(_positions(len(found)), found):
             if cut < position:
-                self._hold(events, found, cut, position)
+                self._hold(events, indices, found, cut, position)
             cut = position + 1
             found[position](events[position], indices[position])
             if self._retable:  # a run echoed its input: look the rest up again
                 self._retable = False
                 return (None,) * cut + tuple(batch.by_type(self._table, cut)), cut
         if cut < len(found):
-            self._hold(events, found, cut, len(found))
+            self._hold(events, indices, found, cut, len(found))
         return None, cut
 
-    def _hold(self, events: list[Event], found: Sequence[Any], start: int, stop: int) -> None:
+    def _hold(
+        self, events: list[Event], indices: list[int], found: Sequence[Any], start: int, stop: int
+    ) -> None:
         """Hold the events of ``events[start:stop]``, a stretch without a handler.
 
         What keeps the lint within its budget: a content delta costs no Python bytecode,
@@ -227,7 +229,7 @@ class Lint(Stage):
                 (call_id,) = self._open_calls
                 text = "".join(map(_DELTA, events[start:stop]))
                 self._args.setdefault(call_id, []).append(text)
-                self._count(len(text))
+                self._count(len(text), indices[stop - 1])
             else:
                 self._held_args += events[start:stop]
         else:  # argument deltas among other events: pick each out
@@ -241,21 +243,23 @@ class Lint(Stage):
             or len(self._held_args) > _HOLD_AT
             or self.ctx.bytes_read > self._fold_at
         ):
-            self._fold_texts()
-            self._fold_args()
+            self._fold_texts(indices[stop - 1])
+            self._fold_args(indices[stop - 1])
             self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
 
-    def _fold_texts(self) -> None:
+    def _fold_texts(self, index: int) -> None:
+        """Fold the held text deltas into ``_texts`` (``index``: the event lint is at)."""
         held = self._held_texts
-        self._count(_fold(_text_deltas(held), _MESSAGE_ID, self._texts))
+        self._count(_fold(_text_deltas(held), _MESSAGE_ID, self._texts), index)
         held.clear()
 
-    def _fold_args(self) -> None:
-        self._count(_fold(self._held_args, _TOOL_CALL_ID, self._args))
+    def _fold_args(self, index: int) -> None:
+        self._count(_fold(self._held_args, _TOOL_CALL_ID, self._args), index)
         self._held_args.clear()
 
-    def _count(self, chars: int) -> None:
-        """Charge ``chars`` of text to the run; past the limit, stop comparing this run."""
+    def _count(self, chars: int, index: int) -> None:
+        """Charge ``chars`` of text to the run, taken in at event ``index``; past the limit,
+        stop comparing this run."""
         self._run_chars += chars
         limit = self.ctx.limits.max_text_chars
         if self._run_chars <= limit or self._blind:
@@ -269,7 +273,7 @@ class Lint(Stage):
             f"run {_short(self._run_id)} streamed more than max_text_chars={limit} characters "
             "of text and arguments: lint compares nothing more of this run's text (snapshots, "
             "history, argument JSON); the findings before stand",
-            event_index=None,
+            event_index=index,
             pointer="",
         )
 
@@ -397,7 +401,7 @@ class Lint(Stage):
     def _end_run(self, event: Event, index: int) -> None:
         if "usage" in event:
             self._check_usage(event, index)
-        self._check_arguments()
+        self._check_arguments(index)
         findings = self._run_findings
         if findings:
             counts = ", ".join(f"{code} ×{count}" for code, count in sorted(findings.items()))
@@ -440,9 +444,9 @@ class Lint(Stage):
                 pointer,
             )
 
-    def _check_arguments(self) -> None:
+    def _check_arguments(self, index: int) -> None:
         """Each call this run started: its complete argument text, as a JSON document."""
-        self._fold_args()
+        self._fold_args(index)
         if self._blind:
             return
         for call_id in self._new_calls:
@@ -483,7 +487,7 @@ class Lint(Stage):
         history = self._history_text.get(message_id)
         if not history:
             return
-        self._fold_texts()
+        self._fold_texts(index)
         if not self._blind and "".join(self._texts.get(message_id, ())) == history:
             self._restreamed(event["type"], "message", message_id, index, "/messageId")
 
@@ -539,7 +543,7 @@ class Lint(Stage):
         history = self._history_args.get(call_id)
         if not history:
             return
-        self._fold_args()
+        self._fold_args(index)
         if not self._blind and _same_arguments("".join(self._args.get(call_id, ())), history):
             self._restreamed("TOOL_CALL_END", "tool call", call_id, index, "/toolCallId")
 
@@ -561,8 +565,8 @@ class Lint(Stage):
     # -- snapshots ----------------------------------------------------------------
 
     def _messages_snapshot(self, event: Event, index: int) -> None:
-        self._fold_texts()
-        self._fold_args()
+        self._fold_texts(index)
+        self._fold_args(index)
         for position, message in enumerate(event["messages"]):
             message_id, role = message.get("id"), message.get("role")
             where = f"/messages/{position}"
@@ -583,7 +587,7 @@ class Lint(Stage):
                     )
                 # Later deltas append to the restated content (state.mdx reconciliation).
                 self._texts[message_id] = [restated]
-                self._count(len(restated))
+                self._count(len(restated), index)
             for number, call in enumerate(_list(message.get("toolCalls"))):
                 self._restated_call(call, index, f"{where}/toolCalls/{number}")
 
@@ -606,7 +610,7 @@ class Lint(Stage):
                 index, where + "/function/name", f"tool call {_short(call_id)}", streamed_name, name
             )
         self._args[call_id] = [restated]
-        self._count(len(restated))
+        self._count(len(restated), index)
 
     def _contradiction(
         self, index: int, pointer: str, what: str, streamed: Any, restated: Any

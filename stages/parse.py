@@ -534,16 +534,15 @@ class _LongIntegerSearch:
         self.unsampled = 0
 
     def may_hold(self, region: bytes) -> bool:
-        if self.unsampled:
+        sampled = not self.unsampled
+        if not sampled:
             self.unsampled -= 1
         elif region[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) < 0:
             return False  # six digits in a row among every third byte: none
-        else:
-            if region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0:
-                return True
+        found = region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
+        if sampled and not found:
             self.unsampled = self._BACK_OFF  # the sample raised a false alarm
-            return False
-        return region.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
+        return found
 
 
 def _reread(payload: bytes) -> Any:

@@ -320,6 +320,9 @@ def test_a_run_past_the_text_budget_is_no_longer_compared_and_says_so() -> None:
     assert [d.code for d in result.diagnostics if d.code == "lint.text-budget"] == [
         "lint.text-budget"
     ]
+    (budget,) = [d for d in result.diagnostics if d.code == "lint.text-budget"]
+    assert budget.event_index == len(long_run) - 2  # the snapshot that read the text
+    assert "max_text_chars=5000" in budget.message and budget.spec
     (contradiction,) = findings(result)  # the second run's, not the first's
     assert contradiction.code == "lint.snapshot-contradicts-stream"
     assert contradiction.event_index == len(long_run) + 4  # the second run's snapshot
