@@ -8,7 +8,9 @@ Each round runs, one after the other, on the same realistic SSE file
 - ``python benchmarks/sdk_check.py FILE`` — ag-ui-protocol's
   ``TypeAdapter(Event).validate_json`` per frame, the frames cut out by a split
   (the SDK's consumer path: parse and validate only);
-- ``agui-pipeline check`` on a one-run file (20 events): the start-up alone.
+- ``agui-pipeline check`` on a one-run file (20 events): the start-up alone;
+- ``python benchmarks/decode_floor.py FILE`` — the same split, ``orjson.loads``
+  per frame and nothing else: the floor no per-event Python work gets under.
 
 Each figure is the child's user + system CPU time (``os.wait4``), so other work
 on the machine moves it less than wall time; reported are the median and the
@@ -40,9 +42,11 @@ from .workload import encode_sse, events
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SDK_SCRIPT = Path(__file__).resolve().parent / "sdk_check.py"
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "decode_floor.py"
 CHECK = "agui-pipeline check FILE"
 SDK = "SDK validate_json per frame (whole process)"
 STARTUP = "agui-pipeline check, 20-event file (start-up)"
+FLOOR = "orjson.loads per frame, nothing else (whole process)"
 
 
 @dataclass
@@ -83,6 +87,7 @@ def measure(n: int, rounds: int, python: str) -> dict[str, Any]:
             Timed(CHECK, [*check, str(big)]),
             Timed(SDK, [python, str(SDK_SCRIPT), str(big)]),
             Timed(STARTUP, [*check, str(small)]),
+            Timed(FLOOR, [python, str(FLOOR_SCRIPT), str(big)]),
         ]
         for each in timed:  # warm-up: the files in the page cache, the bytecode compiled
             cpu_of(each.command)
@@ -91,8 +96,9 @@ def measure(n: int, rounds: int, python: str) -> dict[str, Any]:
                 cpu, wall = cpu_of(each.command)
                 each.cpu.append(cpu)
                 each.wall.append(wall)
-    ours, sdk = timed[0].cpu, timed[1].cpu
+    ours, sdk, floor = timed[0].cpu, timed[1].cpu, timed[3].cpu
     ratios = [b / a for a, b in zip(ours, sdk, strict=True)]
+    floor_ratios = [b / a for a, b in zip(floor, sdk, strict=True)]
     return {
         "events": n,
         "rounds": rounds,
@@ -100,6 +106,7 @@ def measure(n: int, rounds: int, python: str) -> dict[str, Any]:
         "rows": [each.row() for each in timed],
         "SDK ÷ check (median of rounds)": round(statistics.median(ratios), 3),
         "SDK ÷ check (min–max)": [round(min(ratios), 3), round(max(ratios), 3)],
+        "SDK ÷ decode floor (median of rounds)": round(statistics.median(floor_ratios), 3),
         "load average": round(os.getloadavg()[0], 1),
     }
 
@@ -122,7 +129,8 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"`check` is {result['SDK ÷ check (median of rounds)']:.2f}× as fast as the SDK's pass "
-        f"(median of the rounds' ratios; {low:.2f}–{high:.2f}).",
+        f"(median of the rounds' ratios; {low:.2f}–{high:.2f}). A process that only "
+        f"decodes each frame is {result['SDK ÷ decode floor (median of rounds)']:.2f}× as fast.",
     ]
     return "\n".join(lines) + "\n"
 

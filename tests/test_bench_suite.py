@@ -34,7 +34,7 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_check_and_the_sdk_are_timed_as_whole_processes() -> None:
     result = bench_check.measure(300, 1, sys.executable)
     rows = {row["contender"]: row for row in result["rows"]}
-    assert set(rows) == {bench_check.CHECK, bench_check.SDK, bench_check.STARTUP}
+    assert set(rows) == {bench_check.CHECK, bench_check.SDK, bench_check.STARTUP, bench_check.FLOOR}
     assert all(row["CPU s (median)"] > 0 for row in rows.values())
     assert result["SDK ÷ check (median of rounds)"] > 0
     assert "`check` is" in bench_check.render(result)
