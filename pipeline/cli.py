@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-import anyio
 import orjson
 
 from . import catalog, cli_bench, cli_explain, cli_http, conformance
@@ -31,7 +30,7 @@ from .declaration import Declaration
 from .engine import Outcome, Pipeline, RunResult
 from .errors import Diagnostic, InputRejected, StreamRejected
 from .report import producer_report
-from .sources import Source
+from .sources import Source, iter_chunks_sync, may_stall
 from .stage import RunRecord, RunStatus
 from .subscribers import Sink
 
@@ -40,7 +39,8 @@ if TYPE_CHECKING:
 
 # Start-up is most of `check` on a short file, so what only some paths need is imported
 # there: pydantic (the run input's and a declaration's models), the SARIF and JUnit
-# writers, the process pool of --jobs, importlib.metadata for --version.
+# writers, the process pool of --jobs, importlib.metadata for --version, and anyio (with
+# asyncio under it) for a URL or stdin — a file is checked through the sync shell.
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -200,16 +200,41 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
         except InputRejected as error:
             raise UsageError(f"the run input {settings.input}: {error}") from error
         body, outgoing = prepared.body, list(prepared.diagnostics)
-    stream = pipeline.open(source, run_input=body)
-    stream.context.diagnostics.extend(outgoing)
     try:
-        # The report needs no events: keeping none judges a stream of any length.
-        return anyio.run(stream.drain), kept
+        return _drain(pipeline, source, body, outgoing), kept
     except OSError as error:
         raise UsageError(f"cannot read {name}: {error}") from error
     finally:
         if meter is not None:
             meter.close()
+
+
+def _drain(
+    pipeline: Pipeline, source: Source, run_input: dict[str, Any] | None, said: list[Diagnostic]
+) -> RunResult:
+    """Judge one stream keeping none of its events (so a stream of any length fits), with
+    ``said`` — the outgoing boundary's diagnostics on the run input — reported first.
+
+    A file or bytes cannot stall, so they go through the sync shell: the same stages and
+    verdict as :meth:`EventStream.drain`, without an event loop, so ``check FILE`` never
+    imports anyio or asyncio (a fifth of its start-up). Stdin can stall, and its idle
+    window and deadline are the async shell's clock.
+    """
+    if may_stall(source):
+        import anyio
+
+        stream = pipeline.open(source, run_input=run_input)
+        stream.context.diagnostics.extend(said)
+        return anyio.run(stream.drain)
+    incremental = pipeline.incremental(run_input=run_input)
+    incremental.context.diagnostics.extend(said)
+    for chunk in iter_chunks_sync(source):
+        incremental.feed(chunk)
+        if incremental.ended:
+            break
+    result = incremental.close()
+    result.events = []  # as drain(): the report needs no events
+    return result
 
 
 def _fixture(path: Path) -> conformance.Fixture | None:
