@@ -186,8 +186,11 @@ def may_stall(source: Source) -> bool:
 async def _read_stdin() -> AsyncIterator[bytes]:
     # read1 returns what is available rather than waiting to fill the buffer,
     # so a live pipe (`producer | agui-pipeline check -`) is processed as it flows.
+    # Abandoned when cancelled: the idle window or the deadline ends the stream while the
+    # thread still waits on a silent producer (not abandoned, the cancel scope would wait
+    # for the read to return). That thread then lasts until stdin delivers or closes.
     import anyio
 
     stdin: Any = sys.stdin.buffer  # a BufferedReader, which has read1
-    while chunk := await anyio.to_thread.run_sync(stdin.read1, READ_SIZE):
+    while chunk := await anyio.to_thread.run_sync(stdin.read1, READ_SIZE, abandon_on_cancel=True):
         yield chunk

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +69,33 @@ def test_stdin_and_the_console_script() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert b"-: completed" in completed.stdout
+
+
+def test_stdin_from_a_silent_producer_is_judged_when_the_idle_window_ends() -> None:
+    """`producer | check -` where the producer stalls: the idle window ends the stream
+    and the report is written then, not when the producer finally writes or closes."""
+    checker = subprocess.Popen(
+        [sys.executable, "-m", "agui_pipeline", "check", "-", "--idle-timeout", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    assert checker.stdin is not None and checker.stdout is not None
+    report = b""
+    try:
+        checker.stdin.write(b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n')
+        checker.stdin.flush()  # then nothing more, the pipe held open
+        ready, _, _ = select.select([checker.stdout], [], [], 30)
+        assert ready, "no report 30 s into a 1 s idle window"
+        report = os.read(checker.stdout.fileno(), 1 << 16)  # written with stdin still open
+    finally:
+        checker.stdin.close()  # the producer goes away: the process may end
+        report += checker.stdout.read()
+        checker.wait(timeout=30)
+    assert report.startswith(b"-: truncated"), report
+    assert b"source.idle-timeout" in report
+    assert checker.returncode == 1
 
 
 def test_peer_version_selects_the_version_gated_shims(tmp_path: Path) -> None:
