@@ -15,6 +15,7 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions --without lint    # the whole pipeline but lint
     python -m benchmarks.instructions --live            # one frame per read, as a live run
     python -m benchmarks.instructions --live --source-timeout 300   # ... as HttpAgent reads
+    python -m benchmarks.instructions --startup         # a whole `check` on 20 events
 
 ``--live`` feeds the stream from an async generator, one SSE frame per read, and
 reads it event by event (``async for event in stream``): the engine's cost per
@@ -136,6 +137,44 @@ def _instructions(path: Path, stages: list[str], measured: bool, live: list[str]
     return int(found.group(1))
 
 
+def _process_instructions(command: list[str], env: dict[str, str]) -> int:
+    """Instructions callgrind counts for one whole process running ``command``."""
+    with tempfile.TemporaryDirectory() as scratch:
+        finished = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out", *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    found = re.search(r"Collected : (\d+)", finished.stderr)
+    if finished.returncode not in (0, 1) or found is None:
+        raise RuntimeError(f"the callgrind run failed:\n{finished.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def startup() -> str:
+    """``--startup``: a whole ``agui-pipeline check`` process on a 20-event file of the
+    workload, against ``python -c pass`` — start-up, which the per-event figure cancels
+    out. Run from bytecode, as an installed package is: a first run writes it."""
+    from .workload import encode_sse, events
+
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
+    with tempfile.TemporaryDirectory() as scratch:
+        small = Path(scratch) / "small.sse"
+        small.write_bytes(encode_sse(events(20)))
+        check = [sys.executable, "-m", "agui_pipeline", "check", str(small)]
+        subprocess.run(check, cwd=ROOT, env=env, capture_output=True, check=False)
+        bare = _process_instructions([sys.executable, "-c", "pass"], env)
+        whole = _process_instructions(check, env)
+    return (
+        f"agui-pipeline check on 20 events, whole process: {whole / 1e6:,.1f} M instructions "
+        f"(python -c pass: {bare / 1e6:,.1f} M)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
@@ -146,12 +185,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--source-timeout", type=float, help="with --live: the source bounds its own reads"
     )
+    parser.add_argument(
+        "--startup", action="store_true", help="a whole check process on 20 events instead"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measured", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     path: Path = args.file or Path(tempfile.gettempdir()) / f"agui-workload-{args.events}.sse"
     if args.child:
         _child(path, args.upto, args.without, args.measured, args.live, args.source_timeout)
+        return
+    if args.startup:
+        print(startup())
         return
     if not path.exists():
         from .workload import encode_sse, events

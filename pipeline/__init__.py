@@ -19,7 +19,6 @@ Submodules are the implementation.
 from typing import TYPE_CHECKING, Any
 
 from .catalog import Code, Severity
-from .conformance import load_fixture, run_fixture
 from .conversation import Conversation
 from .declaration import Declaration, DeclarationUnusable, check_run_input
 from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
@@ -100,7 +99,6 @@ from .events import (
 from .incremental import Incremental
 from .options import Limits, Options
 from .report import FindingGroup, ProducerReport, producer_report
-from .resume import pending_interrupts, resume_input
 from .sources import Source
 from .stage import (
     Batch,
@@ -130,7 +128,9 @@ if TYPE_CHECKING:
     from .aiohttp_transport import AiohttpTransport
     from .capabilities import AgentCapabilities
     from .client import HttpAgent, HttpStatusError, HttpxTransport, RequestFailed, Transport
+    from .conformance import load_fixture, run_fixture
     from .relay import Relay, RelayResponse, Upstream
+    from .resume import pending_interrupts, resume_input
     from .run_input import PreparedInput, RunAgentInput, prepare_input
     from .serve import BackgroundServer, Replay, ReplayServer
 
@@ -147,6 +147,10 @@ _LAZY = {
     "HttpxTransport": "client",
     "RequestFailed": "client",
     "Transport": "client",
+    "load_fixture": "conformance",
+    "run_fixture": "conformance",
+    "pending_interrupts": "resume",
+    "resume_input": "resume",
     "Relay": "relay",
     "RelayResponse": "relay",
     "Upstream": "relay",
@@ -156,7 +160,10 @@ _LAZY = {
 }
 """Names imported on first use, by module: they need the ``http``, ``aiohttp`` or ``serve``
 extra, or pydantic (the models of a declaration and of a run input), whose import costs
-about 0.2 s that ``agui-pipeline check FILE`` need not pay."""
+about 0.2 s that ``agui-pipeline check FILE`` need not pay; or they bring what a check
+of a file does without (the conformance runner and its event loop, ``uuid`` for
+resuming). ``python -m agui_pipeline`` imports this package first, so whatever it
+imports eagerly is part of every command's start-up."""
 
 
 def __getattr__(name: str) -> Any:

@@ -26,8 +26,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-import anyio
-
 from .cli_http import add_transport_option, transport_named
 from .engine import Pipeline
 from .stage import Stage, StageFactory
@@ -112,6 +110,8 @@ def _read(name: str) -> bytes:
 
 def _cpu(work: Any) -> float:
     """CPU seconds of ``anyio.run(work)``, the cyclic collector off (as a tuned server)."""
+    import anyio  # in the functions that run a loop: the parser of every command imports this
+
     gc.collect()
     gc.disable()
     try:
@@ -125,6 +125,8 @@ def _cpu(work: Any) -> float:
 def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
     """The whole pipeline over ``body`` in 64 KiB reads, then each stage alone."""
     import statistics
+
+    import anyio
 
     from .workload import chunks
 
@@ -189,6 +191,8 @@ def _live(
     import statistics
     import subprocess
     import tempfile
+
+    import anyio
 
     try:
         from .client import HttpAgent

@@ -9,8 +9,6 @@ ignored.
 
 from __future__ import annotations
 
-import difflib
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -122,6 +120,8 @@ def check_rules(rules: Mapping[str, Any], where: str) -> dict[str, str]:
             raise ConfigError(f"{where}: {code} = {level!r}: expected one of {', '.join(LEVELS)}")
         entry = catalog.ALL.get(code)
         if entry is None:
+            import difflib
+
             near = difflib.get_close_matches(code, list(catalog.ALL), n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise ConfigError(f"{where}: no diagnostic code {code!r}{hint}")
@@ -139,10 +139,16 @@ def read_pyproject(path: Path) -> dict[str, Any]:
     Keys: ``fail-on``, ``max-warnings``, and ``rules`` (a table of code = level).
     """
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    import tomllib  # only when there is a file to parse: about 2 ms of start-up
+
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"cannot read {path}: {error}") from None
     table = document.get("tool", {}).get("agui-pipeline", {})
     where = f"{path} [tool.agui-pipeline]"

@@ -9,12 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
-
-import anyio
 
 from .errors import Diagnostic
 from .events import AnyEvent
@@ -162,6 +159,8 @@ def check_url(
         ):
             return await stream.drain()  # the report needs no events: keep none
 
+    import anyio  # only a URL needs an event loop: `check FILE` never imports it
+
     try:
         return anyio.run(main)
     finally:
@@ -171,6 +170,8 @@ def check_url(
 
 def fresh_input() -> dict[str, Any]:
     """A minimal run input for a fresh thread (``check URL`` without ``--input``)."""
+    import uuid
+
     return {"threadId": f"thread-{uuid.uuid4()}", "runId": f"run-{uuid.uuid4()}", "messages": []}
 
 

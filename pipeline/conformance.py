@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import anyio
 import orjson
 
 from .engine import Outcome, Pipeline, RunResult
@@ -212,6 +211,8 @@ async def replay_fixture(fixture: Fixture, source: Source | None = None) -> Repl
 
 def run_fixture(fixture: Fixture, source: Source | None = None) -> Replay:
     """:func:`replay_fixture` from synchronous code (starts an event loop)."""
+    import anyio  # here: `check` reads a fixture's stream with this module, without a loop
+
     return anyio.run(replay_fixture, fixture, source)
 
 

@@ -15,7 +15,6 @@ consumer asks for more.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import (
     AsyncGenerator,
@@ -31,8 +30,6 @@ from enum import StrEnum
 from functools import cache
 from types import TracebackType
 from typing import Any
-
-import anyio
 
 from .catalog import SOURCE_IDLE_TIMEOUT, SOURCE_MAX_DURATION
 from .conversation import Conversation
@@ -62,6 +59,11 @@ from .stage import (
     empty_batch,
 )
 from .subscribers import HandlerMap, Handlers, Sink, delivered
+
+# anyio (and asyncio under it, with ssl, sockets, threads: about a fifth of `check FILE`'s
+# start-up) is imported only by what waits: the async shell's read loop, its clock and
+# `run_sync` outside a loop. The sync shell (`Pipeline.incremental`), which `check` runs a
+# file through, never imports it.
 
 
 class Outcome(StrEnum):
@@ -304,6 +306,8 @@ class EventStream:
     # -- the engine ---------------------------------------------------------
 
     async def _run(self) -> AsyncGenerator[Batch, None]:
+        import anyio  # here, not at the top: see the imports
+
         ctx = self.context
         decoder = self._pipeline.decoder(ctx)
         stages = [factory(ctx) for factory in self._pipeline.stage_factories]
@@ -396,6 +400,8 @@ class _Clock:
         idle, most = options.idle_timeout, options.max_duration
         if idle is None and most is None:
             return None
+        import anyio
+
         opened = anyio.current_time() if opened_at is None else opened_at
         end = math.inf if most is None else opened + most
         return cls(math.inf if idle is None else idle, end, source_timeout)
@@ -445,6 +451,10 @@ def _time_source() -> Callable[[], float]:
     ``anyio.current_time`` looks the backend up on every call (~1 µs); the asyncio
     loop's own ``time`` is the same clock without that. Other backends go through anyio.
     """
+    import asyncio
+
+    import anyio
+
     try:
         return asyncio.get_running_loop().time
     except RuntimeError:
@@ -879,6 +889,8 @@ def run_sync(
     """
     chosen = pipeline or Pipeline()
     if not in_event_loop():
+        import anyio
+
         return anyio.run(lambda: chosen.run(source, run_input=run_input))
     check_source(source)
     stream = chosen.incremental(run_input=run_input)

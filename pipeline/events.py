@@ -4,7 +4,7 @@ Written from ``schema.json`` (the structural truth, ``/spec/1.1/basic``,
 "Schema") and the spec pages. At run time an event is the plain ``dict``
 the decoder produced; these types are for static typing and documentation —
 and they are the project's one statement of structure: the enforce stage
-compiles its per-type checks from them at import (``stages/enforce.py``).
+compiles its per-type checks from them (``stages/enforce.py``).
 The pydantic models of the documents read rarely (``run_input``,
 ``capabilities``) spell the same shapes again for validation errors and a
 typed public API; ``tests/test_schema_agreement.py`` checks they agree with

@@ -21,12 +21,20 @@ awaits anything that suspends runs fine.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from .engine import Outcome, Pipeline, RunResult, Verdict, _Ended, _read, _verdict_of
+from .engine import (
+    Outcome,
+    Pipeline,
+    RunResult,
+    Verdict,
+    _Ended,
+    _read,
+    _reopen_discarded,
+    _verdict_of,
+)
 from .errors import UsageError
 from .events import AnyEvent
 from .subscribers import delivered
@@ -52,6 +60,8 @@ class Incremental:
         self._stages = [factory(ctx) for factory in pipeline.stage_factories]
         self._verdict: Verdict | None = None
         self._closing: list[AnyEvent] = []
+        self._through = -1
+        """The event index of the last event delivered (as ``EventStream._run`` keeps it)."""
 
     @property
     def ended(self) -> bool:
@@ -93,20 +103,25 @@ class Incremental:
             transport=ctx.transport,
             suppressed=ctx.suppressed,
             runs=ctx.runs,
+            run_counts=ctx.run_counts(),
             materialised=ctx.conversation,
         )
 
     def _step(self, chunk: bytes | None) -> list[AnyEvent]:
-        counters = self.context.counters
+        fault = None
         try:
             batch = run_without_loop(_read(self._decoder, self._stages, chunk))
         except _Ended as ended:
-            self._verdict = _verdict_of(ended.fault)
-            batch = ended.delivered
-        else:
-            if chunk is None:
-                self._verdict = Verdict(Outcome.COMPLETED)
-        counters.delivered += len(batch.events)
+            fault, batch = ended.fault, ended.delivered
+        if batch.events:
+            self._through = batch.indices[-1]
+        if fault is not None:
+            self._verdict = _verdict_of(fault)
+            # As the async shell does: a run whose end was discarded, not delivered, is open.
+            _reopen_discarded(self.context.runs, self._through)
+        elif chunk is None:
+            self._verdict = Verdict(Outcome.COMPLETED)
+        self.context.counters.delivered += len(batch.events)
         return delivered(batch.events)
 
 
@@ -131,13 +146,19 @@ def run_without_loop(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def in_event_loop() -> bool:
-    """Whether this thread is running an asyncio or trio event loop right now."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return True
+    """Whether this thread is running an asyncio or trio event loop right now.
+
+    Each is asked only if imported: a loop cannot run without its module, and so the
+    sync shell never imports asyncio itself.
+    """
+    asyncio: Any = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return True
     trio: Any = sys.modules.get("trio")
     if trio is not None:
         try:

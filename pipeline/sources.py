@@ -17,9 +17,12 @@ from collections.abc import (
     Iterable,
     Iterator,
 )
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import anyio
+if TYPE_CHECKING:
+    import anyio
+
+# anyio is imported by the async readers that use it, so the sync shell never needs it.
 
 READ_SIZE = 1 << 20
 """Bytes per read from a file or stdin: large reads mean large batches."""
@@ -154,6 +157,8 @@ _STREAM_TEXT = ("data:", ":", "{", "[", "event:", "id:", "retry:")
 
 async def _open(path: str | os.PathLike[str]) -> anyio.AsyncFile[bytes]:
     """Open a file source; a ``str`` that is stream text, not a path, is told so."""
+    import anyio
+
     try:
         return await anyio.open_file(path, "rb")
     except (OSError, ValueError) as error:
@@ -181,6 +186,11 @@ def may_stall(source: Source) -> bool:
 async def _read_stdin() -> AsyncIterator[bytes]:
     # read1 returns what is available rather than waiting to fill the buffer,
     # so a live pipe (`producer | agui-pipeline check -`) is processed as it flows.
+    # Abandoned when cancelled: the idle window or the deadline ends the stream while the
+    # thread still waits on a silent producer (not abandoned, the cancel scope would wait
+    # for the read to return). That thread then lasts until stdin delivers or closes.
+    import anyio
+
     stdin: Any = sys.stdin.buffer  # a BufferedReader, which has read1
-    while chunk := await anyio.to_thread.run_sync(stdin.read1, READ_SIZE):
+    while chunk := await anyio.to_thread.run_sync(stdin.read1, READ_SIZE, abandon_on_cancel=True):
         yield chunk

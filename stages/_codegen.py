@@ -1,4 +1,5 @@
-"""Python generated at import, for enforce's checks: the one place ``exec`` runs.
+"""Python generated for enforce's checks (the batch scan at import, each object's check on
+first use): the one place ``exec`` runs.
 
 What it buys: enforce's checks are written once, as the event ``TypedDict``\\ s
 (``agui_pipeline.events``), and compiled into straight-line functions — each
@@ -38,7 +39,9 @@ def define(label: str, lines: list[str], namespace: dict[str, Any]) -> Callable[
 
 def main(argv: list[str]) -> None:
     # By name: run with -m, this file is __main__, not the module enforce fills.
-    from agui_pipeline.stages import _codegen, enforce  # noqa: F401  (enforce generates)
+    from agui_pipeline.stages import _codegen, enforce
+
+    enforce.generate_all()  # each object's check is otherwise made on first use
 
     for label, source in _codegen.generated.items():
         if not argv or any(label.startswith(prefix) for prefix in argv):

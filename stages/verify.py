@@ -109,18 +109,21 @@ _UNSETTLED: Any = object()
 Handler = Callable[[Event, int, Owner], None]
 
 
-def _counting(events: list[Event]) -> tuple[Iterator[Event], Callable[[], int]]:
-    """An iterator over ``events`` and a function saying how many it has yet to yield.
+def _counting(batch: Batch) -> tuple[Iterator[tuple[Event, Any]], Callable[[], int]]:
+    """Each event of ``batch`` with its type, and a function saying how many are yet to come.
 
     What it buys: verify iterates the events alone and works out the position of the
     current one (``len(events) - 1 - left()``) only when it needs its frame index —
     the deltas to an open item, most events, need none — instead of pairing every
     event with its index: 138 instructions an event fewer than ``enumerate``
     (``python -m benchmarks.instructions --upto verify``). A list iterator's
-    ``__length_hint__`` is exact: what it has not yet yielded.
+    ``__length_hint__`` is exact: what it has not yet yielded. And the type comes
+    from :attr:`Batch.types`, read once per batch, not from a subscript of each event:
+    140 instructions an event fewer (verify alone on the workload, 2,057 → 1,917). An
+    event without a ``type`` has ``None`` there, and the loop then reads it to raise.
     """
-    unread = iter(events)
-    return unread, unread.__length_hint__  # type: ignore[attr-defined]
+    unread = iter(batch.events)
+    return zip(unread, batch.types, strict=True), unread.__length_hint__  # type: ignore[attr-defined]
 
 
 class Verify(Stage):
@@ -286,11 +289,10 @@ class Verify(Stage):
             self._open_reasoning,
             self._open_calls,
         )
-        unread, left = _counting(events)
+        typed, left = _counting(batch)
         last = len(events) - 1  # the current event is events[last - left()]
         try:
-            for event in unread:
-                kind = event["type"]
+            for event, kind in typed:
                 # The common case first, inline: an untagged continuation of an open item
                 # (nothing is open between runs, so this also finds the run active).
                 try:
@@ -310,6 +312,8 @@ class Verify(Stage):
                         continued = None
                 except (KeyError, TypeError):  # an id that cannot be read: judged below, in turn
                     continued, field = self._continuations[kind]
+                if kind is None:  # no type, or not an object: raise what reading it raises
+                    kind = event["type"]
                 index = indices[last - left()]
                 if self._phase != _ACTIVE:
                     self._between_runs(event, kind, index)

@@ -5,13 +5,17 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
+import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agui_pipeline.cli import main
 
+from tests.cli_run import agui
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "weather.sse"
@@ -67,6 +71,33 @@ def test_stdin_and_the_console_script() -> None:
     assert b"-: completed" in completed.stdout
 
 
+def test_stdin_from_a_silent_producer_is_judged_when_the_idle_window_ends() -> None:
+    """`producer | check -` where the producer stalls: the idle window ends the stream
+    and the report is written then, not when the producer finally writes or closes."""
+    checker = subprocess.Popen(
+        [sys.executable, "-m", "agui_pipeline", "check", "-", "--idle-timeout", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    assert checker.stdin is not None and checker.stdout is not None
+    report = b""
+    try:
+        checker.stdin.write(b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n\n')
+        checker.stdin.flush()  # then nothing more, the pipe held open
+        ready, _, _ = select.select([checker.stdout], [], [], 30)
+        assert ready, "no report 30 s into a 1 s idle window"
+        report = os.read(checker.stdout.fileno(), 1 << 16)  # written with stdin still open
+    finally:
+        checker.stdin.close()  # the producer goes away: the process may end
+        report += checker.stdout.read()
+        checker.wait(timeout=30)
+    assert report.startswith(b"-: truncated"), report
+    assert b"source.idle-timeout" in report
+    assert checker.returncode == 1
+
+
 def test_peer_version_selects_the_version_gated_shims(tmp_path: Path) -> None:
     stream = tmp_path / "subagent.sse"
     stream.write_text(
@@ -115,8 +146,23 @@ ONLY_WHEN_ASKED = {
     "concurrent.futures.process",  # --jobs
     "importlib.metadata",  # --version
     "agui_pipeline.workload",  # bench
+    # An event loop: a URL's or stdin's (a file goes through the sync shell).
+    "asyncio",
+    "anyio",
+    "ssl",
+    "concurrent.futures",
+    "agui_pipeline.client",  # a URL
+    "httpx",
+    # The other commands' modules: only the command named gets a parser.
+    "agui_pipeline.conformance",  # a fixture (a file that is a JSON object with "stream")
+    "agui_pipeline.cli_bench",
+    "agui_pipeline.cli_explain",
+    "difflib",  # a did-you-mean for an unknown code
+    "tomllib",  # a ./pyproject.toml (the probe runs where there is none)
 }
 """Modules `check FILE` does without: start-up is most of its cost on a short file."""
+
+EVENT_LOOP = {"asyncio", "anyio"}
 
 
 def modules_imported_by(argv: list[str], cwd: Path) -> set[str]:
@@ -141,9 +187,63 @@ def test_check_on_a_file_imports_only_what_it_needs(tmp_path: Path) -> None:
     run_input.write_text(json.dumps({"threadId": "thread-weather", "runId": "run-1"}))
     asked = ["check", str(recording), "--input", str(run_input), "--format", "junit"]
     # The same probe sees them once an option needs them.
-    assert {"pydantic", "agui_pipeline.run_input", "agui_pipeline.junit"} <= (
-        modules_imported_by(asked, tmp_path)
-    )
+    with_options = modules_imported_by(asked, tmp_path)
+    assert {"pydantic", "agui_pipeline.run_input", "agui_pipeline.junit"} <= with_options
+    # A file with a run input, a declaration or as a fixture still needs no event loop.
+    declared = ["--capabilities", str(ROOT / "examples" / "weather.capabilities.json")]
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(json.dumps({"stream": [], "input": {}}, indent=2))
+    for imported in (
+        with_options,
+        modules_imported_by(["check", str(recording), *declared], tmp_path),
+        modules_imported_by(["check", str(fixture)], tmp_path),
+    ):
+        assert not imported & EVENT_LOOP, sorted(imported & EVENT_LOOP)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+SHELL_PARITY = {
+    "completed": EXAMPLE.read_bytes(),
+    "truncated": b'{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n',
+    "rejected": b'{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}\n[1]\n',
+    # The Conversation rejects the delta (max_depth) after verify saw the run finish in the
+    # same read: RUN_FINISHED is discarded, so the run is open again.
+    "end discarded": b"".join(
+        json.dumps(event).encode() + b"\n"
+        for event in [
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+            {"type": "STATE_SNAPSHOT", "snapshot": _nested(100)},
+            {
+                "type": "STATE_DELTA",
+                "delta": [{"op": "add", "path": "/k" * 100 + "/x", "value": _nested(60)}],
+            },
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHELL_PARITY))
+def test_a_file_through_the_sync_shell_is_judged_as_stdin_through_the_async_one(
+    name: str, tmp_path: Path
+) -> None:
+    """`check FILE` runs the sync shell, `check -` the async one: the reports are the same."""
+    stream = tmp_path / "run.jsonl"
+    stream.write_bytes(SHELL_PARITY[name])
+    by_file = agui("check", stream, "--format", "json", cwd=tmp_path)
+    by_stdin = agui("check", "-", "--format", "json", stdin=stream.read_bytes(), cwd=tmp_path)
+    assert by_file.returncode == by_stdin.returncode, by_file.stderr + by_stdin.stderr
+    file_report, stdin_report = json.loads(by_file.stdout), json.loads(by_stdin.stdout)
+    assert file_report.pop("source") == str(stream) and stdin_report.pop("source") == "-"
+    assert file_report == stdin_report
+    if name == "end discarded":
+        assert file_report["runCounts"] == {"open": 1}
 
 
 def test_the_command_as_a_process_collects_less_and_a_call_leaves_the_collector_alone() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import anyio
@@ -622,3 +624,39 @@ def test_corpus_admitted_gap_role_follows_the_spec_instead() -> None:
     assert len(outcome.events) == len(fixture["stream"])
     assert "role" not in outcome.events[1]
     assert any("/role" in warning for warning in outcome.warnings)
+
+
+LAZY_PROBE = """
+import json, sys
+from agui_pipeline.stages import _codegen, enforce
+from agui_pipeline import Pipeline
+before = sorted(_codegen.generated)
+tool = {"id": "c", "type": "function", "function": {"name": "f", "arguments": 5}}
+snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [
+    {"id": "m", "role": "assistant", "toolCalls": [tool]}]}
+run = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+result = Pipeline().incremental()
+result.feed(b"".join(b"data: " + json.dumps(e).encode() + b"\\n\\n" for e in (run, snapshot)))
+verdict = result.close().verdict
+print(json.dumps({"before": before, "after": sorted(_codegen.generated),
+                  "code": verdict.code, "pointer": verdict.pointer}))
+"""
+
+
+def test_an_objects_check_is_compiled_when_first_needed_and_judges_that_first_value() -> None:
+    """A fresh interpreter: enforce compiles no object's check at import, only those a
+    stream needs (start-up), and the first value through the nested checks is judged
+    as every later one is."""
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_PROBE], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["before"] == ["scan", "scan (events known to be dicts)"]
+    compiled = {label.removeprefix("clean ") for label in seen["after"]}
+    assert {"RunStartedEvent", "MessagesSnapshotEvent", "AssistantMessage", "ToolCall"} <= (
+        compiled
+    )
+    assert "ToolCallResultEvent" not in compiled and "UserMessage" not in compiled
+    assert seen["code"] == "enforce.malformed"
+    assert seen["pointer"] == "/messages/0/toolCalls/0/function/arguments"

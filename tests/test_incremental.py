@@ -101,6 +101,23 @@ def test_a_rejection_ends_the_stream_with_what_came_before() -> None:
     assert stream.close().verdict.outcome is Outcome.REJECTED
 
 
+def test_runs_are_judged_as_the_async_shell_judges_them() -> None:
+    """A handler fails on RUN_FINISHED: verify saw the run end, but the end was not
+    delivered, so in both shells the run is open again — and counted so."""
+
+    def fail(event: Any) -> None:
+        raise LookupError("the UI went away")
+
+    pipeline = Pipeline(handlers={"RUN_FINISHED": fail})
+    stream = pipeline.incremental()
+    stream.feed(BODY)
+    fed = stream.close()
+    ran = run_sync(BODY, pipeline)  # outside a loop: the async shell
+    assert fed.verdict.outcome is ran.verdict.outcome is Outcome.HANDLER_FAILED
+    assert [run.status for run in fed.runs] == [run.status for run in ran.runs] == ["open"]
+    assert fed.run_counts == ran.run_counts == {"open": 1}
+
+
 def test_the_verdict_before_the_end_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="has not ended"):
         _ = Pipeline().incremental().verdict

@@ -781,6 +781,10 @@ def test_an_event_it_cannot_read_is_rejected_not_a_crash() -> None:
         in_run({"type": "TEXT_MESSAGE_START", "messageId": ["not", "hashable"]}),
         c.VERIFY_UNREADABLE,
     )
+    # Without a type, or not an object: verify reads the types from the batch, where such
+    # an event has None, and still says what reading the event itself raises.
+    rejected(in_run({"messageId": "m", "delta": "x"}), c.VERIFY_UNREADABLE, "KeyError: 'type'")
+    rejected(in_run(["not", "an", "object"]), c.VERIFY_UNREADABLE, "TypeError")  # type: ignore[arg-type]
 
 
 def test_the_cli_prints_one_line_per_run(tmp_path: Any) -> None:
@@ -882,6 +886,7 @@ def test_what_verify_keeps_does_not_grow_per_event(shape: str) -> None:
         events = in_run(*body)
         stage = Verify(StreamContext(Options()))
         batch = Batch(events, list(range(len(events))))
+        batch.types  # noqa: B018 - the batch's own (parse reads them in a pipeline), not verify's
         tracemalloc.start()
         # Driven by hand (verify never suspends): no event loop in the figure.
         with pytest.raises(StopIteration):
