@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 from collections.abc import (
     AsyncGenerator,
@@ -184,13 +185,31 @@ def may_stall(source: Source) -> bool:
 
 
 async def _read_stdin() -> AsyncIterator[bytes]:
-    # read1 returns what is available rather than waiting to fill the buffer,
-    # so a live pipe (`producer | agui-pipeline check -`) is processed as it flows.
-    # Abandoned when cancelled: the idle window or the deadline ends the stream while the
-    # thread still waits on a silent producer (not abandoned, the cancel scope would wait
-    # for the read to return). That thread then lasts until stdin delivers or closes.
+    """Reads of stdin as they arrive, so a live pipe (`producer | agui-pipeline check -`)
+    is processed as it flows.
+
+    A pipe, socket or terminal is waited on by the event loop (``anyio.wait_readable``)
+    and then read once for what is there, so the idle window and the deadline end the
+    stream, and the process, while the producer is silent: no thread is left blocked in a
+    read. A regular file redirected in cannot stall and is read plainly. Where the loop
+    cannot wait on a file descriptor (Windows), the read waits in a worker thread that is
+    abandoned when cancelled; that thread then lasts until stdin delivers or closes.
+    """
     import anyio
 
     stdin: Any = sys.stdin.buffer  # a BufferedReader, which has read1
-    while chunk := await anyio.to_thread.run_sync(stdin.read1, READ_SIZE, abandon_on_cancel=True):
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by something without a descriptor
+        fd = -1
+    if fd < 0 or sys.platform == "win32" or stat.S_ISREG(os.fstat(fd).st_mode):
+        while chunk := await anyio.to_thread.run_sync(
+            stdin.read1, READ_SIZE, abandon_on_cancel=True
+        ):
+            yield chunk
+        return
+    while True:
+        await anyio.wait_readable(fd)
+        if not (chunk := os.read(fd, READ_SIZE)):  # readable and empty: the writer closed
+            return
         yield chunk

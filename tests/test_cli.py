@@ -72,8 +72,8 @@ def test_stdin_and_the_console_script() -> None:
 
 
 def test_stdin_from_a_silent_producer_is_judged_when_the_idle_window_ends() -> None:
-    """`producer | check -` where the producer stalls: the idle window ends the stream
-    and the report is written then, not when the producer finally writes or closes."""
+    """`producer | check -` where the producer stalls: the idle window ends the stream,
+    the report is written and the process exits then, with the pipe still open."""
     checker = subprocess.Popen(
         [sys.executable, "-m", "agui_pipeline", "check", "-", "--idle-timeout", "1"],
         stdin=subprocess.PIPE,
@@ -89,6 +89,7 @@ def test_stdin_from_a_silent_producer_is_judged_when_the_idle_window_ends() -> N
         ready, _, _ = select.select([checker.stdout], [], [], 30)
         assert ready, "no report 30 s into a 1 s idle window"
         report = os.read(checker.stdout.fileno(), 1 << 16)  # written with stdin still open
+        checker.wait(timeout=30)  # and the process ends, the producer still silent
     finally:
         checker.stdin.close()  # the producer goes away: the process may end
         report += checker.stdout.read()
