@@ -41,9 +41,9 @@ from .sources import (
     Source,
     SourceTimedOut,
     check_source,
-    iter_chunks,
     iter_chunks_sync,
     may_stall,
+    open_reads,
 )
 from .stage import (
     Batch,
@@ -320,7 +320,7 @@ class EventStream:
         counters = ctx.counters
         through = -1  # the event index of the last event delivered
         try:
-            async with aclosing(iter_chunks(self._source)) as chunks:
+            async with aclosing(open_reads(self._source)) as chunks:
                 read = chunks.__anext__
                 while True:
                     try:
@@ -328,14 +328,12 @@ class EventStream:
                             chunk = await read()
                         elif clock.covered():
                             chunk = await read()  # the source's own read timeout bounds it
-                            clock.stop()
                         else:
                             # A bare scope, not fail_after: no context-manager generator.
                             with anyio.CancelScope(deadline=clock.deadline()) as scope:
                                 chunk = await read()
                             if scope.cancelled_caught:
                                 raise SourceTimedOut
-                            clock.stop()
                     except StopAsyncIteration:
                         break
                     except SourceTimedOut:
@@ -343,8 +341,8 @@ class EventStream:
                         break
                     seen = counters.read
                     batch = await _read(decoder, stages, chunk)
-                    if clock is not None and counters.read != seen:
-                        clock.waited = 0.0  # an event: the idle window starts again
+                    if clock is not None:
+                        clock.waited_for(counters.read != seen)
                     if batch.events:
                         counters.delivered += len(batch.events)
                         through = batch.indices[-1]
@@ -408,7 +406,7 @@ class _Clock:
 
     def covered(self) -> bool:
         """Whether the source's own read timeout fires within the budget left (and the
-        read about to start is timed for :meth:`stop`)."""
+        read about to start is timed for :meth:`waited_for`)."""
         self.started = now = self.now()
         timeout = self.source_timeout
         return (
@@ -416,12 +414,19 @@ class _Clock:
         )
 
     def deadline(self) -> float:
-        """The deadline of the read about to wait (timed for :meth:`stop`)."""
+        """The deadline of the read about to wait (timed for :meth:`waited_for`)."""
         self.started = now = self.now()
         return min(now + self.idle - self.waited, self.end)
 
-    def stop(self) -> None:
-        self.waited += self.now() - self.started
+    def waited_for(self, event: bool) -> None:
+        """After a read (timed from :meth:`covered` or :meth:`deadline`) and its decoding:
+        an event starts the idle window again; a read without one — a keep-alive comment,
+        part of a frame — adds the time since it started to the wait. The clock is read
+        only then: once per read with an event, not twice."""
+        if event:
+            self.waited = 0.0
+        else:
+            self.waited += self.now() - self.started
 
     @staticmethod
     def report(clock: _Clock | None, ctx: StreamContext) -> None:
@@ -461,10 +466,11 @@ def _time_source() -> Callable[[], float]:
         return anyio.current_time
 
 
-# How one read travels: ``_read`` decodes it and hands the batch to ``_through``, which
-# runs it through every stage in one loop. When a step faults, ``_after_fault`` says what
-# of its batch goes on, and ``_through`` carries that through the stages after it before
-# ending the stream with ``_Ended`` — caught once, in ``EventStream._run``.
+# How one read travels: ``_read`` decodes it and runs the batch through every stage in
+# one loop (the end of the stream, through ``_through``, which also flushes each stage).
+# When a step faults, ``_after_fault`` says what of its batch goes on, and ``_through``
+# carries that through the stages after it before ending the stream with ``_Ended`` —
+# caught once, in ``EventStream._run``.
 
 Fault = StreamRejected | HandlerFailed
 
@@ -503,7 +509,13 @@ def _reopen_discarded(runs: list[RunRecord], through: int) -> None:
 
 
 async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:
-    """One read decoded and run through every stage; ``None``: the end of the stream."""
+    """One read decoded and run through every stage; ``None``: the end of the stream.
+
+    A read that is not the end is the path every live read takes, often for one
+    event, so it runs here in this one coroutine: one await per stage that has events
+    to see, none once the batch is empty, no per-stage bookkeeping. A fault hands the
+    rest to ``_through``'s general loop, which applies the rule; the end goes there too.
+    """
     try:
         batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
     except StreamRejected as fault:
@@ -513,7 +525,30 @@ async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> B
     except Exception as error:
         error.add_note(f"raised in the {decoder.name!r} stage (the decoder)")
         raise
-    return await _through(stages, batch, flush=chunk is None)
+    if chunk is None:
+        return await _through(stages, batch, flush=True)
+    built_in = _built_in_stages()
+    position = 0
+    try:
+        for stage in stages:
+            if not batch.events:
+                return batch  # nothing left to see: the stages after have no work
+            batch = await stage.process(batch)
+            if type(stage) not in built_in:
+                batch.changed()
+            position += 1
+    except (StreamRejected, HandlerFailed) as error:
+        stage = stages[position]  # ``batch`` is still what it was handed
+        kept = _after_fault(error, stage, batch)
+        try:
+            rest = await _through(stages[position + 1 :], kept)
+        except _Ended:
+            raise  # a later stage faulted on what went on: that fault is the verdict
+        raise _Ended(error, rest) from None
+    except Exception as error:
+        error.add_note(f"raised in the {stages[position].name!r} stage")
+        raise
+    return batch
 
 
 async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) -> Batch:
@@ -526,8 +561,6 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
     name. After a stage that is not built in, what the batch knew of its events
     (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place.
     """
-    if not flush:
-        return await _through_live(stages, batch)
     fault: Fault | None = None
     built_in = _built_in_stages()
     for stage in stages:
@@ -550,36 +583,6 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
             raise
     if fault is not None:
         raise _Ended(fault, batch)
-    return batch
-
-
-async def _through_live(stages: list[Stage], batch: Batch) -> Batch:
-    """``_through`` for a read that is not the end: the path every live read takes,
-    often for one event, so it does only what a read needs — one await per stage that
-    has events to see, none once the batch is empty, and no per-stage bookkeeping.
-    A fault hands the rest to ``_through``'s general loop, which applies the rule.
-    """
-    built_in = _built_in_stages()
-    position = 0
-    try:
-        for stage in stages:
-            if not batch.events:
-                return batch  # nothing left to see: the stages after have no work
-            batch = await stage.process(batch)
-            if type(stage) not in built_in:
-                batch.changed()
-            position += 1
-    except (StreamRejected, HandlerFailed) as error:
-        stage = stages[position]  # ``batch`` is still what it was handed
-        kept = _after_fault(error, stage, batch)
-        try:
-            rest = await _through(stages[position + 1 :], kept)
-        except _Ended:
-            raise  # a later stage faulted on what went on: that fault is the verdict
-        raise _Ended(error, rest) from None
-    except Exception as error:
-        error.add_note(f"raised in the {stages[position].name!r} stage")
-        raise
     return batch
 
 
