@@ -248,8 +248,9 @@ class EventStream:
     async def __anext__(self) -> AnyEvent:
         for event in self._pending:
             return event
-        async for batch in self.batches():
-            self._pending = iter(delivered(batch.events))
+        async for batch in self._batches or self.batches():
+            # The delivered events, typed: subscribers.delivered() without a call per read.
+            self._pending = iter(batch.events)  # type: ignore[arg-type]
             for event in self._pending:
                 return event
         raise StopAsyncIteration
@@ -259,7 +260,8 @@ class EventStream:
         self._closed = True
         self._pending = iter(())
         if self._batches is not None:
-            await self._batches.aclose()
+            batches, self._batches = self._batches, None  # batches() now says it was closed
+            await batches.aclose()
 
     async def drain(self) -> RunResult:
         """Read the stream to its end keeping none of its events, and close it.
@@ -311,6 +313,8 @@ class EventStream:
         ctx = self.context
         decoder = self._pipeline.decoder(ctx)
         stages = [factory(ctx) for factory in self._pipeline.stage_factories]
+        built_in = _built_in_stages()
+        foreign = any(type(stage) not in built_in for stage in stages)
         # Bytes in memory and files cannot stall: the clock only guards what can.
         clock = (
             _Clock.of(ctx.options, self._opened_at, self._source_timeout)
@@ -340,7 +344,7 @@ class EventStream:
                         _Clock.report(clock, ctx)
                         break
                     seen = counters.read
-                    batch = await _read(decoder, stages, chunk)
+                    batch = await _read(decoder, stages, chunk, foreign=foreign)
                     if clock is not None:
                         clock.waited_for(counters.read != seen)
                     if batch.events:
@@ -508,13 +512,17 @@ def _reopen_discarded(runs: list[RunRecord], through: int) -> None:
             run.status, run.outcome, run.ended_at = RunStatus.OPEN, None, None
 
 
-async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:
+async def _read(
+    decoder: Decoder, stages: list[Stage], chunk: bytes | None, *, foreign: bool = True
+) -> Batch:
     """One read decoded and run through every stage; ``None``: the end of the stream.
 
     A read that is not the end is the path every live read takes, often for one
     event, so it runs here in this one coroutine: one await per stage that has events
-    to see, none once the batch is empty, no per-stage bookkeeping. A fault hands the
-    rest to ``_through``'s general loop, which applies the rule; the end goes there too.
+    to see, none once the batch is empty, no per-stage bookkeeping — and, when the
+    caller has seen that every stage is built in (``foreign=False``), no asking each
+    stage whether it is. A fault hands the rest to ``_through``'s general loop, which
+    applies the rule; the end goes there too.
     """
     try:
         batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
@@ -534,7 +542,7 @@ async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> B
             if not batch.events:
                 return batch  # nothing left to see: the stages after have no work
             batch = await stage.process(batch)
-            if type(stage) not in built_in:
+            if foreign and type(stage) not in built_in:
                 batch.changed()
             position += 1
     except (StreamRejected, HandlerFailed) as error:
