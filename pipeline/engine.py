@@ -346,7 +346,10 @@ class EventStream:
                     seen = counters.read
                     batch = await _read(decoder, stages, chunk, foreign=foreign)
                     if clock is not None:
-                        clock.waited_for(counters.read != seen)
+                        if counters.read != seen:
+                            clock.waited = 0.0  # an event: the idle window starts again
+                        else:
+                            clock.stop()  # none: the read's time counts toward the window
                     if batch.events:
                         counters.delivered += len(batch.events)
                         through = batch.indices[-1]
@@ -410,7 +413,7 @@ class _Clock:
 
     def covered(self) -> bool:
         """Whether the source's own read timeout fires within the budget left (and the
-        read about to start is timed for :meth:`waited_for`)."""
+        read about to start is timed for :meth:`stop`)."""
         self.started = now = self.now()
         timeout = self.source_timeout
         return (
@@ -418,19 +421,16 @@ class _Clock:
         )
 
     def deadline(self) -> float:
-        """The deadline of the read about to wait (timed for :meth:`waited_for`)."""
+        """The deadline of the read about to wait (timed for :meth:`stop`)."""
         self.started = now = self.now()
         return min(now + self.idle - self.waited, self.end)
 
-    def waited_for(self, event: bool) -> None:
-        """After a read (timed from :meth:`covered` or :meth:`deadline`) and its decoding:
-        an event starts the idle window again; a read without one — a keep-alive comment,
-        part of a frame — adds the time since it started to the wait. The clock is read
-        only then: once per read with an event, not twice."""
-        if event:
-            self.waited = 0.0
-        else:
-            self.waited += self.now() - self.started
+    def stop(self) -> None:
+        """After a read that brought no event (a keep-alive comment, part of a frame) and
+        its decoding: the time since it started counts toward the idle window. A read
+        with an event sets ``waited`` to 0 instead, without reading the clock: once per
+        read then, not twice."""
+        self.waited += self.now() - self.started
 
     @staticmethod
     def report(clock: _Clock | None, ctx: StreamContext) -> None:
