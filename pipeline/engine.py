@@ -41,9 +41,9 @@ from .sources import (
     Source,
     SourceTimedOut,
     check_source,
-    iter_chunks,
     iter_chunks_sync,
     may_stall,
+    open_reads,
 )
 from .stage import (
     Batch,
@@ -248,8 +248,9 @@ class EventStream:
     async def __anext__(self) -> AnyEvent:
         for event in self._pending:
             return event
-        async for batch in self.batches():
-            self._pending = iter(delivered(batch.events))
+        async for batch in self._batches or self.batches():
+            # The delivered events, typed: subscribers.delivered() without a call per read.
+            self._pending = iter(batch.events)  # type: ignore[arg-type]
             for event in self._pending:
                 return event
         raise StopAsyncIteration
@@ -259,7 +260,8 @@ class EventStream:
         self._closed = True
         self._pending = iter(())
         if self._batches is not None:
-            await self._batches.aclose()
+            batches, self._batches = self._batches, None  # batches() now says it was closed
+            await batches.aclose()
 
     async def drain(self) -> RunResult:
         """Read the stream to its end keeping none of its events, and close it.
@@ -311,6 +313,8 @@ class EventStream:
         ctx = self.context
         decoder = self._pipeline.decoder(ctx)
         stages = [factory(ctx) for factory in self._pipeline.stage_factories]
+        built_in = _built_in_stages()
+        foreign = any(type(stage) not in built_in for stage in stages)
         # Bytes in memory and files cannot stall: the clock only guards what can.
         clock = (
             _Clock.of(ctx.options, self._opened_at, self._source_timeout)
@@ -320,7 +324,7 @@ class EventStream:
         counters = ctx.counters
         through = -1  # the event index of the last event delivered
         try:
-            async with aclosing(iter_chunks(self._source)) as chunks:
+            async with aclosing(open_reads(self._source)) as chunks:
                 read = chunks.__anext__
                 while True:
                     try:
@@ -328,23 +332,24 @@ class EventStream:
                             chunk = await read()
                         elif clock.covered():
                             chunk = await read()  # the source's own read timeout bounds it
-                            clock.stop()
                         else:
                             # A bare scope, not fail_after: no context-manager generator.
                             with anyio.CancelScope(deadline=clock.deadline()) as scope:
                                 chunk = await read()
                             if scope.cancelled_caught:
                                 raise SourceTimedOut
-                            clock.stop()
                     except StopAsyncIteration:
                         break
                     except SourceTimedOut:
                         _Clock.report(clock, ctx)
                         break
                     seen = counters.read
-                    batch = await _read(decoder, stages, chunk)
-                    if clock is not None and counters.read != seen:
-                        clock.waited = 0.0  # an event: the idle window starts again
+                    batch = await _read(decoder, stages, chunk, foreign=foreign)
+                    if clock is not None:
+                        if counters.read != seen:
+                            clock.waited = 0.0  # an event: the idle window starts again
+                        else:
+                            clock.stop()  # none: the read's time counts toward the window
                     if batch.events:
                         counters.delivered += len(batch.events)
                         through = batch.indices[-1]
@@ -421,6 +426,10 @@ class _Clock:
         return min(now + self.idle - self.waited, self.end)
 
     def stop(self) -> None:
+        """After a read that brought no event (a keep-alive comment, part of a frame) and
+        its decoding: the time since it started counts toward the idle window. A read
+        with an event sets ``waited`` to 0 instead, without reading the clock: once per
+        read then, not twice."""
         self.waited += self.now() - self.started
 
     @staticmethod
@@ -461,10 +470,11 @@ def _time_source() -> Callable[[], float]:
         return anyio.current_time
 
 
-# How one read travels: ``_read`` decodes it and hands the batch to ``_through``, which
-# runs it through every stage in one loop. When a step faults, ``_after_fault`` says what
-# of its batch goes on, and ``_through`` carries that through the stages after it before
-# ending the stream with ``_Ended`` — caught once, in ``EventStream._run``.
+# How one read travels: ``_read`` decodes it and runs the batch through every stage in
+# one loop (the end of the stream, through ``_through``, which also flushes each stage).
+# When a step faults, ``_after_fault`` says what of its batch goes on, and ``_through``
+# carries that through the stages after it before ending the stream with ``_Ended`` —
+# caught once, in ``EventStream._run``.
 
 Fault = StreamRejected | HandlerFailed
 
@@ -502,8 +512,18 @@ def _reopen_discarded(runs: list[RunRecord], through: int) -> None:
             run.status, run.outcome, run.ended_at = RunStatus.OPEN, None, None
 
 
-async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> Batch:
-    """One read decoded and run through every stage; ``None``: the end of the stream."""
+async def _read(
+    decoder: Decoder, stages: list[Stage], chunk: bytes | None, *, foreign: bool = True
+) -> Batch:
+    """One read decoded and run through every stage; ``None``: the end of the stream.
+
+    A read that is not the end is the path every live read takes, often for one
+    event, so it runs here in this one coroutine: one await per stage that has events
+    to see, none once the batch is empty, no per-stage bookkeeping — and, when the
+    caller has seen that every stage is built in (``foreign=False``), no asking each
+    stage whether it is. A fault hands the rest to ``_through``'s general loop, which
+    applies the rule; the end goes there too.
+    """
     try:
         batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
     except StreamRejected as fault:
@@ -513,7 +533,30 @@ async def _read(decoder: Decoder, stages: list[Stage], chunk: bytes | None) -> B
     except Exception as error:
         error.add_note(f"raised in the {decoder.name!r} stage (the decoder)")
         raise
-    return await _through(stages, batch, flush=chunk is None)
+    if chunk is None:
+        return await _through(stages, batch, flush=True)
+    built_in = _built_in_stages()
+    position = 0
+    try:
+        for stage in stages:
+            if not batch.events:
+                return batch  # nothing left to see: the stages after have no work
+            batch = await stage.process(batch)
+            if foreign and type(stage) not in built_in:
+                batch.changed()
+            position += 1
+    except (StreamRejected, HandlerFailed) as error:
+        stage = stages[position]  # ``batch`` is still what it was handed
+        kept = _after_fault(error, stage, batch)
+        try:
+            rest = await _through(stages[position + 1 :], kept)
+        except _Ended:
+            raise  # a later stage faulted on what went on: that fault is the verdict
+        raise _Ended(error, rest) from None
+    except Exception as error:
+        error.add_note(f"raised in the {stages[position].name!r} stage")
+        raise
+    return batch
 
 
 async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) -> Batch:
@@ -526,8 +569,6 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
     name. After a stage that is not built in, what the batch knew of its events
     (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place.
     """
-    if not flush:
-        return await _through_live(stages, batch)
     fault: Fault | None = None
     built_in = _built_in_stages()
     for stage in stages:
@@ -550,36 +591,6 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
             raise
     if fault is not None:
         raise _Ended(fault, batch)
-    return batch
-
-
-async def _through_live(stages: list[Stage], batch: Batch) -> Batch:
-    """``_through`` for a read that is not the end: the path every live read takes,
-    often for one event, so it does only what a read needs — one await per stage that
-    has events to see, none once the batch is empty, and no per-stage bookkeeping.
-    A fault hands the rest to ``_through``'s general loop, which applies the rule.
-    """
-    built_in = _built_in_stages()
-    position = 0
-    try:
-        for stage in stages:
-            if not batch.events:
-                return batch  # nothing left to see: the stages after have no work
-            batch = await stage.process(batch)
-            if type(stage) not in built_in:
-                batch.changed()
-            position += 1
-    except (StreamRejected, HandlerFailed) as error:
-        stage = stages[position]  # ``batch`` is still what it was handed
-        kept = _after_fault(error, stage, batch)
-        try:
-            rest = await _through(stages[position + 1 :], kept)
-        except _Ended:
-            raise  # a later stage faulted on what went on: that fault is the verdict
-        raise _Ended(error, rest) from None
-    except Exception as error:
-        error.add_note(f"raised in the {stages[position].name!r} stage")
-        raise
     return batch
 
 

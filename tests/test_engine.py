@@ -135,6 +135,16 @@ async def test_reading_stops_when_the_consumer_stops() -> None:
     assert closed.is_set()
 
 
+async def test_a_stream_read_again_after_it_was_closed_says_so() -> None:
+    async with bare().open(b"".join(frames(EVENTS))) as stream:
+        async for _event in stream:
+            break
+    with pytest.raises(UsageError, match="was closed"):
+        await stream.__anext__()
+    with pytest.raises(UsageError, match="was closed"):
+        stream.batches()
+
+
 async def test_cancellation_closes_the_source_and_leaves_no_task() -> None:
     tasks_before = _tasks()
     closed = anyio.Event()
