@@ -35,6 +35,7 @@ from .options import Options as Options
 
 if TYPE_CHECKING:
     from .conversation import Conversation
+    from .stages.parse import IntegerSearch
 
 T = TypeVar("T")
 
@@ -265,6 +266,7 @@ class StreamContext:
         "conversation",
         "counters",
         "diagnostics",
+        "integer_search",
         "item_metadata",
         "limits",
         "options",
@@ -294,6 +296,10 @@ class StreamContext:
         """The materialised conversation, once dispatch provides one (``Options.conversation``)."""
         self.item_metadata: ItemMetadata | None = None
         """Each item's merged metadata, once the metadata stage provides it."""
+        self.integer_search: IntegerSearch | None = None
+        """Set by enforce, whose checks choose which frames to search for integers past
+        64 bits: parse then hands it each read's frames. ``None``: parse searches every
+        read itself."""
         self.runs: list[RunRecord] = []
         """The runs on the stream in order, as verify saw them begin and end: a sample
         (see :meth:`record_run`)."""

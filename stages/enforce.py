@@ -20,7 +20,10 @@ malformed known value is.
   so the verdict does not depend on key order.
 - Open objects (metadata, ``rawEvent``, ``state``, activity ``content``,
   ``CUSTOM.value``, ``RAW.event``, tool ``parameters``, the members of a JSON
-  Patch operation RFC 6902 ignores) are data and are never looked into.
+  Patch operation RFC 6902 ignores) are data and are never looked into. That
+  an event holds one is what the search for integers past 64 bits reads
+  (``IntegerSearch`` in :mod:`.parse`): nowhere else can such an integer,
+  a double once decoded, pass the checks.
 
 The checks are compiled once from the ``TypedDict``\\ s in
 :mod:`agui_pipeline.events` — the project's one statement of structure. Each
@@ -38,7 +41,7 @@ import copy
 import re
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from itertools import repeat
 from operator import is_
@@ -55,9 +58,10 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage, reject_after
+from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, reject_after
 
 from ._codegen import define
+from .parse import IntegerSearch
 
 # --- what a walk raises ---------------------------------------------------------
 
@@ -105,6 +109,10 @@ def _token(key: str) -> str:
 
 # --- compiled nodes --------------------------------------------------------------
 
+_OPAQUE = "opaque"
+"""What an object's ``clean`` returns (truthy) for a clean value with a member present that
+the check does not look into: see :meth:`_Object._generate_clean`."""
+
 
 class _Node:
     expected: str = "a JSON value"
@@ -129,6 +137,18 @@ class _Node:
         name = f"_check{len(namespace)}"
         namespace[name] = self.clean
         return f"not {name}({var})"
+
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        """Whether the check passes values it does not look into (open JSON), so that a
+        double orjson made of an integer past 64 bits could pass (``seen``: the objects
+        being asked already, for a schema that nests itself)."""
+        return False
+
+    def opens(self, var: str) -> str | None:
+        """Python source true when ``var``, clean here, may hold what the check did not look
+        into (``None``: never, ``"True"``: always); the big-integer search reads the bytes
+        of the events it holds true for (``IntegerSearch`` in :mod:`.parse`)."""
+        return "True" if self.opaque() else None
 
 
 class _Primitive(_Node):
@@ -155,6 +175,9 @@ class _OpenObject(_Primitive):
     def __init__(self) -> None:
         super().__init__(dict, "object")
 
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        return True
+
 
 class _AnyJSON(_Node):
     """Any JSON value, carried opaquely; ``null`` only where the schema allows it."""
@@ -172,6 +195,9 @@ class _AnyJSON(_Node):
 
     def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
         return None if self.nullable else f"{var} is None"
+
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        return True
 
 
 class _Integer(_Node):
@@ -272,6 +298,9 @@ class _List(_Node):
             return False
         return all(map(self.item.clean, value))
 
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        return self.item.opaque(seen)
+
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if type(value) is not list or len(value) < self.min_items:
             raise _Malformed(at, self.expected, describe(value))
@@ -300,9 +329,11 @@ class _Object(_Node):
 
     expected = "object"
 
-    def __init__(self, name: str, is_open: bool) -> None:
+    def __init__(self, name: str, is_open: bool, event: bool = False) -> None:
         self.name = name
         self.is_open = is_open
+        self.event = event
+        """An event: its ``clean`` says :data:`_OPAQUE` of what it does not look into."""
         self.fields: dict[str, _Node] = {}
         self.required: frozenset[str] = frozenset()
         self.required_order: tuple[str, ...] = ()
@@ -330,6 +361,12 @@ class _Object(_Node):
         name = f"_check{len(namespace)}"
         namespace[name] = _on_first_call(namespace, name, self.fast_check)
         return f"not {name}({var})"
+
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        if id(self) in seen:
+            return False  # asked already, further up
+        seen = seen | {id(self)}
+        return self.is_open or any(node.opaque(seen) for node in self.fields.values())
 
     def _generate_clean(self) -> Callable[[Any], bool]:
         """The fast check as straight-line Python, generated once.
@@ -359,18 +396,43 @@ class _Object(_Node):
                     if not n: return True
                 ...
                 return False
+
+        An event with members the check does not look into (:meth:`_Node.opaque`)
+        returns :data:`_OPAQUE`, not ``True``, when one of them is present
+        (``r = _OPAQUE`` where ``opened`` goes in :meth:`clean_lines`, ``return r``
+        for ``ok``): enforce's scan hands that event's bytes to the big-integer
+        search.
         """
-        namespace: dict[str, Any] = {}
-        body = self.clean_lines(namespace, ok="return True", bad="return False")
+        namespace: dict[str, Any] = {"_OPAQUE": _OPAQUE}
+        if not (self.event and self.opaque()):
+            body = self.clean_lines(namespace, ok="return True", bad="return False")
+        else:
+            body = ["r = True"]
+            body += self.clean_lines(
+                namespace, ok="return r", bad="return False", opened="r = _OPAQUE"
+            )
         lines = ["def clean(v):", *(f"    {line}" for line in body)]
         return typing.cast(Callable[[Any], bool], define(f"clean {self.name}", lines, namespace))
 
     def clean_lines(
-        self, namespace: dict[str, Any], *, ok: str, bad: str, known_dict: bool = False
+        self,
+        namespace: dict[str, Any],
+        *,
+        ok: str,
+        bad: str,
+        opened: str | None = None,
+        known_dict: bool = False,
     ) -> list[str]:
         """The source of the fast check of ``v``: ``ok`` and ``bad`` are the statements that
         end it (``return True``/``return False`` in :meth:`clean`; see :func:`_generate_scan`);
-        ``known_dict``: ``v`` is known to be a dict, no need to ask."""
+        ``opened``, the statement run when a member the check does not look into is present
+        (``None``: nothing is); ``known_dict``: ``v`` is known to be a dict, no need to ask."""
+
+        def opening(condition: str | None) -> list[str]:
+            if condition is None or opened is None:
+                return []
+            return [f"    {opened}" if condition == "True" else f"    if {condition}: {opened}"]
+
         lines = ["try:"] if known_dict else [f"if type(v) is not dict: {bad}", "try:"]
         for key in self.required_order:
             if key == self.skip:
@@ -379,6 +441,7 @@ class _Object(_Node):
             lines.append(f"    x = v[{key!r}]")
             if rejects:
                 lines.append(f"    if {rejects}: {bad}")
+            lines += opening(self.fields[key].opens("x"))
         lines += [
             "    pass",
             f"except KeyError: {bad}",
@@ -389,11 +452,17 @@ class _Object(_Node):
             if key in self.required:
                 continue
             rejects = node.rejects("x", namespace)
+            opens = node.opens("x") if opened else None
             lines.append(f"if {key!r} in v:")
+            if rejects or opens not in (None, "True"):
+                lines.append(f"    x = v[{key!r}]")
             if rejects:
-                lines += [f"    x = v[{key!r}]", f"    if {rejects}: {bad}"]
-            lines += ["    n -= 1", f"    if not n: {ok}"]
-        lines.append(ok if self.is_open else bad)
+                lines.append(f"    if {rejects}: {bad}")
+            lines += [*opening(opens), "    n -= 1", f"    if not n: {ok}"]
+        if self.is_open:  # the members left over are ones it does not describe, never judged
+            lines += [opened, ok] if opened else [ok]
+        else:
+            lines.append(bad)
         return lines
 
     def walk(self, value: Any, at: str, removed: Removals) -> None:
@@ -488,6 +557,9 @@ class _Union(_Node):
         member = self.members.get(tag)
         return member is not None and member.clean(value)
 
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        return any(member.opaque(seen) for member in self.members.values())
+
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         if type(value) is not dict:
             raise _Malformed(at, "object", describe(value))
@@ -511,6 +583,16 @@ class _Alternatives(_Node):
     def clean(self, value: Any) -> bool:
         node = self.by_kind.get(type(value))
         return node is not None and node.clean(value)
+
+    def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
+        return any(node.opaque(seen) for node in self.by_kind.values())
+
+    def opens(self, var: str) -> str | None:
+        # Only the kinds that may hold open JSON: a tool result's string content never does.
+        kinds = [kind for kind, node in self.by_kind.items() if node.opaque()]
+        if len(kinds) == len(self.by_kind):
+            return "True" if kinds else None
+        return " or ".join(f"type({var}) is {kind.__name__}" for kind in kinds) or None
 
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         node = self.by_kind.get(type(value))
@@ -543,6 +625,7 @@ def _on_first_call(
 
 
 _objects: dict[tuple[type, bool, str | None], _Object] = {}
+_EVENT_SHAPES = frozenset(typing.get_args(schema.AnyEvent))
 
 
 def _compile(hint: Any, *, is_open: bool = False) -> _Node:
@@ -593,7 +676,9 @@ def _object(typed_dict: Any, is_open: bool, discriminator: str | None) -> _Objec
     key = (typed_dict, is_open, discriminator)
     node = _objects.get(key)
     if node is None:
-        node = _objects[key] = _Object(typed_dict.__name__, is_open)
+        node = _objects[key] = _Object(
+            typed_dict.__name__, is_open, event=typed_dict in _EVENT_SHAPES
+        )
         hints = _hints(typed_dict, True)
         node.compile(
             {name: _compile(hint) for name, hint in hints.items()},
@@ -648,37 +733,56 @@ _INLINED = ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS
 """The delta events, most of any stream: the batch scan checks them without a call."""
 
 
-def _generate_scan(known_dicts: bool) -> Callable[[list[Event], list[Any]], int]:
+Scan = Callable[[list[Event], list[Any]], int]
+CollectingScan = Callable[
+    [list[Event], Iterator[Any], Callable[[int], object], Callable[[], int]], int
+]
+
+
+def _generate_scan(known_dicts: bool, collects: bool = False) -> Callable[..., int]:
     """The position of the first event of a batch that is not clean (its length if none).
 
     One generated loop over the events and their types (``Batch.types``): the
     delta types' checks written inline (``continue`` when clean, ``break``
     when not), every other type's check looked up and called. ``known_dicts``:
     the inline checks need not ask whether an event is a dict (``Batch.objects``).
+
+    ``collects``: the scan big-integer search needs (``IntegerSearch`` in
+    :mod:`.parse`), called with ``types`` as an iterator. Each event it passes
+    with a member its check does not look into is told to ``opened`` as
+    ``left()``, how many types are not yet read — where it is, with no counter
+    kept per event (one cost 70 instructions an event).
     """
     namespace: dict[str, Any] = {"_clean": _CLEAN, "_position": _position}
+    opened = "opened(left())" if collects else None
     lines = [
-        "def scan(events, types):",
+        f"def scan(events, types{', opened, left' if collects else ''}):",
         "    for v, t in zip(events, types):",
     ]
     for position, kind in enumerate(_INLINED):
         lines.append(f"        {'elif' if position else 'if'} t == {kind!r}:")
         body = _EVENTS.members[kind].clean_lines(
-            namespace, ok="continue", bad="break", known_dict=known_dicts
+            namespace, ok="continue", bad="break", opened=opened, known_dict=known_dicts
         )
         lines += [f"            {line}" for line in body]
-    lines += [
-        "        else:",
-        "            try:",
-        "                if _clean[t](v): continue",
-        "            except (KeyError, TypeError): pass",  # an unknown or unhashable type
-        "            break",
-        "    else:",
-        "        return len(events)",
-        "    return _position(events, v)",
-    ]
+    lines += ["        else:", "            try:"]
+    if collects:
+        lines += [
+            "                r = _clean[t](v)",
+            "            except (KeyError, TypeError): break",  # an unknown or unhashable type
+            "            if r is True: continue",
+            "            if not r: break",
+            f"            {opened}",  # clean, with a member present its check did not look into
+        ]
+    else:
+        lines += [
+            "                if _clean[t](v): continue",
+            "            except (KeyError, TypeError): pass",  # an unknown or unhashable type
+            "            break",
+        ]
+    lines += ["    else:", "        return len(events)", "    return _position(events, v)"]
     label = "scan (events known to be dicts)" if known_dicts else "scan"
-    return typing.cast(Callable[[list[Event], list[Any]], int], define(label, lines, namespace))
+    return define(label + (", collecting" if collects else ""), lines, namespace)
 
 
 def _position(events: list[Event], event: Event) -> int:
@@ -686,14 +790,21 @@ def _position(events: list[Event], event: Event) -> int:
     return list(map(is_, events, repeat(event))).index(True)
 
 
-_scan = _generate_scan(known_dicts=False)
-_scan_objects = _generate_scan(known_dicts=True)
+_scan = typing.cast(Scan, _generate_scan(known_dicts=False))
+_scan_objects = typing.cast(Scan, _generate_scan(known_dicts=True))
+
+
+@cache
+def _scan_collecting() -> CollectingScan:
+    """The collecting scan, compiled on first use (a stream with a read of many frames)."""
+    return typing.cast(CollectingScan, _generate_scan(known_dicts=True, collects=True))
 
 
 def generate_all() -> None:
     """Compile every object's check now, not on first use (to read them all: ``_codegen``)."""
     for node in _objects.values():
         node.fast_check()
+    _scan_collecting()
 
 
 def would_deliver(event: Any) -> bool:
@@ -725,12 +836,31 @@ class Enforce(Stage):
 
     name: ClassVar[str] = "enforce"
 
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        if ctx.integer_search is None:  # parse hands its frames over from now on
+            ctx.integer_search = IntegerSearch(ctx)
+        self._integers = ctx.integer_search
+
     async def process(self, batch: Batch) -> Batch:
-        scan = _scan_objects if batch.objects else _scan
-        start = scan(batch.events, batch.types)
+        integers = self._integers  # parse's frames of these events, if it left them:
+        frames = None if integers.held is None else integers.take(batch)
+        if frames is None:
+            scan = _scan_objects if batch.objects else _scan
+            start = scan(batch.events, batch.types)
+        else:  # parse's batch as it made it: its events are dicts
+            types: Any = iter(batch.types)  # a list iterator: __length_hint__ is what is left
+            opened: list[int] = []  # the events with open members, by how many follow them
+            scan_collecting = _scan_collecting()
+            start = scan_collecting(batch.events, types, opened.append, types.__length_hint__)
+            integers.search(batch, frames, opened, start)  # before any judgement
         if start == len(batch.events):
             return batch  # every event clean: the batch goes on untouched
         return self._judge_from(batch, start)
+
+    async def finish(self) -> Batch:
+        self._integers.flush()
+        return empty_batch()
 
     def _judge_from(self, batch: Batch, start: int) -> Batch:
         """The slow path, from the first event that was not clean."""

@@ -83,7 +83,9 @@ class Parse(Decoder):
         self._past_bom = False  # the first bytes have been checked for a BOM
         self._max_frame = ctx.limits.max_frame_bytes
         self._depth_bytes = 2 * ctx.limits.max_depth
-        self._long_integers = _LongIntegerSearch()
+        self._integers = IntegerSearch(ctx)
+        """The search parse runs itself, when no enforce stage runs it
+        (``StreamContext.integer_search``)."""
         if self.framing is not None:
             ctx.transport = self.framing
         self._proto: Decoder | None = None
@@ -259,9 +261,9 @@ class Parse(Decoder):
         if _depth(document) - 1 > self.ctx.limits.max_depth:
             self._reject_deep_elements(document)
         batch = self._accept(document)
-        if self._long_integers.may_hold(data):
+        if self._integers.sample.may_hold(data):
             frames = json.loads(data, parse_int=_int_or_infinity)  # exactly, this time
-            self._warn_of_long_integers(batch, enumerate(frames))
+            self._integers.warn(self._next_index - len(batch), enumerate(frames))
         return batch
 
     def _reject_deep_elements(self, document: list[Any]) -> None:
@@ -284,10 +286,15 @@ class Parse(Decoder):
         if lengths and max(lengths) > self._depth_bytes:
             self._check_sizes(payloads, lengths, events)
         batch = self._accept(events)
-        if self._long_integers.may_hold(region):
-            frames = [payload for payload in payloads if not payload.isspace()]
-            suspects = compress(count(), map(_DIGIT_RUN.search, frames))
-            self._warn_of_long_integers(batch, ((p, _reread(frames[p])) for p in suspects))
+        enforce = self.ctx.integer_search
+        if enforce is None or len(payloads) < enforce.FEWEST_FRAMES:
+            if self._integers.sample.may_hold(region):  # search_read, one call fewer
+                frames = [payload for payload in payloads if not payload.isspace()]
+                self._integers.warn_of_runs(self._next_index - len(events), frames)
+        elif events:
+            if len(payloads) != len(events):  # blank frames were skipped while decoding
+                payloads = [payload for payload in payloads if not payload.isspace()]
+            enforce.hold(batch, payloads, region)
         return batch
 
     def _check_sizes(self, payloads: list[bytes], lengths: list[int], events: list[Any]) -> None:
@@ -381,25 +388,6 @@ class Parse(Decoder):
                     problem.event_index = position or 0
                 return problem
         return None  # valid JSON that orjson refused for a reason not foreseen: not-json
-
-    def _warn_of_long_integers(self, batch: Batch, frames: Iterable[tuple[int, Any]]) -> None:
-        """One warning per integer orjson turned into a double, by frame and pointer.
-
-        orjson reads integers up to 64 bits exactly and a longer one as the
-        nearest double, silently; the frames that may hold one (a run of 19
-        digits) come here read again by the standard library, exactly, each with
-        its position in ``batch``.
-        """
-        first = batch.indices[0] if batch.indices else self._next_index
-        for position, frame in frames:
-            for pointer, number in _long_integers(frame):
-                self.ctx.report(
-                    PARSE_INTEGER_PRECISION,
-                    f"the integer {number} at {pointer} is beyond 64 bits; it is delivered as "
-                    f"the nearest double, {float(number)!r}",
-                    event_index=first + position,
-                    pointer=pointer,
-                )
 
     def _accept(self, values: list[Any]) -> Batch:
         """Check every frame decoded to an object and number the frames."""
@@ -517,12 +505,10 @@ class _LongIntegerSearch:
     Measured (``python -m benchmarks.instructions --upto parse``): searching
     every byte cost 1,250 instructions an event; this costs about 690 on the
     workload, and about 50 more than searching every byte on the workload with
-    microsecond timestamps. Walking the decoded events for doubles would cost a
-    Python loop per value; choosing the frames to search by type (only those
-    with members enforce passes unjudged, or a ``metadata``) costs more than it
-    spares, as each C pass over the events costs about what searching their
-    bytes does. A run of 19 inside a string is a false alarm the caller sorts
-    out frame by frame (:data:`_DIGIT_RUN`, then a second decode of those only).
+    microsecond timestamps. It searches what :class:`IntegerSearch` gives it:
+    a whole read, or the frames enforce chose, joined. A run of 19 inside a
+    string is a false alarm the caller sorts out frame by frame
+    (:data:`_DIGIT_RUN`, then a second decode of those only).
     """
 
     __slots__ = ("unsampled",)
@@ -543,6 +529,134 @@ class _LongIntegerSearch:
         if sampled and not found:
             self.unsampled = self._BACK_OFF  # the sample raised a false alarm
         return found
+
+
+class IntegerSearch:
+    """The search of one stream's frames for integers past 64 bits, and the warning.
+
+    orjson reads an integer of up to 64 bits exactly and a longer one as the
+    nearest double, silently. A frame that may hold one (a run of 19 digits) is
+    read again by the standard library, exactly, and each such integer is warned
+    of by frame and pointer (``parse.integer-precision``).
+
+    What it buys: in a pipeline with enforce, parse searches none of its reads.
+    Enforce's checks already look at every member of every event, and a double
+    fails the check of every member that is not open JSON (strings, integers,
+    booleans, closed sets). So an integer past 64 bits can only hide in an event
+    the checks do not pass, or under a member they pass without looking inside
+    (``metadata``, ``rawEvent``, ``CUSTOM.value``, a state, an activity, a
+    patch, a tool result's parts). Parse hands its frames over (:meth:`hold`);
+    enforce's batch scan notes where the events with such a member present are
+    (``_generate_scan`` in ``stages/enforce.py``, with ``collects``); and only
+    their frames, and every frame from the first event the checks do not pass,
+    are searched (:meth:`search`). A text or tool delta without metadata costs
+    nothing. Measured on the workload (``python -m benchmarks.instructions``): up
+    to enforce, 11,467 instructions an event, against 12,032 when parse
+    searched every read and 11,381 with no search at all, so the search costs
+    86 instead of 651 (2 % of the events are chosen); the whole pipeline
+    19,253 against 19,779. Walking the decoded open members for doubles
+    instead costs more than searching their bytes (a Python step per value).
+
+    When enforce chose more than a third of a read's frames, parse searches
+    the next reads whole (:attr:`_WHOLE_READS`): with an open member in every
+    event (the workload with a ``metadata`` or a nested ``rawEvent`` on each),
+    that keeps the cost within 0.5 % of searching every read. Reads of few
+    frames (a live stream's) parse still searches itself (:attr:`FEWEST_FRAMES`).
+
+    Parse searches a whole read itself (:meth:`search_read`) when no enforce
+    runs, and enforce does when a stage before it changed the batch (the events
+    may then no longer say which frames matter).
+    """
+
+    __slots__ = ("_ctx", "_whole_reads", "held", "sample")
+
+    FEWEST_FRAMES = 16
+    """Reads of fewer frames parse searches itself, not handed over: handing a read over
+    costs a few thousand instructions, more than searching a few frames (a live read
+    carries one; measured with ``--live``, handing each over cost 4,700 an event more)."""
+
+    _WHOLE_READS = 32
+    """Reads parse searches whole after one where enforce chose more than a third of the
+    frames: with open members in most events (a ``rawEvent`` on every event) the
+    choice costs more than it spares, and such a stream costs what searching every read did."""
+
+    def __init__(self, ctx: StreamContext) -> None:
+        self._ctx = ctx
+        self.held: tuple[Batch, int, list[bytes], bytes] | None = None
+        """The batch parse handed over, its first event index, its frames and their read
+        (read by enforce before it calls :meth:`take`: a call costs more than the test)."""
+        self._whole_reads = 0
+        self.sample = _LongIntegerSearch()
+
+    def search_read(self, first: int, frames: list[bytes], region: bytes) -> None:
+        """Search every frame of a read; ``region`` is the bytes they were cut from and
+        ``first`` the event index of the first frame."""
+        if self.sample.may_hold(region):
+            self.warn_of_runs(first, frames)
+
+    def warn_of_runs(self, first: int, frames: list[bytes]) -> None:
+        """Read again the frames with a run of 19 digits, and warn of their long integers."""
+        suspects = compress(count(), map(_DIGIT_RUN.search, frames))
+        self.warn(first, ((p, _reread(frames[p])) for p in suspects))
+
+    # -- parse's side -----------------------------------------------------------
+
+    def hold(self, batch: Batch, frames: list[bytes], region: bytes) -> None:
+        """The frames ``batch``'s events were decoded from, one each, for enforce."""
+        if self.held is not None:  # enforce never saw those events: a stage held them back
+            self.search_read(*self.held[1:])
+            self.held = None
+        if self._whole_reads:
+            self._whole_reads -= 1
+            self.search_read(batch.indices[0], frames, region)
+        else:
+            self.held = (batch, batch.indices[0], frames, region)
+
+    # -- enforce's side -----------------------------------------------------------
+
+    def take(self, batch: Batch) -> list[bytes] | None:
+        """The frames of ``batch``'s events, when it is parse's batch as parse made it;
+        ``None`` otherwise, once whatever parse handed over is searched whole."""
+        held, self.held = self.held, None
+        if held is None:
+            return None
+        if held[0] is batch and batch.objects:
+            return held[2]
+        self.search_read(*held[1:])
+        return None
+
+    def search(self, batch: Batch, frames: list[bytes], opened: list[int], start: int) -> None:
+        """Search the frames enforce chose: those of the events its checks passed with a
+        member they do not look into (``opened``, each as the count of events after it,
+        once per such member), and every frame from ``start``, the first event they did not
+        pass (``frames`` are all of ``batch``'s, from :meth:`take`)."""
+        last = len(frames) - 1
+        chosen = [last - after for after in opened]  # in order; an event twice for two members
+        chosen += range(start, len(frames))
+        if 3 * len(chosen) > len(frames):
+            self._whole_reads = self._WHOLE_READS
+        if chosen and self.sample.may_hold(b"\n".join([frames[p] for p in chosen])):
+            suspects = dict.fromkeys(p for p in chosen if _DIGIT_RUN.search(frames[p]))
+            self.warn(batch.indices[0], ((p, _reread(frames[p])) for p in suspects))
+
+    def flush(self) -> None:
+        """End of stream: search what was handed over and never taken."""
+        held, self.held = self.held, None
+        if held is not None:
+            self.search_read(*held[1:])
+
+    def warn(self, first: int, frames: Iterable[tuple[int, Any]]) -> None:
+        """One warning per integer orjson turned into a double, by frame and pointer:
+        ``frames`` are ``(position, frame read exactly)``, position counted from ``first``."""
+        for position, frame in frames:
+            for pointer, number in _long_integers(frame):
+                self._ctx.report(
+                    PARSE_INTEGER_PRECISION,
+                    f"the integer {number} at {pointer} is beyond 64 bits; it is delivered as "
+                    f"the nearest double, {float(number)!r}",
+                    event_index=first + position,
+                    pointer=pointer,
+                )
 
 
 def _reread(payload: bytes) -> Any:

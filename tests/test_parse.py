@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import orjson
 import pytest
-from agui_pipeline import Options, StreamContext, StreamRejected, run_sync
-from agui_pipeline.stage import Batch, Limits
+from agui_pipeline import Options, Pipeline, StreamContext, StreamRejected, run_sync
+from agui_pipeline.stage import Batch, Limits, Stage
+from agui_pipeline.stages import parse as parse_module
 from agui_pipeline.stages.parse import Parse, _LongIntegerSearch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import streams
+from tests.test_enforce_schema_property import events as schema_events
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t-1", "runId": "r-1"},
@@ -487,6 +490,316 @@ def test_an_integer_beyond_64_bits_is_never_delivered_silently(
         elif hostile["type"] == "VENDOR_EVENT":
             assert "enforce.unknown-event" in codes
             assert result.counters.dropped == 1
+
+
+# -- which frames are searched: enforce's checks choose them (IntegerSearch) ----------------------
+
+
+def _framed(events: list[dict[str, Any]], framing: str) -> bytes:
+    """``events`` written by the standard library (orjson cannot write integers past 64 bits)."""
+    frames = [json.dumps(event).encode() for event in events]
+    if framing == "json":
+        return b"[" + b",".join(frames) + b"]"
+    if framing == "sse":
+        return b"".join(b"data: " + frame + b"\n\n" for frame in frames)
+    return b"".join(frame + b"\n" for frame in frames)
+
+
+def _warned(result: Any) -> list[tuple[int | None, str | None]]:
+    return [
+        (d.event_index, d.pointer)
+        for d in result.diagnostics
+        if d.code == "parse.integer-precision"
+    ]
+
+
+@pytest.fixture
+def every_read_handed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parse hands even a read of one frame to enforce (it searches reads of fewer than
+    ``IntegerSearch.FEWEST_FRAMES`` itself): the tests of the hand-over use short streams."""
+    monkeypatch.setattr(parse_module.IntegerSearch, "FEWEST_FRAMES", 1)
+
+
+def _spy_on_rereads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The frames parse reads again, exactly, from here on in the test."""
+    reread: list[bytes] = []
+    original = parse_module._reread
+
+    def spy(frame: bytes) -> Any:
+        reread.append(frame)
+        return original(frame)
+
+    monkeypatch.setattr(parse_module, "_reread", spy)
+    return reread
+
+
+_DIGITS = "12345678901234567890123"  # 23 digits, in strings: never an integer
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+def test_enforce_chooses_the_frames_searched_and_parse_alone_searches_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each frame below holds a run of 23 digits, in a string. With enforce, only the
+    # frames of events with an open member present are read again (false alarms: no
+    # warning); a text delta and a tool result's string content are never searched.
+    # Without enforce, parse searches every read and reads all four again.
+    reread = _spy_on_rereads(monkeypatch)
+    events = [
+        EVENTS[0],
+        EVENTS[1],
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": _DIGITS},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m-1", "metadata": {"id": _DIGITS, "n": 1}},
+        {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "t"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c"},
+        {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c", "content": _DIGITS},
+        {"type": "CUSTOM", "name": "n", "value": {"ids": [_DIGITS]}},
+        EVENTS[-1],
+    ]
+    for framing in ("sse", "jsonl"):
+        reread.clear()
+        result = run_sync(_framed(events, framing))
+        assert result.verdict.completed, result.verdict
+        assert _warned(result) == []
+        assert [orjson.loads(frame)["type"] for frame in reread] == [
+            "TEXT_MESSAGE_END",
+            "CUSTOM",
+        ], framing
+        reread.clear()
+        result = run_sync(_framed(events, framing), Pipeline().without("enforce"))
+        assert _warned(result) == []
+        assert len(reread) == 4, framing
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+def test_a_stream_of_open_members_is_searched_read_by_read_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # When enforce chose most frames of a read, choosing costs more than searching every
+    # byte: the next reads are searched whole by parse (a plain delta's digits are then
+    # read again), and after IntegerSearch._WHOLE_READS of them enforce chooses again.
+    reread = _spy_on_rereads(monkeypatch)
+    opened = {"type": "CUSTOM", "name": "n", "value": {"a": [1]}}
+    digits = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": _DIGITS}
+    whole = parse_module.IntegerSearch._WHOLE_READS
+    reads = [_framed([EVENTS[0], EVENTS[1], opened, opened], "sse")]
+    reads += [_framed([digits], "sse") for _ in range(whole + 2)]
+    reads += [_framed(EVENTS[-2:], "sse")]
+    result = run_sync(reads)
+    assert result.verdict.completed, result.verdict
+    assert len(reread) == whole, "the reads after the first searched whole, then chosen again"
+
+
+def test_a_read_of_few_frames_is_searched_by_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One frame per read, as a live stream arrives: handing each read over would cost more
+    # than searching it, so parse does (a plain delta's digits are read again); in a read
+    # of many frames, enforce chooses (they are not).
+    reread = _spy_on_rereads(monkeypatch)
+    digits = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": _DIGITS}
+    filler = [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-1", "delta": "w"}] * 20
+    events = [*EVENTS[:2], *filler, digits, *EVENTS[2:]]
+    one_by_one = [_framed([event], "sse") for event in events]
+    assert run_sync(one_by_one).verdict.completed
+    assert len(reread) == 1
+    reread.clear()
+    assert run_sync(_framed(events, "sse")).verdict.completed
+    assert reread == []
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+def test_an_event_with_two_open_members_is_searched_once() -> None:
+    # Both members hold more than scalars, and the second delta also has a member no schema
+    # describes (its check fails after its open member): one warning per integer still.
+    events = [
+        EVENTS[0],
+        EVENTS[1],
+        {
+            "type": "TEXT_MESSAGE_CONTENT",
+            "messageId": "m-1",
+            "delta": "a",
+            "rawEvent": {"n": [_BIG]},
+            "metadata": {"m": {"k": 1}},
+        },
+        {
+            "type": "TEXT_MESSAGE_CONTENT",
+            "messageId": "m-1",
+            "delta": "b",
+            "metadata": {"m": [-_BIG]},
+            "extra": 1,
+        },
+        *EVENTS[2:],
+    ]
+    for framing in ("sse", "jsonl"):
+        result = run_sync(_framed(events, framing))
+        assert _warned(result) == [(2, "/rawEvent/n/0"), (3, "/metadata/m/0")], framing
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+def test_every_frame_after_the_first_the_checks_do_not_pass_is_searched() -> None:
+    # The scan stops at the unknown event; the ones after it in the batch were not looked
+    # at for open members, so their bytes are all searched.
+    events = [
+        EVENTS[0],
+        {"type": "VENDOR_EVENT"},
+        {"type": "CUSTOM", "name": "n", "value": {"n": _BIG}},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": [_BIG]}},
+        *EVENTS[1:],
+    ]
+    for framing in ("sse", "jsonl"):
+        result = run_sync(_framed(events, framing))
+        assert _warned(result) == [(2, "/value/n"), (3, "/snapshot/a/0")], framing
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+def test_blank_lines_do_not_shift_which_frame_is_searched() -> None:
+    # Blank JSON lines are skipped while decoding: the frames handed to enforce must still
+    # be those of its events, one each.
+    events = [EVENTS[0], {"type": "CUSTOM", "name": "n", "value": {"n": _BIG}}, *EVENTS[1:]]
+    lines = [json.dumps(event).encode() for event in events]
+    data = b"\n".join([lines[0], b"   ", b"\t", lines[1], *lines[2:]]) + b"\n"
+    result = run_sync(data)
+    assert _warned(result) == [(1, "/value/n")]
+
+
+class _DropCustom(Stage):
+    """Middleware that removes ``CUSTOM`` events: enforce gets a batch parse did not make."""
+
+    async def process(self, batch: Batch) -> Batch:
+        kept = [at for at, event in enumerate(batch.events) if event.get("type") != "CUSTOM"]
+        return Batch([batch.events[at] for at in kept], [batch.indices[at] for at in kept])
+
+
+class _OneReadLate(Stage):
+    """Middleware that passes each read's events on with the next read's."""
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self._late = Batch([], [])
+
+    async def process(self, batch: Batch) -> Batch:
+        late, self._late = self._late, batch
+        return late
+
+    async def finish(self) -> Batch:
+        return self._late
+
+
+class _DropAll(Stage):
+    """Middleware that passes nothing on: enforce never sees a batch."""
+
+    async def process(self, batch: Batch) -> Batch:
+        return Batch([], [])
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.parametrize("framing", ["sse", "jsonl"])
+def test_a_stage_before_enforce_does_not_hide_an_integer(framing: str) -> None:
+    # Whatever a middleware does to the events parse decoded — drops some, holds them
+    # back a read, drops them all — every integer past 64 bits parse read is warned of,
+    # by the frame it was read from, as when parse searched every read itself.
+    events = [
+        EVENTS[0],
+        {"type": "CUSTOM", "name": "n", "value": _BIG},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"a": _BIG}},
+        *EVENTS[1:4],
+        {"type": "STATE_SNAPSHOT", "snapshot": {"b": [-_BIG]}},
+        *EVENTS[4:],
+    ]
+    data = _framed(events, framing)
+    cut = data.index(b"Gr")  # two reads: the second holds the last snapshot
+    expected = [(1, "/value"), (2, "/snapshot/a"), (6, "/snapshot/b/0")]
+    for middleware in (_DropCustom, _OneReadLate, _DropAll):
+        result = run_sync([data[:cut], data[cut:]], Pipeline(middleware=[middleware]))
+        assert _warned(result) == expected, middleware.__name__
+
+
+def test_without_enforce_parse_warns_of_every_integer() -> None:
+    for framing in ("sse", "jsonl", "json"):
+        for hostile, pointer in _PLACES:
+            events = [EVENTS[0], hostile, *EVENTS[1:]]
+            result = run_sync(_framed(events, framing), Pipeline().without("enforce"))
+            assert _warned(result) == [(1, pointer)], (framing, pointer)
+
+
+_BEYOND_64_BITS = st.one_of(st.integers(2**64, 10**40), st.integers(-(10**40), -(2**63) - 1))
+_UP_TO_ENFORCE = functools.reduce(
+    Pipeline.without,
+    ["expand", "verify", "reconcile", "lint", "metadata", "dispatch"],
+    Pipeline(idle_timeout=5),
+)
+
+
+def _value_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """The path of every member and element under ``value``."""
+    found: list[tuple[str | int, ...]] = []
+    children = (
+        value.items() if type(value) is dict else enumerate(value) if type(value) is list else ()
+    )
+    for key, child in children:
+        found += [(*path, key), *_value_paths(child, (*path, key))]
+    return found
+
+
+def _object_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """The path of every object at or under ``value``."""
+    return [
+        p for p in [path, *_value_paths(value, path)] if type(_at(value, p[len(path) :])) is dict
+    ]
+
+
+def _at(value: Any, path: tuple[str | int, ...]) -> Any:
+    for token in path:
+        value = value[token]
+    return value
+
+
+def _integers_past_64_bits(value: Any, pointer: str = "") -> list[str]:
+    if type(value) is int and not -(2**63) <= value <= 2**64 - 1:
+        return [pointer]
+    if type(value) is dict:
+        tokens = ((str(k).replace("~", "~0").replace("/", "~1"), v) for k, v in value.items())
+        return [p for token, v in tokens for p in _integers_past_64_bits(v, f"{pointer}/{token}")]
+    if type(value) is list:
+        return [p for i, v in enumerate(value) for p in _integers_past_64_bits(v, f"{pointer}/{i}")]
+    return []
+
+
+@pytest.mark.usefixtures("every_read_handed_over")
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data(), framing=st.sampled_from(["sse", "jsonl", "json"]))
+def test_an_integer_past_64_bits_anywhere_in_any_event_is_warned_of(
+    data: st.DataObject, framing: str
+) -> None:
+    # Events drawn from schema.json, then integers past 64 bits put anywhere in them: in
+    # place of any member or element (typed or open), or as a new member of any object.
+    # However enforce then judges each event, every such integer is warned of, by frame
+    # and pointer, and no other.
+    sent = data.draw(st.lists(schema_events, min_size=1, max_size=5))
+    for event in sent:
+        for _ in range(data.draw(st.integers(0, 2))):
+            big = data.draw(_BEYOND_64_BITS)
+            if data.draw(st.booleans()):
+                paths = _value_paths(event)
+                if paths:
+                    path = data.draw(st.sampled_from(paths))
+                    _at(event, path[:-1])[path[-1]] = big
+            else:
+                path = data.draw(st.sampled_from(_object_paths(event)))
+                _at(event, path)[data.draw(st.text(max_size=4))] = big
+    separators = data.draw(st.sampled_from([(",", ":"), (", ", ": ")]))
+    frames = [
+        b" " * data.draw(st.integers(0, 2)) + json.dumps(event, separators=separators).encode()
+        for event in sent
+    ]
+    if framing == "json":
+        stream = b"[" + b",".join(frames) + b"]"
+    elif framing == "sse":
+        stream = b"".join(b"data:" + frame + b"\n\n" for frame in frames)
+    else:
+        stream = b"".join(frame + b"\n" for frame in frames)
+    result = run_sync(stream, _UP_TO_ENFORCE)
+    expected = [(i, p) for i, event in enumerate(sent) for p in _integers_past_64_bits(event)]
+    assert sorted(_warned(result), key=str) == sorted(expected, key=str)
 
 
 # -- blank bytes before the first frame (item 6) ------------------------------------------------
