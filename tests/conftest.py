@@ -228,11 +228,12 @@ async def http_agent(
 
 
 # Hypothesis profiles: `default` keeps the test command fast; `.ci/run` loads `ci` (ten
-# times the examples); `HYPOTHESIS_PROFILE=fuzz` runs the long profile by hand. A test that
-# sets its own `max_examples` keeps it under every profile.
+# times the examples, derandomized so that a CI run is repeatable, a failure printed with
+# its blob); `HYPOTHESIS_PROFILE=fuzz` runs the long profile by hand. A test that sets its
+# own `max_examples` keeps it under every profile.
 settings.register_profile("default", max_examples=100)
-settings.register_profile("ci", max_examples=1_000, deadline=None, print_blob=True)
+settings.register_profile(
+    "ci", max_examples=1_000, deadline=None, derandomize=True, print_blob=True
+)
 settings.register_profile("fuzz", max_examples=5_000)
-# CI: the default's count, derandomized, so a CI run is repeatable.
-settings.register_profile("ci", max_examples=100, derandomize=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
