@@ -156,11 +156,18 @@ def valid_stream(draw: st.DrawFn, max_runs: int = 3, max_items: int = 6) -> list
 
 
 def encode(events: list[Event], framing: str) -> bytes:
+    return join_frames([orjson.dumps(e) for e in events], framing)
+
+
+def join_frames(frames: list[bytes], framing: str) -> bytes:
+    """Frames already written as JSON, framed as ``framing`` ("sse", "jsonl" or "json", a
+    document holding them in an array): for JSON written by hand or by the standard library
+    (orjson cannot write integers past 64 bits)."""
     if framing == "sse":
-        return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
+        return b"".join(b"data: " + frame + b"\n\n" for frame in frames)
     if framing == "jsonl":
-        return b"".join(orjson.dumps(e) + b"\n" for e in events)
-    return orjson.dumps(events)
+        return b"".join(frame + b"\n" for frame in frames)
+    return b"[" + b",".join(frames) + b"]"
 
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:

@@ -194,16 +194,23 @@ def test_row_5_a_handler_failure_delivers_the_events_handled_before_it() -> None
 LATE_ERROR = {"type": "RUN_ERROR", "message": "late"}
 
 
-class RejectsRunError(Stage):
-    """After verify: rejects every RUN_ERROR, keeping the events before it (row 2)."""
+class RejectsType(Stage):
+    """Rejects the first event of type ``rejected``, keeping the events before it (row 2)."""
 
-    name: ClassVar[str] = "rejects-run-error"
+    rejected: ClassVar[str]
 
     async def process(self, batch: Batch) -> Batch:
         for event, index in zip(batch.events, batch.indices, strict=True):
-            if event["type"] == "RUN_ERROR":
+            if event["type"] == self.rejected:
                 raise reject_after(batch.before(index), rejection(self, index))
         return batch
+
+
+class RejectsRunError(RejectsType):
+    """After verify: rejects every RUN_ERROR."""
+
+    name: ClassVar[str] = "rejects-run-error"
+    rejected: ClassVar[str] = "RUN_ERROR"
 
 
 def _handler_fails(event: Event) -> None:
@@ -240,16 +247,11 @@ def test_a_discarded_late_run_error_leaves_the_delivered_finish_listed(
 # -- row 6 ---------------------------------------------------------------------------------
 
 
-class RejectsTextStart(Stage):
+class RejectsTextStart(RejectsType):
     """After RedactAndSay: rejects the TEXT_MESSAGE_START it kept (an earlier fault)."""
 
     name: ClassVar[str] = "rejects-text-start"
-
-    async def process(self, batch: Batch) -> Batch:
-        for event, index in zip(batch.events, batch.indices, strict=True):
-            if event["type"] == "TEXT_MESSAGE_START":
-                raise reject_after(batch.before(index), rejection(self, index))
-        return batch
+    rejected: ClassVar[str] = "TEXT_MESSAGE_START"
 
 
 def test_row_6_a_later_stage_finding_an_earlier_fault_in_the_kept_events_wins() -> None:

@@ -20,7 +20,7 @@ from agui_pipeline.patch import size
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.streams import Event, encode, split, valid_stream
+from tests.streams import Event, encode, join_frames, split, valid_stream
 
 PIPELINE = Pipeline(idle_timeout=5)
 FRAMINGS = st.sampled_from(["sse", "jsonl", "json"])
@@ -301,13 +301,7 @@ def test_integers_past_64_bits_become_doubles_with_a_warning_each(
         {"type": "CUSTOM", "name": "n", "value": numbers},
         {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
     ]
-    encoded = [json.dumps(frame).encode() for frame in frames]
-    if framing == "json":
-        data = b"[" + b",".join(encoded) + b"]"
-    elif framing == "sse":
-        data = b"".join(b"data: " + frame + b"\n\n" for frame in encoded)
-    else:
-        data = b"".join(frame + b"\n" for frame in encoded)
+    data = join_frames([json.dumps(frame).encode() for frame in frames], framing)
     result, _ = run([data])
     assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
     delivered: dict[str, Any] = dict(result.events[1])

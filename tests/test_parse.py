@@ -323,19 +323,13 @@ def test_bytes_that_are_not_json_are_still_not_json(framing: str) -> None:
 @pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
 def test_an_integer_beyond_64_bits_is_warned_of_by_pointer(framing: str) -> None:
     big = 123456789012345678901234567890
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
         {"type": "CUSTOM", "name": "n", "value": {"a": [1, -big], "b": 2**64 - 1, "c": -(2**63)}},
         {"type": "CUSTOM", "name": "digits in a string", "value": "12345678901234567890123"},
         {"type": "STATE_SNAPSHOT", "snapshot": {"x~y": big, "n": 18446744073709551616}},
     ]
-    frames = [json.dumps(event).encode() for event in events]  # orjson cannot write them
-    if framing == "json":
-        data = b"[" + b",".join(frames) + b"]"
-    elif framing == "sse":
-        data = b"".join(b"data: " + frame + b"\n\n" for frame in frames)
-    else:
-        data = b"".join(frame + b"\n" for frame in frames)
+    data = _framed(events, framing)
     ctx = StreamContext(Options())
     parser = Parse(ctx)
     decoded = list(parser.feed(data).events) + list(parser.finish().events)
@@ -468,12 +462,7 @@ def test_an_integer_beyond_64_bits_is_never_delivered_silently(
         frames = [json.dumps(event).encode() for event in events]
         position = len(head)
         frames[position] = frames[position].replace(b'"type"', b" " * shift + b'"type"', 1)
-        if framing == "json":
-            data = b"[" + b",".join(frames) + b"]"
-        elif framing == "sse":
-            data = b"".join(b"data: " + frame + b"\n\n" for frame in frames)
-        else:
-            data = b"".join(frame + b"\n" for frame in frames)
+        data = streams.join_frames(frames, framing)
         result = run_sync(data)
         warned = [
             (d.event_index, d.pointer)
@@ -497,12 +486,7 @@ def test_an_integer_beyond_64_bits_is_never_delivered_silently(
 
 def _framed(events: list[dict[str, Any]], framing: str) -> bytes:
     """``events`` written by the standard library (orjson cannot write integers past 64 bits)."""
-    frames = [json.dumps(event).encode() for event in events]
-    if framing == "json":
-        return b"[" + b",".join(frames) + b"]"
-    if framing == "sse":
-        return b"".join(b"data: " + frame + b"\n\n" for frame in frames)
-    return b"".join(frame + b"\n" for frame in frames)
+    return streams.join_frames([json.dumps(event).encode() for event in events], framing)
 
 
 def _warned(result: Any) -> list[tuple[int | None, str | None]]:
