@@ -26,6 +26,21 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Verdict:
+    """Why a rejecting code rejects: the spec sentence that makes it the consumer's verdict.
+
+    A rejection the spec does not call for loses a real agent's answer, so every ``ERROR``
+    code names its ground. ``quoted``: ``sentence`` is the page's own words (a test finds
+    them there); otherwise it says why the consumer cannot go on — a bound the operator
+    configured, or a pipeline that cannot judge what it was handed.
+    """
+
+    page: str
+    sentence: str
+    quoted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Code:
     """One entry of the catalog."""
 
@@ -35,6 +50,8 @@ class Code:
     title: str
     advice: str = ""
     """What to do about it, when the code's own words say more than its section's."""
+    verdict: Verdict | None = None
+    """For a rejection (``ERROR``), what makes it the consumer's verdict; ``None`` otherwise."""
 
     def __str__(self) -> str:
         return self.id
@@ -52,10 +69,19 @@ class Code:
 ALL: dict[str, Code] = {}
 
 
-def _code(id: str, severity: Severity, spec: str, title: str, advice: str = "") -> Code:
+def _code(
+    id: str,
+    severity: Severity,
+    spec: str,
+    title: str,
+    advice: str = "",
+    verdict: Verdict | None = None,
+) -> Code:
     if id in ALL:
         raise ValueError(f"diagnostic code {id!r} defined twice")
-    entry = Code(id, severity, spec, title, advice)
+    if (severity is Severity.ERROR) != (verdict is not None):
+        raise ValueError(f"{id}: a rejection names its verdict's ground, and only a rejection")
+    entry = Code(id, severity, spec, title, advice, verdict)
     ALL[id] = entry
     return entry
 
@@ -67,6 +93,41 @@ SPEC_SITE = "https://ag-ui.com"
 def spec_url(page: str) -> str:
     """The published URL of a spec page given as ``/spec/1.1/...`` (a URL stays as it is)."""
     return page if "://" in page else SPEC_SITE + page
+
+
+# The grounds most rejections share (``Verdict``): the sentences as the pages word them.
+_DECODE_FAILURE = Verdict(
+    "/spec/1.1/basic/processing",
+    "Turning bytes into events is the reader's whole job — a frame whose bytes map to no event "
+    "at all is a decode failure, and that judgement is properly the reader's.",
+)
+_MALFORMED_KNOWN_VALUE = Verdict(
+    "/spec/1.1/basic/processing",
+    "A field the protocol DOES describe, carrying a value the schema rejects, MUST be fatal: the "
+    "consumer MUST fail the run rather than repair, coerce or ignore the value.",
+)
+_LIFECYCLE_FATAL = Verdict(
+    "/spec/1.1/events/lifecycle",
+    "A stream the consumer rejects is a protocol violation it detected: everything on this page "
+    "a producer MUST NOT do is fatal when a consumer sees it — an event before RUN_STARTED, an "
+    "event after close other than the two admitted, a nested RUN_STARTED, an unbalanced step, "
+    "or anything still open at RUN_FINISHED.",
+)
+_CONTINUATION_TAG = Verdict(
+    "/spec/1.1/events/subagents",
+    "A consumer MUST reject a continuation whose tag disagrees with its opener.",
+)
+
+
+def _bound(setting: str) -> Verdict:
+    """A limit's ground: not a spec sentence, a bound the operator set (Limits)."""
+    return Verdict(
+        "/spec/1.1/basic/transports",
+        f"A bound the operator configured ({setting}): going on would make the consumer hold "
+        "more than it was allowed to, so the stream is cut there, never altered; everything "
+        "before stays delivered.",
+        quoted=False,
+    )
 
 
 ADVICE: dict[str, str] = {
@@ -114,6 +175,7 @@ PARSE_NOT_JSON = _code(
     "a frame's bytes are not a JSON document",
     advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
     "truncated write or an unescaped newline inside a data: line).",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_NUMBER_RANGE = _code(
     "parse.number-range",
@@ -122,6 +184,7 @@ PARSE_NUMBER_RANGE = _code(
     "a frame holds a number too large for a double (such as 1e999999): it has no value to deliver",
     advice="Send numbers within IEEE 754 double range (RFC 8259 §6, I-JSON RFC 7493 §2.2); "
     "send a larger quantity as a string.",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_UNPAIRED_SURROGATE = _code(
     "parse.unpaired-surrogate",
@@ -130,6 +193,7 @@ PARSE_UNPAIRED_SURROGATE = _code(
     "a frame's string escapes a lone UTF-16 surrogate (such as \\ud800), which names no character",
     advice="Escape characters outside the Basic Multilingual Plane as a surrogate pair, or send "
     "them as UTF-8 (RFC 8259 §7, §8.2; I-JSON RFC 7493 §2.1).",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_INTEGER_PRECISION = _code(
     "parse.integer-precision",
@@ -147,18 +211,28 @@ PARSE_CONTENT_ENCODING = _code(
     "does not read",
     advice="Compress the body with what the request's Accept-Encoding offered (gzip or "
     "deflate), or not at all.",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_NOT_OBJECT = _code(
-    "parse.not-object", _E, HTTP_SSE, "a frame holds JSON that is not an object"
+    "parse.not-object",
+    _E,
+    HTTP_SSE,
+    "a frame holds JSON that is not an object",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_NOT_ARRAY = _code(
-    "parse.not-array", _E, TRANSPORTS, "a JSON array document is not an array of objects"
+    "parse.not-array",
+    _E,
+    TRANSPORTS,
+    "a JSON array document is not an array of objects",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_UNKNOWN_FRAMING = _code(
     "parse.unknown-framing",
     _E,
     TRANSPORTS,
     "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
+    verdict=_DECODE_FAILURE,
 )
 PARSE_INCOMPLETE_FRAME = _code(
     "parse.incomplete-frame",
@@ -171,6 +245,11 @@ PARSE_PROTO_FRAME = _code(
     _E,
     HTTP_PROTOBUF,
     "a protobuf frame's bytes do not decode as one event",
+    verdict=Verdict(
+        HTTP_PROTOBUF,
+        "A frame whose bytes do not decode as a message is malformed transport material and "
+        "fatal to the stream.",
+    ),
 )
 PARSE_PROTO_UNKNOWN_ARM = _code(
     "parse.proto-unknown-arm",
@@ -200,7 +279,11 @@ SOURCE_MAX_DURATION = _code(
 # --- limits -----------------------------------------------------------------
 
 LIMIT_FRAME_SIZE = _code(
-    "limit.frame-bytes", _E, TRANSPORTS, "a frame is larger than the configured limit"
+    "limit.frame-bytes",
+    _E,
+    TRANSPORTS,
+    "a frame is larger than the configured limit",
+    verdict=_bound("Limits.max_frame_bytes"),
 )
 LIMIT_DEPTH = _code(
     "limit.depth",
@@ -208,18 +291,21 @@ LIMIT_DEPTH = _code(
     TRANSPORTS,
     "an event, or a state or activity a patch would build, is nested deeper than the "
     "configured limit",
+    verdict=_bound("Limits.max_depth"),
 )
 LIMIT_OPEN_ITEMS = _code(
     "limit.open-items",
     _E,
     TRANSPORTS,
     "more messages, tool calls, spans, steps or subagents open at once than the limit",
+    verdict=_bound("Limits.max_open_items"),
 )
 LIMIT_TEXT_CHARS = _code(
     "limit.text-chars",
     _E,
     TRANSPORTS,
     "a message's text or a tool call's arguments grew past the configured limit",
+    verdict=_bound("Limits.max_text_chars"),
 )
 LIMIT_CONVERSATION_CHARS = _code(
     "limit.conversation-chars",
@@ -230,6 +316,7 @@ LIMIT_CONVERSATION_CHARS = _code(
     advice="A stream that restates or streams this much text is past what a UI shows: send a "
     "MESSAGES_SNAPSHOT that drops old messages, or raise Limits.max_conversation_chars "
     "(and check the memory it spends, README: What bounds memory).",
+    verdict=_bound("Limits.max_conversation_chars"),
 )
 LIMIT_ITEMS = _code(
     "limit.items",
@@ -239,27 +326,35 @@ LIMIT_ITEMS = _code(
     advice="Each message and tool call a stream introduces is remembered to judge later events "
     "against it: split a long conversation over several streams (runs of one thread), or "
     "raise Limits.max_items (about 1 kB each, README: What bounds memory).",
+    verdict=_bound("Limits.max_items"),
 )
 LIMIT_STATE_BYTES = _code(
-    "limit.state-bytes", _E, TRANSPORTS, "the state document grew past the configured limit"
+    "limit.state-bytes",
+    _E,
+    TRANSPORTS,
+    "the state document grew past the configured limit",
+    verdict=_bound("Limits.max_state_bytes"),
 )
 LIMIT_DECOMPRESSION = _code(
     "limit.decompression",
     _E,
     TRANSPORTS,
     "a compressed response body inflated past the configured ratio (a decompression bomb)",
+    verdict=_bound("Limits.max_decompression_ratio"),
 )
 LIMIT_ACTIVITY_BYTES = _code(
     "limit.activity-bytes",
     _E,
     TRANSPORTS,
     "the content of the activity messages grew past the configured limit",
+    verdict=_bound("Limits.max_activity_bytes"),
 )
 LIMIT_PATCH_WORK = _code(
     "limit.patch-work",
     _E,
     TRANSPORTS,
     "patches made the consumer copy or move more than the configured work allowance",
+    verdict=_bound("Limits.max_patch_work"),
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",
@@ -354,6 +449,12 @@ INPUT_MALFORMED = _code(
     _E,
     RUN_INPUT,
     "a known field of the run input holds a value the schema rejects; nothing was sent",
+    verdict=Verdict(
+        PROCESSING,
+        "Immediately before transmission, a consumer MUST remove unrecognised material from the "
+        "run input, SHOULD warn about what it removed, and MUST treat a malformed known field as "
+        "fatal before anything is sent.",
+    ),
 )
 
 # --- enforce ----------------------------------------------------------------
@@ -389,6 +490,7 @@ ENFORCE_MALFORMED = _code(
     "a described field holds a value the schema rejects",
     advice="Send the field with the type schema.json gives it; the message names the path, what "
     "was expected and what arrived.",
+    verdict=_MALFORMED_KNOWN_VALUE,
 )
 ENFORCE_NULL_OPTIONAL = _code(
     "enforce.null-optional",
@@ -396,6 +498,7 @@ ENFORCE_NULL_OPTIONAL = _code(
     EVENT_MODEL,
     "an optional field was sent as null; absent means absent, the field must be omitted",
     advice="Leave an optional field out instead of sending null: absent means absent.",
+    verdict=_MALFORMED_KNOWN_VALUE,
 )
 
 # --- expand -----------------------------------------------------------------
@@ -410,30 +513,52 @@ EXPAND_FIRST_CHUNK = _code(
     "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
     advice="Put the opening fields (messageId and role, or toolCallId and toolCallName) on the "
     "first chunk of each item.",
+    verdict=Verdict(
+        STREAMING,
+        "A consumer MUST treat a first chunk missing a required field as a protocol violation "
+        "rather than inventing an identifier.",
+    ),
 )
 EXPAND_CONFLICTING_REPEAT = _code(
     "expand.conflicting-repeat",
     _E,
     STREAMING,
     "a continuation chunk repeats an opener field with a value the opener did not establish",
+    verdict=Verdict(
+        STREAMING, "A consumer MUST treat a conflicting repeat as a protocol violation."
+    ),
 )
 EXPAND_AMBIGUOUS = _code(
     "expand.ambiguous-continuation",
     _E,
     STREAMING,
     "a chunk with neither an id nor a tag could continue open streams in several lanes",
+    verdict=Verdict(
+        STREAMING,
+        "When several lanes hold open streams of that kind and none of them is the parent's, the "
+        "continuation has no unique referent and MUST be rejected as ambiguous — a producer "
+        "running parallel subagents MUST attribute its continuations.",
+    ),
 )
 EXPAND_OWNER_CONFLICT = _code(
     "expand.owner-conflict",
     _E,
     SUBAGENTS,
     "a chunk names an open item under a subagentRunId other than the item's owner",
+    verdict=_CONTINUATION_TAG,
 )
 EXPAND_MALFORMED_CHUNK = _code(
     "expand.malformed-chunk",
     _E,
     PROCESSING,
     "a chunk reached expansion with a malformed known field (expansion ran before enforce)",
+    verdict=Verdict(
+        PROCESSING,
+        "A chunk is an event in its own right, and it MUST be judged as one: whichever stage "
+        "meets a malformed chunk first — enforcement on the canonical order above, expansion "
+        "where a middleware chain expands early — MUST reject it rather than repair it, and MUST "
+        "NOT normalise, default or conceal a malformed known value enforcement would reject.",
+    ),
 )
 
 # --- verify -----------------------------------------------------------------
@@ -451,9 +576,18 @@ VERIFY_FIRST_EVENT = _code(
     "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
     advice="Send RUN_STARTED first: every event belongs to a run, and a run opens with it "
     "(RUN_ERROR may open a stream that fails before a run begins).",
+    verdict=Verdict(
+        LIFECYCLE,
+        "A producer MUST NOT emit any other event first, and a consumer MUST treat a stream "
+        "that opens with anything else as a protocol violation.",
+    ),
 )
 VERIFY_NESTED_RUN = _code(
-    "verify.nested-run", _E, LIFECYCLE, "a RUN_STARTED arrived while a run was still active"
+    "verify.nested-run",
+    _E,
+    LIFECYCLE,
+    "a RUN_STARTED arrived while a run was still active",
+    verdict=_LIFECYCLE_FATAL,
 )
 VERIFY_AFTER_CLOSE = _code(
     "verify.after-close",
@@ -462,25 +596,9 @@ VERIFY_AFTER_CLOSE = _code(
     "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
     advice="Start a new run (RUN_STARTED) before sending more events once a run has finished or "
     "failed.",
-)
-VERIFY_RUN_IDENTITY = _code(
-    "verify.run-identity",
-    _E,
-    LIFECYCLE,
-    "a run's identifiers disagree: a terminal event names another run, or an echoed input "
-    "another run or thread",
-)
-VERIFY_THREAD_CHANGED = _code(
-    "verify.thread-changed",
-    _E,
-    "/spec/1.1/basic/index",
-    "a run on the stream belongs to a different thread than the runs before it",
-)
-VERIFY_RUN_ID_REUSED = _code(
-    "verify.run-id-reused",
-    _E,
-    "/spec/1.1/basic/index",
-    "a RUN_STARTED reuses the runId of an earlier run on the same thread",
+    verdict=Verdict(
+        LIFECYCLE, "A consumer MUST reject any other event that arrives after a run has closed."
+    ),
 )
 VERIFY_OPEN_AT_FINISH = _code(
     "verify.open-at-finish",
@@ -489,12 +607,14 @@ VERIFY_OPEN_AT_FINISH = _code(
     "RUN_FINISHED arrived while something the run opened was still open",
     advice="End what the run opened (text messages, tool calls, reasoning, steps, subagents) "
     "before RUN_FINISHED; the message names what is still open.",
+    verdict=_LIFECYCLE_FATAL,
 )
 VERIFY_STEP = _code(
     "verify.step",
     _E,
     LIFECYCLE,
     "a step was opened while open, or finished without being open (per name and owner)",
+    verdict=_LIFECYCLE_FATAL,
 )
 VERIFY_TEXT_MESSAGE = _code(
     "verify.text-message-sequence",
@@ -503,6 +623,11 @@ VERIFY_TEXT_MESSAGE = _code(
     "a text message was opened while open, or continued or closed while not open",
     advice="Send TEXT_MESSAGE_START, then its CONTENT, then TEXT_MESSAGE_END, for the same "
     "messageId; do not reopen a message that is open.",
+    verdict=Verdict(
+        TEXT_MESSAGES,
+        "A TEXT_MESSAGE_CONTENT or TEXT_MESSAGE_END for a messageId that is not open, or a "
+        "TEXT_MESSAGE_START for one that is, is a malformed sequence and fatal to the run.",
+    ),
 )
 VERIFY_TOOL_CALL = _code(
     "verify.tool-call-sequence",
@@ -511,60 +636,60 @@ VERIFY_TOOL_CALL = _code(
     "a tool call was opened while open, or continued or closed while not open",
     advice="Send TOOL_CALL_START, then its ARGS, then TOOL_CALL_END, for the same toolCallId; do "
     "not reopen a call that is open.",
+    verdict=Verdict(
+        TOOL_CALLS,
+        "The streaming pattern's sequence rules apply unchanged: continuing or closing a call "
+        "that is not open, or reopening one that is, is fatal.",
+    ),
 )
 VERIFY_REASONING = _code(
     "verify.reasoning-sequence",
     _E,
     REASONING,
     "a reasoning span or message was opened while open, or continued or closed while not open",
-)
-VERIFY_MESSAGE_ID = _code(
-    "verify.message-id-reused",
-    _E,
-    "/spec/1.1/basic/index",
-    "a messageId that already names a message of another kind names a new one",
+    verdict=Verdict(
+        REASONING,
+        "A consumer MUST detect a violation of that discipline and fail the run, on spans and on "
+        "reasoning messages alike:",
+    ),
 )
 VERIFY_ATTRIBUTION = _code(
     "verify.attribution-mismatch",
     _E,
     "/spec/1.1/events/subagents",
     "an event continuing an item carries a subagentRunId that disagrees with the item's owner",
+    verdict=_CONTINUATION_TAG,
 )
 VERIFY_SUBAGENT = _code(
     "verify.subagent-lifecycle",
     _E,
-    "/spec/1.1/events/subagents",
-    "a subagent invocation was announced, used or closed out of order",
+    SUBAGENTS,
+    "a subagent invocation was closed (SUBAGENT_FINISHED or SUBAGENT_ERROR) while not active",
+    verdict=Verdict(
+        SUBAGENTS,
+        "The official conformance corpus holds this fatal (subagent-finished-unstarted-fatal): a "
+        "terminal event closes an invocation, and one that is not active leaves it nothing to "
+        "close. The subagents page words no consumer verdict of its own here; the corpus is "
+        "followed because it does not mark this as a gap against the spec.",
+        quoted=False,
+    ),
 )
-VERIFY_INTERRUPT = _code(
-    "verify.interrupt",
-    _E,
-    INTERRUPTS,
-    "an interrupt outcome repeats an interrupt id, or disagrees with a suspended subagent",
-)
-VERIFY_PENDING_CALLS = _code(
-    "verify.pending-tool-calls",
-    _E,
-    TOOL_CALLS,
-    "pendingToolCallIds is not exactly the calls the run started and did not answer",
-    advice="List in pendingToolCallIds exactly the tool calls the run started and did not answer.",
-)
-VERIFY_TOOL_RESULT = _code(
-    "verify.tool-result",
-    _E,
-    TOOL_CALLS,
-    "a TOOL_CALL_RESULT answers a call still open, one nothing names, or a frontend tool call",
-    advice="End a call (TOOL_CALL_END) before answering it, answer only calls that exist, and "
-    "never answer a tool the run input declared: the application runs it and answers in the next "
-    "run's input. Check a recording with --input so the declared tools are known.",
-)
-VERIFY_TOOL_RESULT_UNSEEN = _code(
-    "verify.tool-result-unseen",
+VERIFY_SUBAGENT_ORDER = _code(
+    "verify.subagent-announcement",
     _W,
-    TOOL_CALLS,
-    "a TOOL_CALL_RESULT answers a call this consumer cannot see (no run input to look in)",
-    advice="Pass the run input with --input (or from the client) so the answered call can be found"
-    " in the history; if it is not there, the producer answers a call that does not exist.",
+    SUBAGENTS,
+    "a subagent invocation was announced after its events, announced again, nested under a "
+    "parent not active, or used after it ended (producer rules; the stream goes on)",
+    advice="Send SUBAGENT_STARTED before any event attributed to the invocation, once per "
+    "invocation, after its parent's; give a new invocation a new subagentRunId.",
+)
+VERIFY_CALL_ATTRIBUTION = _code(
+    "verify.call-attribution",
+    _W,
+    SUBAGENTS,
+    "a tool call is attributed to another owner than the message that carries it",
+    advice="Tag a tool call as its message is tagged (or leave it untagged: it inherits the "
+    "message's owner).",
 )
 VERIFY_CANCELLED_RESULT = _code(
     "verify.cancelled-result",
@@ -577,12 +702,24 @@ VERIFY_UNEXPANDED_CHUNK = _code(
     _E,
     "/spec/1.1/basic/patterns/streaming",
     "a *_CHUNK event reached verification unexpanded (the pipeline has no expand stage)",
+    verdict=Verdict(
+        PROCESSING,
+        "Verification MUST run after expansion, because what it checks — that messages and "
+        "calls open before they continue and close after — only exists once a chunk has become "
+        "the events it stands for.",
+    ),
 )
 VERIFY_UNREADABLE = _code(
     "verify.unreadable-event",
     _E,
     PROCESSING,
     "an event lacks a field verification reads (the pipeline has no enforce stage)",
+    verdict=Verdict(
+        PROCESSING,
+        "Middleware — anything a consumer installs to translate, observe or rewrite the stream — "
+        "MUST run before enforcement, and enforcement MUST run before verification and before "
+        "application code sees anything.",
+    ),
 )
 VERIFY_TRUNCATED = _code(
     "verify.truncated",
@@ -591,6 +728,11 @@ VERIFY_TRUNCATED = _code(
     "the stream ended while a run was active, or before any event: the run has no outcome",
     advice="End every run with RUN_FINISHED or RUN_ERROR before closing the connection; if the "
     "connection drops, the run is lost and must be retried.",
+    verdict=Verdict(
+        TRANSPORTS,
+        "A consumer MUST NOT synthesize a RUN_FINISHED for it and MUST NOT report it as having "
+        "succeeded; everything the run delivered before the break remains delivered.",
+    ),
 )
 
 # --- reconcile --------------------------------------------------------------
@@ -717,8 +859,32 @@ LINT_RUN_IDENTITY = _code(
     "lint.run-identity",
     _W,
     "/spec/1.1/basic/run-input",
-    "the stream's threadId or runId is not the one its run input requested",
-    advice="Echo the input's `threadId` on every run and its `runId` on the requested run.",
+    "a run's identifiers disagree: with its run input (threadId, runId), between its "
+    "RUN_STARTED and RUN_FINISHED, or with the input RUN_STARTED echoes",
+    advice="Echo the input's `threadId` on every run and its `runId` on the requested run; "
+    "close a run with the ids it started with.",
+)
+LINT_THREAD_CHANGED = _code(
+    "lint.thread-changed",
+    _W,
+    "/spec/1.1/basic/run-input",
+    "a run on the stream names another thread than the runs before it",
+    advice="Carry one thread per stream: every run on it carries the input's `threadId`.",
+)
+LINT_RUN_ID_REUSED = _code(
+    "lint.run-id-reused",
+    _W,
+    EVENT_MODEL,
+    "a RUN_STARTED reuses the runId of an earlier run on the stream",
+    advice="Mint a new runId for every run; a runId names one run of the thread.",
+)
+LINT_MESSAGE_ID_REUSED = _code(
+    "lint.message-id-reused",
+    _W,
+    EVENT_MODEL,
+    "a messageId that names a message of one kind names a new message of another kind (or a "
+    "second tool result); the Conversation holds the later one in its place",
+    advice="Mint a new messageId for each message: an id is unique within its thread.",
 )
 LINT_INTERRUPT_UNKNOWN_CALL = _code(
     "lint.interrupt-unknown-call",
@@ -747,6 +913,85 @@ LINT_USAGE_ARITHMETIC = _code(
         "Translate the provider's counts into the protocol's accounting: add a part reported "
         "beside a smaller total into it, never twice."
     ),
+)
+LINT_RESULT_BEFORE_END = _code(
+    "lint.result-before-call-end",
+    _W,
+    TOOL_CALLS,
+    "a TOOL_CALL_RESULT answers a call before its TOOL_CALL_END: the tool ran on arguments that "
+    "were not final",
+    advice="Close the call (TOOL_CALL_END) before running the tool and sending its result: "
+    "until then the argument text is only a prefix.",
+)
+LINT_RESULT_UNKNOWN_CALL = _code(
+    "lint.result-for-unknown-call",
+    _W,
+    TOOL_CALLS,
+    "a TOOL_CALL_RESULT answers a call neither the stream nor the run input's history carried",
+    advice="Stream the call (TOOL_CALL_START … END) before its result; a call restated only by "
+    "a later MESSAGES_SNAPSHOT, or suspended before it was streamed, reaches the UI after its "
+    "answer.",
+)
+LINT_RESULT_UNSEEN = _code(
+    "lint.result-call-unseen",
+    _I,
+    TOOL_CALLS,
+    "a TOOL_CALL_RESULT answers a call from before the stream, and no run input says whether "
+    "the history holds it",
+    advice="Pass the run input with --input (or from the client) so the answered call can be "
+    "looked for in the history.",
+)
+LINT_RESULT_FRONTEND = _code(
+    "lint.result-for-frontend-tool",
+    _W,
+    TOOL_CALLS,
+    "a TOOL_CALL_RESULT answers a call to one of the run input's tools, which the application "
+    "answers",
+    advice="Leave a frontend tool's call unanswered and finish the run: the application runs "
+    "it and answers in the next run's input.",
+)
+LINT_PENDING_INEXACT = _code(
+    "lint.pending-inexact",
+    _W,
+    TOOL_CALLS,
+    "pendingToolCallIds is not exactly the calls the run started and did not answer",
+    advice="List in pendingToolCallIds exactly the tool calls the run started and did not "
+    "answer, in the order they were made.",
+)
+LINT_PENDING_UNLISTED = _code(
+    "lint.pending-unlisted-tool",
+    _W,
+    TOOL_CALLS,
+    "a run ended leaving a call unanswered whose tool the run input did not list: no one is "
+    "there to answer it",
+    advice="Answer your own (backend) tools in the run with TOOL_CALL_RESULT; call frontend "
+    "tools only from the input's `tools`.",
+)
+LINT_INTERRUPT_OUTCOME = _code(
+    "lint.interrupt-outcome",
+    _W,
+    INTERRUPTS,
+    "an interrupt outcome repeats an interrupt id, or disagrees with a suspended subagent, or a "
+    "run with a suspended subagent finished as success",
+    advice="Give each interrupt a unique id, carry every interrupt a suspended subagent named "
+    "(attributed to it), and end such a run with the interrupt outcome.",
+)
+LINT_SNAPSHOT_DROPS = _code(
+    "lint.snapshot-drops-message",
+    _W,
+    STATE,
+    "a MESSAGES_SNAPSHOT leaves out a message this run streamed: a UI following state.mdx "
+    "removes it",
+    advice="Restate every message the run streamed in each MESSAGES_SNAPSHOT, under its own id.",
+)
+LINT_SNAPSHOT_RENAMES = _code(
+    "lint.snapshot-renames-message",
+    _W,
+    STATE,
+    "a MESSAGES_SNAPSHOT restates a message this run streamed under a new id: a UI removes the "
+    "message it rendered and appends a copy",
+    advice="Restate a streamed message under the messageId it was streamed with (and a tool "
+    "call under its toolCallId).",
 )
 LINT_TEXT_BUDGET = _code(
     "lint.text-budget",
@@ -809,7 +1054,19 @@ CONVERSATION_NO_CARRIER = _code(
 
 # --- dispatch and transports --------------------------------------------------
 
-HANDLER_FAILED = _code("dispatch.handler-failed", _E, PROCESSING, "an application handler raised")
+HANDLER_FAILED = _code(
+    "dispatch.handler-failed",
+    _E,
+    PROCESSING,
+    "an application handler raised",
+    verdict=Verdict(
+        PROCESSING,
+        "Not the producer's fault: the application's own handler raised, and the stream cannot "
+        "be handed on to a handler that failed. The verdict says handler-failed, never that the "
+        "stream was malformed.",
+        quoted=False,
+    ),
+)
 TRANSPORT_CONTENT_TYPE = _code(
     "transport.content-type",
     _W,
@@ -830,16 +1087,34 @@ RESUME_UNCOVERED = _code(
     _E,
     "/spec/1.1/basic/patterns/interrupt-resume",
     "a resuming input leaves an interrupt of the interrupted run with no entry",
+    verdict=Verdict(
+        INTERRUPTS,
+        "A consumer MUST reject a resuming input that leaves an interrupt uncovered before the "
+        "run starts — before anything is sent — and MUST NOT silently continue past an "
+        "interrupt it has no entry for.",
+    ),
 )
 RESUME_UNKNOWN = _code(
     "input.resume-unknown",
     _E,
     "/spec/1.1/basic/patterns/interrupt-resume",
     "a resume entry names no interrupt of the run being continued",
+    verdict=Verdict(
+        INTERRUPTS,
+        "Each entry's interruptId MUST name an interrupt from the run being continued — the "
+        "most recent interrupted run on the thread.",
+    ),
 )
 RESUME_EXPIRED = _code(
     "input.resume-expired",
     _E,
     "/spec/1.1/basic/patterns/interrupt-resume",
     "a resume entry answers an interrupt the consumer judges expired",
+    verdict=Verdict(
+        INTERRUPTS,
+        "The rule attaches to the judgment, not to a parse the schema refuses to specify: an "
+        "interrupt the consumer judges expired can no longer be answered — the consumer rejects "
+        "a resume entry resolving it before the run starts, as it rejects an uncovered "
+        "interrupt.",
+    ),
 )

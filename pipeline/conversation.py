@@ -98,6 +98,8 @@ Message = dict[str, Any]
 """A message in the schema's ``Message`` shape, discriminated by ``role``."""
 
 _CLIENT_ONLY = ("activity", "reasoning")
+_OTHER_THAN_TEXT = frozenset({"activity", "reasoning", "tool"})
+"""Roles a text message's start does not continue: it mints a text message in their place."""
 
 
 class Conversation:
@@ -269,12 +271,12 @@ class Conversation:
     def _text_start(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
         message = self._by_id.get(message_id)
-        if message is None:
+        if message is None or message.get("role") in _OTHER_THAN_TEXT:
             message = {"id": message_id, "role": event.get("role", "assistant"), "content": ""}
             if "name" in event:
                 message["name"] = event["name"]
             _attribute(message, event)
-            self._append(message)
+            self._mint(message)
         elif "content" not in message:  # an assistant message a tool call made
             message["content"] = ""
         if "metadata" in event:
@@ -283,10 +285,10 @@ class Conversation:
     def _reasoning_start(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
         message = self._by_id.get(message_id)
-        if message is None:
+        if message is None or message.get("role") != "reasoning":
             message = {"id": message_id, "role": "reasoning", "content": ""}
             _attribute(message, event)
-            self._append(message)
+            self._mint(message)
         if "metadata" in event:
             self._attach(message, message_id)
 
@@ -560,11 +562,8 @@ class Conversation:
     def _activity_snapshot(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
         message = self._by_id.get(message_id)
-        if message is None or (
-            message.get("role") == "activity" and event.get("replace", True) is not False
-        ):
+        if message is None or message.get("role") != "activity":
             self._charge_activity(event["content"], index, "/content")
-        if message is None:
             message = {
                 "id": message_id,
                 "role": "activity",
@@ -572,12 +571,10 @@ class Conversation:
                 "content": copy_json(event["content"]),
             }
             _attribute(message, event)
-            self._append(message)
-        elif message.get("role") != "activity":
-            self._not_activity(event, index, message)
-            return
+            self._mint(message)
         elif event.get("replace", True) is not False:
             # Replaces content, type and ownership — not the accumulated metadata.
+            self._charge_activity(event["content"], index, "/content")
             message["activityType"] = event["activityType"]
             message["content"] = copy_json(event["content"])
             if "subagentRunId" in event:
@@ -740,6 +737,17 @@ class Conversation:
         ids[message_id] = None
         if self._listed is not None:
             self._listed.append(message)
+
+    def _mint(self, message: Message) -> None:
+        """A new message, at the end; or, where its id names another kind of message (a
+        producer reusing the id, which basic/index forbids and lint reports), in that
+        message's place: the later one stands, as a snapshot restating the id would have it."""
+        held = self.message(message["id"])  # its pieces joined: its text counted as it stands
+        if held is None:
+            self._append(message)
+            return
+        self._chars -= _text_chars(held)
+        self._put(message)
 
     def _put(self, message: Message) -> None:
         """``message`` in place of the one held with its id (in its position), or appended."""

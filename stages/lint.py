@@ -9,10 +9,28 @@ warning with the event index, a pointer and the spec page:
 - ``lint.snapshot-contradicts-stream``: a ``MESSAGES_SNAPSHOT`` restates a
   message or tool call streamed in this run with other content, arguments
   (compared as JSON when both parse) or tool name (``/spec/1.1/events/state``);
-- ``lint.second-tool-result``: a second tool message for one ``toolCallId`` —
-  a second ``TOOL_CALL_RESULT``, or a snapshot's tool message under another id
-  than the streamed result's, or an answer to a call the input already answered
-  (``/spec/1.1/events/tool-calls``);
+- ``lint.snapshot-drops-message`` / ``lint.snapshot-renames-message``: a
+  ``MESSAGES_SNAPSHOT`` leaves out a message this run streamed, which a UI
+  following state.mdx removes — or restates it under a new id (the same text,
+  the same answered call, a call it carried), so the UI removes what it
+  rendered and appends a copy (``/spec/1.1/events/state``);
+- ``lint.second-tool-result``: the Conversation holds two tool messages for one
+  ``toolCallId`` — a second ``TOOL_CALL_RESULT``, a snapshot keeping the
+  streamed result beside another, or an answer to a call the input already
+  answered (``/spec/1.1/events/tool-calls``);
+- ``lint.result-before-call-end``, ``lint.result-for-unknown-call``,
+  ``lint.result-for-frontend-tool`` (``lint.result-call-unseen`` without a run
+  input): a ``TOOL_CALL_RESULT`` before its call closed, for a call nothing
+  carried, or answering the application's own tool (``/spec/1.1/events/tool-calls``:
+  none of it fatal; the result is a message in its own right);
+- ``lint.message-id-reused``, ``lint.run-id-reused``, ``lint.thread-changed``:
+  identifiers the producer must not reuse or change (``/spec/1.1/basic/index``,
+  run-input); the Conversation holds a reused id's later message;
+- ``lint.pending-inexact``: ``pendingToolCallIds`` other than the calls the run
+  left unanswered; ``lint.pending-unlisted-tool``: a run ending with a call
+  unanswered whose tool the run input did not list (tool-calls);
+- ``lint.interrupt-outcome``: interrupt ids repeated, or at odds with a
+  suspended subagent (interrupt-resume, subagents);
 - ``lint.reopen-disagrees``: a reopening ``TEXT_MESSAGE_START`` or
   ``TOOL_CALL_START`` whose role, name, parent or owner differs from the item
   it reopens, on the stream or in the input's history (text-messages,
@@ -23,8 +41,10 @@ warning with the event index, a pointer and the spec page:
 - ``lint.pending-omitted``: a run finishing as success with calls to the run
   input's (frontend) tools unanswered and no ``pendingToolCallIds``
   (tool-calls: SHOULD);
-- ``lint.run-identity``: a run's ``threadId`` other than the input's, or no
-  run on the stream carrying the input's ``runId`` (``/spec/1.1/basic/run-input``);
+- ``lint.run-identity``: a run's ``threadId`` other than the input's, no run on
+  the stream carrying the input's ``runId``, a ``RUN_FINISHED`` naming another
+  run than its ``RUN_STARTED``, or an echoed input naming another run
+  (``/spec/1.1/basic/run-input``, Identity);
 - ``lint.interrupt-unknown-call``: an interrupt's ``toolCallId`` naming no call
   the stream or the input's history holds (interrupt-resume);
 - ``lint.usage-arithmetic``: a ``usage`` entry on ``RUN_FINISHED`` / ``RUN_ERROR``
@@ -60,14 +80,26 @@ import orjson
 from agui_pipeline.catalog import (
     LINT_ARGUMENTS_NOT_JSON,
     LINT_HISTORY_RESTREAMED,
+    LINT_INTERRUPT_OUTCOME,
     LINT_INTERRUPT_UNKNOWN_CALL,
+    LINT_MESSAGE_ID_REUSED,
+    LINT_PENDING_INEXACT,
     LINT_PENDING_OMITTED,
+    LINT_PENDING_UNLISTED,
     LINT_REOPEN_DISAGREES,
+    LINT_RESULT_BEFORE_END,
+    LINT_RESULT_FRONTEND,
+    LINT_RESULT_UNKNOWN_CALL,
+    LINT_RESULT_UNSEEN,
+    LINT_RUN_ID_REUSED,
     LINT_RUN_IDENTITY,
     LINT_RUN_REPORT,
     LINT_SECOND_RESULT,
     LINT_SNAPSHOT_CONTRADICTS,
+    LINT_SNAPSHOT_DROPS,
+    LINT_SNAPSHOT_RENAMES,
     LINT_TEXT_BUDGET,
+    LINT_THREAD_CHANGED,
     LINT_USAGE_ARITHMETIC,
     Code,
 )
@@ -97,14 +129,17 @@ class Lint(Stage):
             "TOOL_CALL_END": self._call_end,
             "TOOL_CALL_RESULT": self._call_result,
             "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "ACTIVITY_SNAPSHOT": self._activity_snapshot,
+            "SUBAGENT_FINISHED": self._subagent_finished,
         }
         self._table = self._lookup(history=False)
         self._retable = False
         """Set when the run input, met on the stream, changed ``_table`` mid-batch."""
         self._messages: dict[Any, Event] = {}
-        """messageId → what first established it: its start event, or the history's message
-        (both spell ``role``, ``name``, ``subagentRunId`` alike; kept by reference, as an
-        object made per item would cost the collector more than the whole check)."""
+        """messageId → what established it: its start event, result, activity snapshot, or the
+        history's or a snapshot's message (all spell ``role``, ``name``, ``subagentRunId``
+        alike; kept by reference, as an object made per item would cost the collector more
+        than the whole check). A reused id's later message takes its place."""
         self._history_text: dict[Any, str] = {}
         """The input history's text content by messageId (to tell a restatement)."""
         self._calls: dict[Any, Event] = {}
@@ -116,6 +151,15 @@ class Lint(Stage):
         self._answers: dict[Any, Any] = {}
         """toolCallId → the messageId of the tool message that answered it."""
         self._frontend_tools: set[Any] = set()
+        self._tools_listed = False
+        """Whether a run input listed the application's tools (``tools``, maybe empty): only
+        then is a call outside the list one nobody answers (``lint.pending-unlisted-tool``)."""
+        self._input_known = False
+        """Whether a run input (given, or echoed) says what the conversation and tools were."""
+        self._run_ids: dict[Any, None] = {}
+        """The latest ``limits.max_run_ids`` runIds, oldest first (``lint.run-id-reused``)."""
+        self._stream_thread: Any = _MISSING
+        """The threadId of the stream's first run (``lint.thread-changed``)."""
         self._first_run_ids: list[Any] = []
         """The first runIds on the stream (a few, for the message): runs add O(1) each."""
         self._runs_started = 0
@@ -141,6 +185,18 @@ class Lint(Stage):
         """The run's argument deltas in order, held so until folded into ``_args``."""
         self._new_messages: set[Any] = set()
         """Of those, the ones this run introduced (a snapshot is compared with these)."""
+        self._streamed: dict[str, dict[Any, Any]] = {kind: {} for kind in _KINDS}
+        """Messages this run streamed and the Conversation still holds, by kind, in order:
+        started, minted by a result (→ the call it answers) or an activity snapshot (→ its
+        type), or named as a call's parent (a snapshot that leaves one out is
+        ``lint.snapshot-drops-message``). By kind, so a snapshot visits only the kinds it
+        may drop: it costs what it carries and drops."""
+        self._run_calls: dict[Any, bool] = {}
+        """Calls started in this run, in order → whether this run answered them."""
+        self._started: Event | None = None
+        """This run's RUN_STARTED (what its RUN_FINISHED must name)."""
+        self._suspended: dict[Any, list[Any]] = {}
+        """subagentRunId → the interrupt ids its suspended outcome named, this run."""
         self._args: dict[Any, list[str]] = {}
         """Calls streamed into in this run → the pieces of argument text, joined when read."""
         self._new_calls: dict[Any, bool] = {}
@@ -299,6 +355,8 @@ class Lint(Stage):
 
     def _learn_input(self, run_input: dict[str, Any]) -> None:
         """The history the stream continues, the application's tools, the requested run."""
+        self._input_known = True
+        self._tools_listed = self._tools_listed or isinstance(run_input.get("tools"), list)
         self._input_thread = run_input.get("threadId")
         self._input_run_id = run_input.get("runId")
         for tool in _list(run_input.get("tools")):
@@ -318,51 +376,116 @@ class Lint(Stage):
             if role == "tool" and isinstance(message.get("toolCallId"), str):
                 self._answers.setdefault(message["toolCallId"], message_id)
             for call in _list(message.get("toolCalls")) if role == "assistant" else ():
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(call.get("id"), str):
-                    arguments = function.get("arguments")
-                    self._calls.setdefault(
-                        call["id"],
-                        {
-                            "toolCallName": function.get("name"),
-                            "parentMessageId": message_id,
-                            "subagentRunId": message.get("subagentRunId"),
-                        },
-                    )
-                    self._history_args[call["id"]] = arguments if isinstance(arguments, str) else ""
+                arguments = self._learn_call(call, message)
+                if arguments is not None:
+                    self._history_args[call["id"]] = arguments
+
+    def _learn_call(self, call: Any, message: dict[str, Any]) -> str | None:
+        """A tool call restated whole (history, or a snapshot) is one the stream carried:
+        recorded as a start would be, unless known already; its argument text, or ``None``
+        for a call that is not one."""
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(call.get("id"), str):
+            return None
+        self._calls.setdefault(
+            call["id"],
+            {
+                "toolCallName": function.get("name"),
+                "parentMessageId": message.get("id"),
+                "subagentRunId": message.get("subagentRunId"),
+            },
+        )
+        arguments = function.get("arguments")
+        return arguments if isinstance(arguments, str) else ""
 
     # -- runs ---------------------------------------------------------------------
 
     def _run_started(self, event: Event, index: int) -> None:
         self._reset_run()
+        self._started = event
         self._last_start = index
         run_id = self._run_id = event.get("runId")
+        thread = event.get("threadId")
         self._runs_started += 1
         if len(self._first_run_ids) < _IDS_SHOWN:
             self._first_run_ids.append(run_id)
+        if run_id in self._run_ids:
+            self._report(
+                LINT_RUN_ID_REUSED,
+                f"RUN_STARTED reuses runId {_short(run_id)} at /runId: an earlier run on this "
+                "stream has it, and a runId names one run of the thread (checked against the "
+                f"latest max_run_ids={self.ctx.limits.max_run_ids} runs)",
+                index,
+                "/runId",
+            )
+        self._run_ids[run_id] = None
+        if len(self._run_ids) > self.ctx.limits.max_run_ids:
+            del self._run_ids[next(iter(self._run_ids))]  # the oldest leaves the window
+        if self._stream_thread is _MISSING:
+            self._stream_thread = thread
+        elif thread != self._stream_thread and self._input_thread is None:
+            # (Against a run input, lint.run-identity below says it, naming the input's.)
+            self._report(
+                LINT_THREAD_CHANGED,
+                f"RUN_STARTED names thread {_short(thread)} at /threadId, but the runs before it "
+                f"on this stream belong to {_short(self._stream_thread)}: one stream carries "
+                "one thread",
+                index,
+                "/threadId",
+            )
         echoed = event.get("input")
-        if isinstance(echoed, dict) and self.ctx.run_input is None:
-            self._learn_input(echoed)
+        if isinstance(echoed, dict):
+            for field, expected in (("threadId", thread), ("runId", run_id)):
+                if echoed.get(field) != expected:
+                    self._report(
+                        LINT_RUN_IDENTITY,
+                        f"RUN_STARTED echoes an input whose /input/{field} is "
+                        f"{_short(echoed.get(field))}, but the run it starts is "
+                        f"{_short(expected)}: the echo is the input of the run it opens",
+                        index,
+                        f"/input/{field}",
+                    )
+            if self.ctx.run_input is None:
+                self._learn_input(echoed)
         if run_id is not None and run_id == self._input_run_id:
             self._input_run_seen = True
         wanted = self._input_thread
-        if wanted is not None and event.get("threadId") != wanted:
+        if wanted is not None and thread != wanted:
             self._report(
                 LINT_RUN_IDENTITY,
-                f"RUN_STARTED carries threadId {_short(event.get('threadId'))} at /threadId, but "
-                f"the run input names thread {_short(wanted)}: every run on the stream carries "
-                "the input's threadId",
+                f"RUN_STARTED carries threadId {_short(thread)} at /threadId, but the run input "
+                f"names thread {_short(wanted)}: every run on the stream carries the input's "
+                "threadId",
                 index,
                 "/threadId",
             )
 
     def _run_finished(self, event: Event, index: int) -> None:
+        started = self._started or {}
+        for field in ("runId", "threadId"):
+            if event.get(field) != started.get(field):
+                self._report(
+                    LINT_RUN_IDENTITY,
+                    f"RUN_FINISHED names {field} {_short(event.get(field))} at /{field}, but the "
+                    f"run it closes started as {_short(started.get(field))}: a run's two "
+                    "boundary events agree on their ids",
+                    index,
+                    f"/{field}",
+                )
         outcome: dict[str, Any] = event.get("outcome") or {}
         kind = outcome.get("type", "success")
+        interrupts = outcome.get("interrupts") or () if kind == "interrupt" else ()
         if kind == "interrupt":
-            self._check_interrupts(outcome.get("interrupts") or (), index)
-        elif kind == "success" and not outcome.get("pendingToolCallIds"):
-            self._check_pending(index, "/outcome" if outcome else "")
+            self._check_interrupts(interrupts, index)
+        elif kind == "success":
+            self._check_suspended(index, "/outcome" if outcome else "")
+            named = outcome.get("pendingToolCallIds")
+            if named:
+                self._check_pending_named(named, index)
+            else:
+                self._check_pending(index, "/outcome" if outcome else "")
+        if kind != "cancelled":
+            self._check_unlisted(interrupts, index)
         self._end_run(event, index)
 
     def _run_error(self, event: Event, index: int) -> None:
@@ -415,17 +538,99 @@ class Lint(Stage):
         self._reset_run()
 
     def _check_interrupts(self, interrupts: Any, index: int) -> None:
+        owners: dict[Any, Any] = {}
         for position, interrupt in enumerate(interrupts):
-            call_id = interrupt.get("toolCallId") if isinstance(interrupt, dict) else None
+            if not isinstance(interrupt, dict):
+                continue
+            interrupt_id, where = interrupt.get("id"), f"/outcome/interrupts/{position}"
+            if interrupt_id in owners:
+                self._report(
+                    LINT_INTERRUPT_OUTCOME,
+                    f"interrupt id {_short(interrupt_id)} at {where}/id repeats an earlier one: "
+                    "each interrupt's id is unique within the run, and a resume entry answers "
+                    "it by that id",
+                    index,
+                    where + "/id",
+                )
+            owners.setdefault(interrupt_id, interrupt.get("subagentRunId"))
+            call_id = interrupt.get("toolCallId")
             if call_id is not None and call_id not in self._calls:
                 self._report(
                     LINT_INTERRUPT_UNKNOWN_CALL,
-                    f"interrupt {_short(interrupt.get('id'))} asks about tool call "
-                    f"{_short(call_id)} at /outcome/interrupts/{position}/toolCallId, but no "
-                    "call has that id on the stream or in the input's history",
+                    f"interrupt {_short(interrupt_id)} asks about tool call {_short(call_id)} at "
+                    f"{where}/toolCallId, but no call has that id on the stream or in the "
+                    "input's history",
                     index,
-                    f"/outcome/interrupts/{position}/toolCallId",
+                    where + "/toolCallId",
                 )
+        for sub, interrupt_ids in self._suspended.items():
+            for interrupt_id in interrupt_ids:
+                if interrupt_id not in owners:
+                    problem = "carries no interrupt with that id"
+                elif owners[interrupt_id] not in (None, sub):
+                    problem = f"attributes it to subagent {_short(owners[interrupt_id])}"
+                else:
+                    continue
+                self._report(
+                    LINT_INTERRUPT_OUTCOME,
+                    f"subagent {_short(sub)} suspended on interrupt {_short(interrupt_id)}, but "
+                    f"the run's interrupt outcome at /outcome/interrupts {problem}",
+                    index,
+                    "/outcome/interrupts",
+                )
+
+    def _check_suspended(self, index: int, pointer: str) -> None:
+        """A run whose subagent suspended on interrupts does not end as success."""
+        waiting = [(sub, ids) for sub, ids in self._suspended.items() if ids]
+        if waiting:
+            sub, ids = waiting[0]
+            self._report(
+                LINT_INTERRUPT_OUTCOME,
+                f"subagent {_short(sub)} suspended on run-level interrupts "
+                f"{_ids(ids[:_IDS_SHOWN], len(ids))}, but the run finished as success: a run "
+                "that stopped to ask ends with the interrupt outcome",
+                index,
+                pointer,
+            )
+
+    def _check_pending_named(self, named: list[Any], index: int) -> None:
+        """pendingToolCallIds, when sent, is exactly the calls the run left unanswered."""
+        unanswered = [call for call, answered in self._run_calls.items() if not answered]
+        if len(set(named)) != len(named) or set(named) != set(unanswered):
+            self._report(
+                LINT_PENDING_INEXACT,
+                f"/outcome/pendingToolCallIds names {_ids(named[:_IDS_SHOWN], len(named))}; "
+                "expected exactly the calls this run started and did not answer with "
+                f"TOOL_CALL_RESULT: {_ids(unanswered[:_IDS_SHOWN], len(unanswered)) or 'none'}",
+                index,
+                "/outcome/pendingToolCallIds",
+            )
+
+    def _check_unlisted(self, interrupts: Any, index: int) -> None:
+        """Calls the run leaves unanswered to a tool the input did not list: nobody answers
+        them (the producer answers its own in-stream; the application only its tools)."""
+        if not self._tools_listed:
+            return
+        asked = {i.get("toolCallId") for i in interrupts if isinstance(i, dict)}
+        tools = self._frontend_tools
+        orphans = [
+            call_id
+            for call_id, answered in self._run_calls.items()
+            if not answered
+            and call_id not in self._answers
+            and call_id not in asked
+            and self._calls[call_id].get("toolCallName") not in tools
+        ]
+        if orphans:
+            names = sorted({str(self._calls[c].get("toolCallName")) for c in orphans})
+            self._report(
+                LINT_PENDING_UNLISTED,
+                f"the run ends leaving calls {_ids(orphans[:_IDS_SHOWN], len(orphans))} "
+                f"unanswered, to tools the run input did not list ({', '.join(names[:5])}): the "
+                "application answers only its own tools, so no one will answer these",
+                index,
+                "",
+            )
 
     def _check_pending(self, index: int, pointer: str) -> None:
         tools = self._frontend_tools
@@ -473,14 +678,40 @@ class Lint(Stage):
     def _message_start(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
         known = self._messages.setdefault(message_id, event)
-        if known is event:
+        if known is event or known is _CARRIER:  # new, or only a call's parent so far
+            self._messages[message_id] = event
             self._new_messages.add(message_id)
+            self._streamed[_START_KINDS[event["type"]]][message_id] = None
+            return
+        if not self._same_kind(known, event, index, message_id):
+            self._new_messages.add(message_id)
+            self._streamed[_START_KINDS[event["type"]]][message_id] = None
             return
         pairs = tuple(
             (label, known.get(field, default), event.get(field, default))
             for label, field, default in _MESSAGE_FIELDS
         )
         self._disagreement(event, index, "message", message_id, pairs)
+
+    def _same_kind(self, known: Event, event: Event, index: int, message_id: Any) -> bool:
+        """Whether ``event`` names a message of the kind its id already names (a tool result
+        is never the same: a second one mints a second message); if not, report the reuse and
+        let the new message stand, as the Conversation does (basic/index: MUST be unique)."""
+        kind, new_kind = _kind(known), _kind(event)
+        if kind == new_kind and new_kind != "tool":
+            return True
+        what = "a second tool message" if kind == new_kind else f"a {new_kind} message"
+        self._report(
+            LINT_MESSAGE_ID_REUSED,
+            f"{event['type']} mints {what} under messageId {_short(message_id)} at /messageId, "
+            f"which already names a {kind} message: a messageId is unique within its thread, "
+            "and the Conversation holds the new message in the old one's place",
+            index,
+            "/messageId",
+        )
+        self._messages[message_id] = event
+        self._streamed.get(kind, {}).pop(message_id, None)  # it is held as its new kind now
+        return False
 
     def _message_end(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
@@ -529,6 +760,11 @@ class Lint(Stage):
     def _call_start(self, event: Event, index: int) -> None:
         call_id = event["toolCallId"]
         self._open_calls.add(call_id)
+        self._run_calls.setdefault(call_id, False)
+        parent = event.get("parentMessageId")
+        if parent is not None and parent not in self._messages:
+            self._messages[parent] = _CARRIER
+            self._streamed["text"][parent] = None
         known = self._calls.setdefault(call_id, event)
         if known is event:
             self._new_calls[call_id] = False
@@ -548,7 +784,67 @@ class Lint(Stage):
             self._restreamed("TOOL_CALL_END", "tool call", call_id, index, "/toolCallId")
 
     def _call_result(self, event: Event, index: int) -> None:
-        self._answer(event["toolCallId"], event["messageId"], index, "/toolCallId", "stream")
+        call_id, message_id = event["toolCallId"], event["messageId"]
+        call = self._calls.get(call_id)
+        if call_id in self._open_calls:
+            self._report(
+                LINT_RESULT_BEFORE_END,
+                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId while it is still "
+                "open: the tool ran before TOOL_CALL_END made its arguments final (a consumer "
+                "MUST NOT act on them before); the call stays open until its end",
+                index,
+                "/toolCallId",
+            )
+        elif call is None and self._input_known:
+            self._report(
+                LINT_RESULT_UNKNOWN_CALL,
+                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId, but no call has "
+                "that id: none was streamed before it, none is in the run input's history; the "
+                "Conversation holds the result with no call to show it under",
+                index,
+                "/toolCallId",
+            )
+        elif call is None:
+            self._report(
+                LINT_RESULT_UNSEEN,
+                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId, which did not "
+                "start on this stream; without the run input its history cannot be checked",
+                index,
+                "/toolCallId",
+            )
+        if call is not None and call.get("toolCallName") in self._frontend_tools:
+            self._report(
+                LINT_RESULT_FRONTEND,
+                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId, a call to the "
+                f"run input's tool {_short(call.get('toolCallName'))}: the application executes "
+                "its own tools and answers them in the next run's input, so the producer MUST "
+                "NOT answer it",
+                index,
+                "/toolCallId",
+            )
+        known = self._messages.get(message_id)
+        if known is None:
+            self._messages[message_id] = _RESULT
+        else:
+            self._same_kind(known, event, index, message_id)
+        self._streamed["tool"][message_id] = call_id
+        if call_id in self._run_calls:
+            self._run_calls[call_id] = True
+        self._answer(call_id, message_id, index, "/toolCallId", "stream")
+
+    def _activity_snapshot(self, event: Event, index: int) -> None:
+        message_id = event["messageId"]
+        known = self._messages.get(message_id)
+        if known is None:
+            self._messages[message_id] = _ACTIVITY
+        elif _kind(known) != "activity":
+            self._same_kind(known, event, index, message_id)
+        self._streamed["activity"][message_id] = event["activityType"]
+
+    def _subagent_finished(self, event: Event, index: int) -> None:
+        outcome = event.get("outcome")
+        if isinstance(outcome, dict) and outcome.get("type") == "suspended":
+            self._suspended[event["subagentRunId"]] = list(outcome.get("interruptIds") or ())
 
     def _answer(self, call_id: Any, message_id: Any, index: int, pointer: str, by: str) -> None:
         earlier = self._answers.setdefault(call_id, message_id)
@@ -567,16 +863,24 @@ class Lint(Stage):
     def _messages_snapshot(self, event: Event, index: int) -> None:
         self._fold_texts(index)
         self._fold_args(index)
-        for position, message in enumerate(event["messages"]):
+        messages = event["messages"]
+        positions: dict[Any, int] = {}
+        roles: set[Any] = set()
+        for position, message in enumerate(messages):
+            positions.setdefault(message.get("id"), position)
+            roles.add(message.get("role"))
+        self._restated_results(messages, index)
+        self._restated_streamed(messages, positions, roles, index)
+        for position, message in enumerate(messages):
             message_id, role = message.get("id"), message.get("role")
-            where = f"/messages/{position}"
+            self._messages.setdefault(message_id, message)
             if role == "tool":
-                self._answer(
-                    message.get("toolCallId"), message_id, index, where + "/toolCallId", "snapshot"
-                )
+                continue  # results are judged above
+            if self._blind:  # past the budget: no text to compare, but the calls are carried
+                for call in _list(message.get("toolCalls")):
+                    self._learn_call(call, message)
                 continue
-            if self._blind:
-                continue  # the run's text is past the budget: nothing to compare with
+            where = f"/messages/{position}"
             if message_id in self._new_messages:
                 restated = message.get("content")
                 restated = restated if isinstance(restated, str) else ""
@@ -590,6 +894,107 @@ class Lint(Stage):
                 self._count(len(restated), index)
             for number, call in enumerate(_list(message.get("toolCalls"))):
                 self._restated_call(call, index, f"{where}/toolCalls/{number}")
+                self._learn_call(call, message)
+
+    def _restated_results(self, messages: list[Any], index: int) -> None:
+        """Tool messages as the Conversation will hold them: the snapshot's, and no other
+        (it drops every tool message it leaves out). Two for one call is a second result."""
+        answers: dict[Any, Any] = {}
+        for position, message in enumerate(messages):
+            if message.get("role") != "tool":
+                continue
+            call_id, message_id = message.get("toolCallId"), message.get("id")
+            earlier = answers.setdefault(call_id, message_id)
+            if earlier == message_id:
+                continue
+            where = f"/messages/{position}/toolCallId"
+            self._report(
+                LINT_SECOND_RESULT,
+                f"MESSAGES_SNAPSHOT holds tool message {_short(message_id)} answering call "
+                f"{_short(call_id)} at {where} beside tool message {_short(earlier)}: the "
+                "Conversation now holds two results for one call",
+                index,
+                where,
+            )
+        self._answers = answers
+
+    def _restated_streamed(
+        self, messages: list[Any], positions: dict[Any, int], roles: set[Any], index: int
+    ) -> None:
+        """Each message this run streamed that the snapshot leaves out: restated under a new
+        id (the same text, the same answered call, a call it carried, the same activity), or
+        dropped. The Conversation drops it either way (``/spec/1.1/events/state``), and a UI
+        with it: what it had rendered goes, and a copy appears in its place, or nothing."""
+        gone = [
+            (kind, message_id, detail)
+            for kind, streamed in self._streamed.items()
+            if _droppable(kind, roles)
+            for message_id, detail in streamed.items()
+            if message_id not in positions
+        ]
+        if not gone:
+            return
+        copies = self._copies(messages)
+        for kind, message_id, detail in gone:
+            del self._streamed[kind][message_id]
+            copy = self._copy_of(message_id, kind, detail, copies)
+            if copy is None:
+                self._report(
+                    LINT_SNAPSHOT_DROPS,
+                    f"MESSAGES_SNAPSHOT leaves out {kind} message {_short(message_id)}, which this "
+                    "run streamed: a UI following state.mdx removes it from the conversation",
+                    index,
+                    "/messages",
+                )
+                continue
+            where = f"/messages/{positions[copy]}/id"
+            self._report(
+                LINT_SNAPSHOT_RENAMES,
+                f"MESSAGES_SNAPSHOT restates {kind} message {_short(message_id)} under a new id "
+                f"{_short(copy)} at {where}: a UI following state.mdx removes the message it "
+                "rendered and appends a copy (flicker; any per-message UI state is lost)",
+                index,
+                where,
+            )
+
+    def _copies(self, messages: list[Any]) -> dict[tuple[Any, ...], Any]:
+        """The snapshot's messages under ids never seen before, by what would identify them as
+        a streamed message's copy: (kind, text), ("tool", callId), ("call", callId),
+        ("activity", activityType) → the first such id."""
+        copies: dict[tuple[Any, ...], Any] = {}
+        for message in messages:
+            message_id = message.get("id")
+            if message_id in self._messages:
+                continue
+            kind = _kind(message)
+            content = message.get("content")
+            if kind == "tool":
+                copies.setdefault(("tool", message.get("toolCallId")), message_id)
+            elif kind == "activity":
+                copies.setdefault(("activity", message.get("activityType")), message_id)
+            elif isinstance(content, str) and content:
+                copies.setdefault((kind, content), message_id)
+            for call in _list(message.get("toolCalls")):
+                if isinstance(call, dict):
+                    copies.setdefault(("call", call.get("id")), message_id)
+        return copies
+
+    def _copy_of(
+        self, message_id: Any, kind: str, detail: Any, copies: dict[tuple[Any, ...], Any]
+    ) -> Any:
+        """The id a streamed message was restated under, or ``None`` (``detail``: what
+        ``_streamed`` holds of it, the call a result answers or an activity's type)."""
+        if kind in ("tool", "activity"):
+            return copies.get((kind, detail))
+        text = "".join(self._texts.get(message_id, ())) if not self._blind else ""
+        copy = copies.get((kind, text)) if text else None
+        if copy is None:
+            for call_id, call in self._calls.items() if kind == "text" else ():
+                if call.get("parentMessageId") == message_id and call_id in self._run_calls:
+                    copy = copies.get(("call", call_id))
+                    if copy is not None:
+                        break
+        return copy
 
     def _restated_call(self, call: Any, index: int, where: str) -> None:
         call_id = call.get("id") if isinstance(call, dict) else None
@@ -646,6 +1051,37 @@ _CALL_FIELDS = (
     ("parentMessageId", "parentMessageId"),
     ("owner", "subagentRunId"),
 )
+_TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
+_KINDS = ("text", "reasoning", "tool", "activity")
+"""The kinds of message (``_kind``); a run's streamed messages are kept by kind."""
+_START_KINDS = {"TEXT_MESSAGE_START": "text", "REASONING_MESSAGE_START": "reasoning"}
+_CLIENT_ONLY = frozenset({"activity", "reasoning"})
+"""Kinds a snapshot drops only when it carries that role (the Conversation's rule)."""
+_CARRIER: Event = {"role": "assistant"}
+"""What ``Lint._messages`` holds for a message only a tool call has named (its parent)."""
+_RESULT: Event = {"type": "TOOL_CALL_RESULT"}
+_ACTIVITY: Event = {"type": "ACTIVITY_SNAPSHOT"}
+"""What it holds for a message a result or an activity snapshot minted: its kind is all
+lint reads of it, and a marker keeps no event alive for the collector to walk."""
+
+
+def _kind(message: Event) -> str:
+    """What kind of message an event mints or a restated message is: ``text`` (the four text
+    roles), ``reasoning``, ``tool`` or ``activity``."""
+    kind = message.get("type")
+    if kind == "TOOL_CALL_RESULT":
+        return "tool"
+    if kind == "ACTIVITY_SNAPSHOT":
+        return "activity"
+    role = message.get("role", "assistant")
+    return "text" if role in _TEXT_ROLES else str(role)
+
+
+def _droppable(kind: str, roles: set[Any]) -> bool:
+    """Whether a complete snapshot carrying ``roles`` drops a held message of ``kind``."""
+    return kind not in _CLIENT_ONLY or kind in roles
+
+
 _ARGS = 0
 """The mark of an argument delta in ``Lint._table``: falsy, so ``compress`` passes over it
 as over the ``None`` of an event without a handler; one object, so ``list.count`` finds it

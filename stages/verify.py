@@ -3,34 +3,34 @@
 Verification runs after chunk expansion (``/spec/1.1/basic/processing``): what
 it checks — that items open before they continue and close after — only
 exists once a chunk has become the events it stands for. Every event reaching
-it is schema-valid (enforce saw it first), so this stage judges order and
-identity only, and every violation is fatal with the page of the rule.
+it is schema-valid (enforce saw it first), so this stage judges order only.
+It rejects only what a spec sentence makes the consumer's verdict (each code's
+``Verdict`` in the catalog quotes it); what the spec asks of the producer alone
+is reported and the stream goes on — here where only verify tracks what the
+rule needs (subagent announcements, a call's owner against its message's),
+otherwise by ``lint``: identifiers reused, tool results out of place, outcomes
+that disagree with the run.
 (A pipeline without enforce may hand it an event it cannot read: that is
 rejected as ``verify.unreadable-event`` only when enforce would not have
 delivered the event, ``enforce.would_deliver``; an exception on any other
 event is verify's own bug and propagates as itself.)
 
-- runs (``/spec/1.1/events/lifecycle``): the stream opens with ``RUN_STARTED``
-  or ``RUN_ERROR``; no run starts inside another; after ``RUN_FINISHED`` only a
-  new ``RUN_STARTED`` or a late ``RUN_ERROR`` (which fails the run), after
-  ``RUN_ERROR`` only ``RUN_STARTED``; ``RUN_FINISHED`` names the active run and
+- runs (``/spec/1.1/events/lifecycle``, Error Handling): the stream opens with
+  ``RUN_STARTED`` or ``RUN_ERROR``; no run starts inside another; after
+  ``RUN_FINISHED`` only a new ``RUN_STARTED`` or a late ``RUN_ERROR`` (which
+  fails the run), after ``RUN_ERROR`` only ``RUN_STARTED``; ``RUN_FINISHED``
   finds everything the run opened closed, while ``RUN_ERROR`` abandons it;
-- identifiers (``/spec/1.1/basic/index``): one thread per stream, no runId
-  reused, a messageId names one kind of message;
 - steps, matched by name per owner (``/spec/1.1/events/subagents``, Ownership);
 - the streamed items — text messages, tool calls, reasoning messages — and
   reasoning spans (``/spec/1.1/basic/patterns/streaming``, the family pages):
   opened while closed, continued and closed only while open;
-- subagents (``/spec/1.1/events/subagents``): announced before any event
-  attributed to them, never twice, closed once and before the run finishes,
-  nested only under an announced parent; a continuation whose tag disagrees
-  with its item's owner is rejected (an untagged one continues the owner);
-- outcomes (``/spec/1.1/basic/patterns/interrupt-resume``, ``tool-calls``):
-  interrupt ids unique in the run and consistent with suspended subagents,
-  ``pendingToolCallIds`` exactly the calls the run left unanswered;
-- tool results (``/spec/1.1/events/tool-calls``): a result mints a new
-  message and answers a closed call the consumer knows of, never a call to
-  one of the run input's (frontend) tools.
+- subagents (``/spec/1.1/events/subagents``): a continuation whose tag
+  disagrees with its item's owner is rejected (an untagged one continues the
+  owner); an invocation is closed only while active (the conformance corpus),
+  and before the run finishes. Announcing one after its events, twice, under a
+  parent not active, or using it after it ended is reported
+  (``verify.subagent-announcement``), as is a tool call tagged otherwise than
+  the message that carries it (``verify.call-attribution``).
 
 A stream that ends while a run is active — or before any event — is a
 truncated run (``/spec/1.1/basic/transports``, Truncation): :meth:`finish`
@@ -55,23 +55,17 @@ from agui_pipeline.catalog import (
     LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
     VERIFY_ATTRIBUTION,
+    VERIFY_CALL_ATTRIBUTION,
     VERIFY_CANCELLED_RESULT,
     VERIFY_FIRST_EVENT,
-    VERIFY_INTERRUPT,
-    VERIFY_MESSAGE_ID,
     VERIFY_NESTED_RUN,
     VERIFY_OPEN_AT_FINISH,
-    VERIFY_PENDING_CALLS,
     VERIFY_REASONING,
-    VERIFY_RUN_ID_REUSED,
-    VERIFY_RUN_IDENTITY,
     VERIFY_STEP,
     VERIFY_SUBAGENT,
+    VERIFY_SUBAGENT_ORDER,
     VERIFY_TEXT_MESSAGE,
-    VERIFY_THREAD_CHANGED,
     VERIFY_TOOL_CALL,
-    VERIFY_TOOL_RESULT,
-    VERIFY_TOOL_RESULT_UNSEEN,
     VERIFY_TRUNCATED,
     VERIFY_UNEXPANDED_CHUNK,
     VERIFY_UNREADABLE,
@@ -101,7 +95,8 @@ _BEFORE_FIRST, _ACTIVE, _FINISHED, _ERRORED = range(4)
 _ATTRIBUTED, _RUNNING, _ENDED = range(3)
 """Seen only as a tag (never announced); announced and open; closed this run."""
 
-_TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
+_CARRIER = "carrier"
+"""The kind recorded for a message known only as the parent a tool call named."""
 _SUBAGENT_EVENTS = frozenset({"SUBAGENT_STARTED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"})
 _UNSETTLED: Any = object()
 """The owner of a message only untagged tool calls have named so far: the message decides."""
@@ -134,24 +129,16 @@ class Verify(Stage):
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)
         self._phase = _BEFORE_FIRST
-        self._thread: str | None = None
         self._run: RunRecord | None = None
         self._run_no = 0
         """Counts runs; ownership recorded under an older number has lapsed (it is per run)."""
-        self._run_ids: dict[str, None] = {}
-        """The latest ``limits.max_run_ids`` runIds, oldest first (for verify.run-id-reused)."""
         self._messages: dict[str, tuple[str, Owner, int]] = {}
-        """messageId → (kind: its role, owner, run the owner was recorded in)."""
+        """messageId → (its role, or ``_CARRIER`` for a message only a tool call has named;
+        owner; run the owner was recorded in)."""
         self._calls: dict[str, tuple[Owner, int]] = {}
         """toolCallId → (owner, run) for every call opened on the stream or found in history."""
         self._items_left = ctx.limits.max_items
         """Messages and tool calls the stream may still introduce (``_new_item``)."""
-        self._history_known = False
-        """Whether the conversation before the stream is known (run input, or an input echo)."""
-        self._frontend_tools: set[str] = set()
-        """The application's tools, from the run input: their calls are not answered in-stream."""
-        self._frontend_calls: set[str] = set()
-        """Calls to those tools seen on the stream."""
         self._end_index = 0
         # Run-scoped tracking: emptied, never replaced, when a run closes (process holds
         # the open-item dicts for a whole batch).
@@ -161,10 +148,6 @@ class Verify(Stage):
         self._open_spans: dict[str, Owner] = {}
         self._steps: set[tuple[Owner, str]] = set()
         self._subagents: dict[str, int] = {}
-        self._suspended: dict[str, list[Any]] = {}
-        """subagentRunId → the interrupt ids its suspended outcome named."""
-        self._run_calls: dict[str, bool] = {}
-        """Calls started in this run, in order → whether this run answered them."""
         self._running = 0
         """Subagent invocations announced and not yet closed."""
         self._awaiting_parent: dict[str, list[str]] = {}
@@ -215,8 +198,6 @@ class Verify(Stage):
             self._open_spans,
             self._steps,
             self._subagents,
-            self._suspended,
-            self._run_calls,
             self._awaiting_parent,
         ):
             tracked.clear()
@@ -406,43 +387,13 @@ class Verify(Stage):
             )
 
     def _run_started(self, event: Event, index: int) -> None:
-        thread, run_id = event["threadId"], event["runId"]
-        if self._thread is None:
-            self._thread = thread
-        elif thread != self._thread:
-            raise self.ctx.reject(
-                VERIFY_THREAD_CHANGED,
-                f"expected the stream's thread {self._thread!r} at /threadId, found {thread!r}: "
-                "the runs on one stream belong to one thread",
-                event_index=index,
-                pointer="/threadId",
-            )
-        if run_id in self._run_ids:
-            raise self.ctx.reject(
-                VERIFY_RUN_ID_REUSED,
-                f"RUN_STARTED reuses runId {run_id!r} at /runId: an earlier run on this thread "
-                "has it, and a runId names one run (checked against the latest "
-                f"max_run_ids={self.ctx.limits.max_run_ids} runs)",
-                event_index=index,
-                pointer="/runId",
-            )
+        # A runId reused, another thread, an echo naming another run: the producer's to fix,
+        # reported by lint (basic/index, run-input bind the producer); the run goes on.
         echoed = event.get("input")
         if echoed is not None:
-            for field, expected in (("threadId", thread), ("runId", run_id)):
-                if echoed.get(field) != expected:
-                    raise self.ctx.reject(
-                        VERIFY_RUN_IDENTITY,
-                        f"expected the echoed input's /input/{field} to be {expected!r} (the run "
-                        f"it started), found {echoed.get(field)!r}",
-                        event_index=index,
-                        pointer=f"/input/{field}",
-                    )
             self._learn_history(echoed, index)
-        self._run_ids[run_id] = None
-        if len(self._run_ids) > self.ctx.limits.max_run_ids:
-            del self._run_ids[next(iter(self._run_ids))]  # the oldest leaves the window
         self._run_no += 1
-        self._run = RunRecord(run_id, thread)
+        self._run = RunRecord(event["runId"], event["threadId"])
         self.ctx.record_run(self._run)
         self._phase = _ACTIVE
 
@@ -473,15 +424,6 @@ class Verify(Stage):
     def _run_finished(self, event: Event, index: int, tag: Owner) -> None:
         run = self._run
         assert run is not None
-        for field, expected in (("runId", run.run_id), ("threadId", run.thread_id)):
-            if event[field] != expected:
-                raise self.ctx.reject(
-                    VERIFY_RUN_IDENTITY,
-                    f"RUN_FINISHED closes the run it names: expected /{field} {expected!r} "
-                    f"(the active run), found {event[field]!r}",
-                    event_index=index,
-                    pointer=f"/{field}",
-                )
         still_open = self._still_open()
         if still_open:
             active = (f"{label} are still active: {_join(shown)}" for label, shown in still_open)
@@ -492,10 +434,10 @@ class Verify(Stage):
                 event_index=index,
                 pointer="",
             )
+        # What the outcome says is the producer's account (lint compares it with the run).
         outcome: dict[str, Any] | None = event.get("outcome")
         kind = "success" if outcome is None else outcome["type"]
-        if outcome is not None and kind == "interrupt":
-            self._check_interrupts(outcome["interrupts"], index)
+        if kind == "interrupt":
             run.status = RunStatus.INTERRUPTED
         elif kind == "cancelled":
             if "result" in event:
@@ -508,7 +450,6 @@ class Verify(Stage):
                 )
             run.status = RunStatus.CANCELLED
         else:
-            self._check_success(outcome, index)
             run.status = RunStatus.FINISHED
         run.outcome = outcome
         run.ended_at = index
@@ -530,67 +471,6 @@ class Verify(Stage):
         ]
         return [(label, shown) for label, shown in groups if shown]
 
-    # -- outcomes (/spec/1.1/basic/patterns/interrupt-resume, /spec/1.1/events/tool-calls) --
-
-    def _check_interrupts(self, interrupts: list[dict[str, Any]], index: int) -> None:
-        owners: dict[str, Owner] = {}
-        for position, interrupt in enumerate(interrupts):
-            interrupt_id = interrupt["id"]
-            if interrupt_id in owners:
-                raise self.ctx.reject(
-                    VERIFY_INTERRUPT,
-                    f"interrupt id {interrupt_id!r} at /outcome/interrupts/{position}/id repeats "
-                    "an earlier one: each interrupt's id is unique within the run",
-                    event_index=index,
-                    pointer=f"/outcome/interrupts/{position}/id",
-                )
-            owners[interrupt_id] = interrupt.get("subagentRunId")
-        for sub, interrupt_ids in self._suspended.items():
-            for interrupt_id in interrupt_ids:
-                if interrupt_id not in owners:
-                    raise self.ctx.reject(
-                        VERIFY_INTERRUPT,
-                        f"subagent {sub!r} suspended on interrupt {interrupt_id!r}, but the "
-                        "run's interrupt outcome at /outcome/interrupts carries no interrupt "
-                        "with that id",
-                        event_index=index,
-                        pointer="/outcome/interrupts",
-                    )
-                owner = owners[interrupt_id]
-                if owner is not None and owner != sub:
-                    raise self.ctx.reject(
-                        VERIFY_INTERRUPT,
-                        f"interrupt {interrupt_id!r} is attributed to {_owner(owner)}, but "
-                        f"subagent {sub!r} named it as one it raised (its suspended outcome)",
-                        event_index=index,
-                        pointer="/outcome/interrupts",
-                    )
-
-    def _check_success(self, outcome: dict[str, Any] | None, index: int) -> None:
-        waiting = {sub: ids for sub, ids in self._suspended.items() if ids}
-        if waiting:
-            sub, ids = next(iter(waiting.items()))
-            raise self.ctx.reject(
-                VERIFY_INTERRUPT,
-                f"subagent {sub!r} suspended on run-level interrupts {_ids(ids)}, but the run "
-                "finished as success: an interrupted run ends with the interrupt outcome",
-                event_index=index,
-                pointer="/outcome" if outcome is not None else "",
-            )
-        named = outcome.get("pendingToolCallIds") if outcome is not None else None
-        if not named:
-            return  # absent or empty: the producer named none, nothing to compare
-        unanswered = [call for call, answered in self._run_calls.items() if not answered]
-        if len(set(named)) != len(named) or set(named) != set(unanswered):
-            raise self.ctx.reject(
-                VERIFY_PENDING_CALLS,
-                f"/outcome/pendingToolCallIds names {_ids(named)}; expected exactly the calls "
-                f"this run started and did not answer with TOOL_CALL_RESULT: "
-                f"{_ids(unanswered) or 'none'}",
-                event_index=index,
-                pointer="/outcome/pendingToolCallIds",
-            )
-
     # -- attribution and subagents (/spec/1.1/events/subagents) ------------------
 
     def _attributed(self, tag: str, index: int) -> None:
@@ -598,13 +478,17 @@ class Verify(Stage):
         if state is None:
             self._subagents[tag] = _ATTRIBUTED  # unannounced attribution is legal
         elif state == _ENDED:
-            raise self.ctx.reject(
-                VERIFY_SUBAGENT,
+            self._out_of_order(
                 f"an event attributed to subagent {tag!r} at /subagentRunId arrived after that "
-                "invocation ended in this run; its id cannot be used again until a later run",
-                event_index=index,
-                pointer="/subagentRunId",
+                "invocation ended in this run; a new invocation takes a new id",
+                index,
+                "/subagentRunId",
             )
+            self._subagents[tag] = _ATTRIBUTED  # said once: it is in use again, unannounced
+
+    def _out_of_order(self, message: str, index: int, pointer: str) -> None:
+        """A subagent lifecycle rule that binds only the producer (subagents.mdx, Lifecycle)."""
+        self.ctx.report(VERIFY_SUBAGENT_ORDER, message, event_index=index, pointer=pointer)
 
     def _subagent_started(self, event: Event, index: int, tag: Owner) -> None:
         sub = event["subagentRunId"]
@@ -616,12 +500,13 @@ class Verify(Stage):
                 _ATTRIBUTED: "already had events attributed to it; an invocation is announced "
                 "before any event attributed to it",
             }[state]
-            raise self.ctx.reject(
-                VERIFY_SUBAGENT,
+            self._out_of_order(
                 f"SUBAGENT_STARTED for {sub!r} at /subagentRunId, but that invocation {problem}",
-                event_index=index,
-                pointer="/subagentRunId",
+                index,
+                "/subagentRunId",
             )
+            if state == _RUNNING:
+                return  # still the one active invocation
         parent = event.get("parentSubagentRunId")
         if parent is not None and self._subagents.get(parent) != _RUNNING:
             why = (
@@ -629,12 +514,11 @@ class Verify(Stage):
                 if self._subagents.get(parent) == _ENDED
                 else "was not announced in this run"
             )
-            raise self.ctx.reject(
-                VERIFY_SUBAGENT,
+            self._out_of_order(
                 f"SUBAGENT_STARTED for {sub!r} names parent invocation {parent!r} at "
                 f"/parentSubagentRunId, which {why}",
-                event_index=index,
-                pointer="/parentSubagentRunId",
+                index,
+                "/parentSubagentRunId",
             )
         self._make_room(index)
         self._subagents[sub] = _RUNNING
@@ -658,9 +542,6 @@ class Verify(Stage):
             )
         self._subagents[sub] = _ENDED
         self._running -= 1
-        outcome = event.get("outcome")
-        if outcome is not None and outcome["type"] == "suspended":
-            self._suspended[sub] = outcome.get("interruptIds") or []
 
     def _mismatch(
         self, kind: str, what: str, item: str, owner: Owner, tag: str, index: int
@@ -709,29 +590,27 @@ class Verify(Stage):
 
     # -- messages (/spec/1.1/basic/patterns/streaming and the family pages) -------
 
-    def _open_message(self, event: Event, index: int, tag: Owner, family: str) -> Owner:
-        """Record a text or reasoning message being opened (or reopened); its owner."""
+    def _open_message(self, event: Event, index: int, tag: Owner, role: str) -> Owner:
+        """Record a text or reasoning message being opened (or reopened); its owner.
+
+        A messageId reused for another kind of message is lint's to report: the
+        Conversation holds the later message in the earlier one's place."""
         message_id = event["messageId"]
         known = self._messages.get(message_id)
         if known is None:
             self._items_left -= 1  # _new_item, inline
             if self._items_left < 0:
                 raise self._too_many_items(index, "/messageId")
-            role = event.get("role", "assistant")
             self._messages[message_id] = (role, tag, self._run_no)
             return tag
-        role, owner, run_no = known
-        if not (role == "reasoning" if family == "reasoning" else role in _TEXT_ROLES):
-            raise self.ctx.reject(
-                VERIFY_MESSAGE_ID,
-                f"{event['type']} opens message {message_id!r} at /messageId, but that id "
-                f"already names a {role} message; a messageId is unique within its thread",
-                event_index=index,
-                pointer="/messageId",
-            )
+        kind, owner, run_no = known
         if run_no == self._run_no:
             if owner is _UNSETTLED:  # named by untagged tool calls before it arrived
                 self._settle(message_id, tag)
+                owner = tag
+            elif kind == _CARRIER:  # named by tagged calls: its own opener decides
+                if tag != owner:
+                    self._call_disagrees(event, message_id, owner, tag, index)
                 owner = tag
             # Reopened in the same run: the established owner stands.
             if tag is not None and tag != owner:
@@ -740,12 +619,28 @@ class Verify(Stage):
         self._messages[message_id] = (role, tag, self._run_no)
         return tag
 
+    def _call_disagrees(
+        self, event: Event, message_id: str, call_owner: Owner, owner: Owner, index: int
+    ) -> None:
+        """A tool call and the message carrying it name two owners (subagents.mdx: a producer
+        MUST NOT; no consumer verdict): said, and each keeps its own."""
+        self.ctx.report(
+            VERIFY_CALL_ATTRIBUTION,
+            f"{event['type']} for message {message_id!r} belongs to {_owner(owner)}, but a tool "
+            f"call it carries belongs to {_owner(call_owner)}: a tool call has the attribution "
+            "of the message that holds it",
+            event_index=index,
+            pointer="/subagentRunId" if event.get("subagentRunId") else "/messageId",
+        )
+
     def _text_start(self, event: Event, index: int, tag: Owner) -> None:
         message_id = event["messageId"]
         if message_id in self._open_text:
             raise self._already_open(VERIFY_TEXT_MESSAGE, event, "text message", index)
         self._make_room(index)
-        self._open_text[message_id] = self._open_message(event, index, tag, "text")
+        self._open_text[message_id] = self._open_message(
+            event, index, tag, event.get("role", "assistant")
+        )
 
     def _text_continue(self, event: Event, index: int, tag: Owner) -> None:
         owner = self._open_text.get(event["messageId"], MISSING)
@@ -857,9 +752,6 @@ class Verify(Stage):
         self._calls[call_id] = (owner, run_no)
         self._make_room(index)
         self._open_calls[call_id] = owner
-        self._run_calls.setdefault(call_id, False)
-        if self._frontend_tools and event["toolCallName"] in self._frontend_tools:
-            self._frontend_calls.add(call_id)
 
     def _attach_to_parent(
         self, event: Event, parent: str, owner: Owner, inherits: bool, index: int
@@ -874,7 +766,7 @@ class Verify(Stage):
                 self._awaiting_parent.setdefault(parent, []).append(event["toolCallId"])
                 owner = _UNSETTLED
             self._new_item(index, "/parentMessageId")
-            self._messages[parent] = ("assistant", owner, self._run_no)
+            self._messages[parent] = (_CARRIER, owner, self._run_no)
             return None if owner is _UNSETTLED else owner
         _, parent_owner, run_no = known
         if run_no != self._run_no:
@@ -887,14 +779,7 @@ class Verify(Stage):
         if parent_owner is _UNSETTLED:
             self._settle(parent, owner)
         elif owner != parent_owner:
-            raise self.ctx.reject(
-                VERIFY_ATTRIBUTION,
-                f"TOOL_CALL_START for {event['toolCallId']!r} belongs to {_owner(owner)}, but "
-                f"its message {parent!r} at /parentMessageId belongs to {_owner(parent_owner)}: "
-                "a tool call has the attribution of the message that holds it",
-                event_index=index,
-                pointer="/subagentRunId" if event.get("subagentRunId") else "/parentMessageId",
-            )
+            self._call_disagrees(event, parent, owner, parent_owner, index)
         return owner
 
     def _settle(self, message_id: str, owner: Owner) -> None:
@@ -918,72 +803,24 @@ class Verify(Stage):
         del self._open_calls[event["toolCallId"]]
 
     def _call_result(self, event: Event, index: int, tag: Owner) -> None:
-        message_id, call_id = event["messageId"], event["toolCallId"]
-        known = self._messages.get(message_id)
-        if known is not None:
-            raise self.ctx.reject(
-                VERIFY_MESSAGE_ID,
-                f"TOOL_CALL_RESULT mints tool message {message_id!r} at /messageId, but that id "
-                f"already names a {known[0]} message; a messageId is unique within its thread",
-                event_index=index,
-                pointer="/messageId",
-            )
-        if call_id in self._open_calls:
-            raise self.ctx.reject(
-                VERIFY_TOOL_RESULT,
-                f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId while it is still "
-                "open: expected TOOL_CALL_END first, since the arguments are complete only then",
-                event_index=index,
-                pointer="/toolCallId",
-            )
-        if call_id in self._frontend_calls:
-            raise self.ctx.reject(
-                VERIFY_TOOL_RESULT,
-                f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId, a call to one of the "
-                "run input's tools: the application executes a frontend tool and answers it in "
-                "the next run's input, so the producer must not answer it",
-                event_index=index,
-                pointer="/toolCallId",
-            )
-        if call_id not in self._calls:
-            if self._history_known:
-                raise self.ctx.reject(
-                    VERIFY_TOOL_RESULT,
-                    f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId, but no tool call "
-                    "has that id: none started on this stream, none in the conversation history",
-                    event_index=index,
-                    pointer="/toolCallId",
-                )
-            self.ctx.report(
-                VERIFY_TOOL_RESULT_UNSEEN,
-                f"TOOL_CALL_RESULT answers call {call_id!r} at /toolCallId, which did not start "
-                "on this stream; without the run input its history cannot be checked",
-                event_index=index,
-                pointer="/toolCallId",
-            )
-        self._items_left -= 1  # _new_item, inline
-        if self._items_left < 0:
-            raise self._too_many_items(index, "/messageId")
+        # Whether the call it answers is closed, known, or the application's is lint's to
+        # report (tool-calls.mdx makes none of it fatal): the result is a message in its own
+        # right whatever it answers, and the call stays open until its TOOL_CALL_END.
+        message_id = event["messageId"]
+        if message_id not in self._messages:
+            self._items_left -= 1  # _new_item, inline
+            if self._items_left < 0:
+                raise self._too_many_items(index, "/messageId")
         self._messages[message_id] = ("tool", tag, self._run_no)
-        if call_id in self._run_calls:
-            self._run_calls[call_id] = True
 
     # -- activity and snapshots ------------------------------------------------------
 
     def _activity_snapshot(self, event: Event, index: int, tag: Owner) -> None:
         message_id = event["messageId"]
         known = self._messages.get(message_id)
-        if known is not None and known[0] != "activity":
-            raise self.ctx.reject(
-                VERIFY_MESSAGE_ID,
-                f"ACTIVITY_SNAPSHOT for {message_id!r} at /messageId, but that id already "
-                f"names a {known[0]} message; a messageId is unique within its thread",
-                event_index=index,
-                pointer="/messageId",
-            )
         if known is None:
             self._new_item(index, "/messageId")
-        if known is None or event.get("replace", True) is not False:
+        if known is None or known[0] != "activity" or event.get("replace", True) is not False:
             # A replacing snapshot re-mints the activity, its owner included (activity page).
             self._messages[message_id] = ("activity", tag, self._run_no)
 
@@ -1005,19 +842,12 @@ class Verify(Stage):
         self._learn_messages(event["messages"], self._run_no, index, "/messages")
 
     def _learn_history(self, run_input: dict[str, Any], index: int | None) -> None:
-        """What the run input says: the conversation before the stream (the ids it holds; no
-        ownership, which is per run) and the application's own tools. ``index``: the
-        RUN_STARTED that echoed it, whose new ids count as the stream's; ``None`` for the
-        run input the application gave."""
-        self._history_known = True
-        if not isinstance(run_input, dict):
-            return
-        messages, tools = run_input.get("messages"), run_input.get("tools")
+        """The conversation before the stream, as the run input says it (the ids it holds; no
+        ownership, which is per run). ``index``: the RUN_STARTED that echoed it, whose new
+        ids count as the stream's; ``None`` for the run input the application gave."""
+        messages = run_input.get("messages") if isinstance(run_input, dict) else None
         if isinstance(messages, list):
             self._learn_messages(messages, -1, index, "/input/messages")
-        for tool in tools if isinstance(tools, list) else ():
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                self._frontend_tools.add(tool["name"])
 
     def _learn_messages(
         self, messages: Iterable[Any], run_no: int, index: int | None, pointer: str
@@ -1059,10 +889,6 @@ def _owner(owner: Owner) -> str:
 
 def _step_label(owner: Owner, name: str) -> str:
     return repr(name) if owner is None else f"{name!r} (subagent {owner!r})"
-
-
-def _ids(ids: list[Any]) -> str:
-    return _join([repr(item) for item in ids])
 
 
 def _join(shown: list[str], limit: int = 5) -> str:

@@ -104,11 +104,14 @@ def test_pyproject_table_and_the_command_line_wins(tmp_path: Path) -> None:
     assert agui("check", misspelt, "--off", "enforce.stripped", cwd=tmp_path).returncode == 0
     assert agui("check", misspelt, "--fail-on", "verdict", cwd=tmp_path).returncode == 0
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.agui-pipeline]\nrules = { "verify.tool-result" = "off" }\n'
+        '[tool.agui-pipeline]\nrules = { "verify.no-such-rule" = "off" }\n'
     )
     refused = agui("check", misspelt, cwd=tmp_path)
     assert refused.returncode == 2
-    assert "pyproject.toml [tool.agui-pipeline] rules: verify.tool-result" in refused.stderr
+    assert (
+        "pyproject.toml [tool.agui-pipeline] rules: no diagnostic code 'verify.no-such-rule'"
+        in refused.stderr
+    )
 
 
 def test_several_sources_worst_status_in_input_order(tmp_path: Path) -> None:

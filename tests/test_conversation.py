@@ -540,20 +540,28 @@ def test_an_activity_delta_that_does_not_apply_warns_and_changes_nothing() -> No
     assert codes(ctx) == [CONVERSATION_ACTIVITY_PATCH.id]
 
 
-def test_activity_events_naming_a_non_activity_message_are_skipped_with_a_warning() -> None:
-    events = [
-        *text("m", "x"),
-        {**activity({"n": 0}), "messageId": "m"},
-        {
-            "type": "ACTIVITY_DELTA",
-            "messageId": "m",
-            "activityType": "s",
-            "patch": [{"op": "add", "path": "/n", "value": 1}],
-        },
-    ]
-    conversation, ctx = materialise(events)
+def test_an_activity_delta_naming_a_non_activity_message_is_skipped_with_a_warning() -> None:
+    delta = {
+        "type": "ACTIVITY_DELTA",
+        "messageId": "m",
+        "activityType": "s",
+        "patch": [{"op": "add", "path": "/n", "value": 1}],
+    }
+    conversation, ctx = materialise([*text("m", "x"), delta, {**delta, "messageId": "none"}])
     assert conversation.messages == [{"id": "m", "role": "assistant", "content": "x"}]
     assert codes(ctx) == [CONVERSATION_ACTIVITY_TARGET.id] * 2
+
+
+def test_an_activity_snapshot_reusing_a_messages_id_takes_its_place() -> None:
+    """A producer reusing an id (basic/index: MUST be unique; lint reports it): the later
+    message stands where the earlier one was, as a snapshot restating the id would have it."""
+    events = [*text("m", "x"), *text("n", "y"), {**activity({"n": 0}), "messageId": "m"}]
+    conversation, ctx = materialise(events)
+    assert conversation.messages == [
+        {"id": "m", "role": "activity", "activityType": "search", "content": {"n": 0}},
+        {"id": "n", "role": "assistant", "content": "y"},
+    ]
+    assert codes(ctx) == []
 
 
 def test_activity_content_is_a_copy_of_the_snapshot() -> None:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from benchmarks import workload
 from tests.conftest import corpus_file, run
 from tests.streams import valid_stream
-from tests.test_verify import call, check, in_run, rejected, tagged, text
+from tests.test_verify import call, check, in_run, rejected, reported, tagged, text
 
 Event = dict[str, Any]
 THREAD, RUN = "t1", "r1"
@@ -140,13 +140,15 @@ def test_an_inherited_owner_binds_the_calls_continuations_in_both_orders() -> No
     check(in_run(events[0], events[1], *text("m", "s1"), events[2]))
 
 
-def test_a_tagged_call_disagreeing_with_its_message_is_rejected_in_both_orders() -> None:
-    rejected(in_run(*text("m", "s1"), *call("c", "s2", parent="m")), c.VERIFY_ATTRIBUTION)
-    rejected(in_run(*call("c", "s2", parent="m"), *text("m", "s1")), c.VERIFY_ATTRIBUTION)
+def test_a_tagged_call_disagreeing_with_its_message_is_reported_in_both_orders() -> None:
+    # subagents.mdx binds the producer here ("MUST NOT attribute a tool call to one owner
+    # while the message carrying it is attributed to another") and words no consumer verdict.
+    reported(in_run(*text("m", "s1"), *call("c", "s2", parent="m")), c.VERIFY_CALL_ATTRIBUTION)
+    reported(in_run(*call("c", "s2", parent="m"), *text("m", "s1")), c.VERIFY_CALL_ATTRIBUTION)
     # An untagged call ahead of it settles nothing: the tagged one still decides.
-    rejected(
+    reported(
         in_run(*call("c", parent="m"), *call("d", "s2", parent="m"), *text("m", "s1")),
-        c.VERIFY_ATTRIBUTION,
+        c.VERIFY_CALL_ATTRIBUTION,
     )
 
 
@@ -233,9 +235,19 @@ def test_a_second_result_for_one_call() -> None:
         assistant("a", None, ("c1", "f", "{}")),
         {"id": "t9", "role": "tool", "toolCallId": "c1", "content": "ok"},
     )
+    # The snapshot drops t1 (state.mdx), so the Conversation holds one result: a rename,
+    # not a second result.
     minted = lint(one_run(*streamed, renamed))
-    assert codes(minted) == ["lint.second-tool-result"]
-    assert findings(minted)[0].pointer == "/messages/1/toolCallId"
+    assert codes(minted) == ["lint.snapshot-renames-message"]
+    assert findings(minted)[0].pointer == "/messages/1/id"
+    assert [m["id"] for m in minted.conversation.messages if m["role"] == "tool"] == ["t9"]
+    # Keeping t1 beside t9: two results held.
+    kept = snapshot(*renamed["messages"], {"id": "t1", "role": "tool", "toolCallId": "c1"})
+    kept["messages"][2]["content"] = "ok"
+    both = lint(one_run(*streamed, kept))
+    assert codes(both) == ["lint.second-tool-result"]
+    assert findings(both)[0].pointer == "/messages/2/toolCallId"
+    assert [m["id"] for m in both.conversation.messages if m["role"] == "tool"] == ["t1", "t9"]
     # The same id restated is quiet.
     renamed["messages"][1]["id"] = "t1"
     assert codes(lint(one_run(*streamed, renamed))) == []
@@ -309,7 +321,9 @@ def test_a_run_past_the_text_budget_is_no_longer_compared_and_says_so() -> None:
 
     pipeline = Pipeline(limits=Limits(max_text_chars=5_000))
     messages = [event for number in range(60) for event in message(f"m{number}", "x" * 100)]
-    long_run = one_run(*messages, snapshot(assistant("m0", "other")))
+    restated = [assistant(f"m{number}", "x" * 100) for number in range(60)]
+    restated[0]["content"] = "other"
+    long_run = one_run(*messages, snapshot(*restated))
     second = [
         {**event, "runId": "r2"} if "runId" in event else event
         for event in one_run(*message("n1", "Hello."), snapshot(assistant("n1", "Bye.")))
@@ -356,7 +370,8 @@ def test_a_frontend_call_left_pending_without_pending_tool_call_ids() -> None:
     # Named, or the call a backend one: quiet; and an interrupted run derives them.
     named = one_run(*events[1:-1], type="success", pendingToolCallIds=["c1"])
     assert codes(lint(named, run_input(tools=("confirm",)))) == []
-    assert codes(lint(events, run_input(tools=("other",)))) == []
+    # A call to a tool the input did not list, left unanswered: no one will answer it.
+    assert codes(lint(events, run_input(tools=("other",)))) == ["lint.pending-unlisted-tool"]
     interrupted = one_run(*events[1:-1], type="interrupt", interrupts=[{"id": "i", "reason": "r"}])
     assert codes(lint(interrupted, run_input(tools=("confirm",)))) == []
 
@@ -496,6 +511,42 @@ def test_restating_a_streamed_message_with_changed_content_gives_one_finding(
     assert finding.code == "lint.snapshot-contradicts-stream"
     assert finding.event_index == position
     assert finding.pointer == f"/messages/{number}/content"
+
+
+@given(events=valid_stream(), data=st.data())
+def test_a_snapshot_dropping_or_renaming_a_streamed_message_gives_one_finding(
+    events: list[Event], data: st.DataObject
+) -> None:
+    """state.mdx: a snapshot replaces by id, so a UI drops what the snapshot leaves out. Any
+    message a run streamed (text or tool result), left out or restated under a fresh id."""
+    streamed = faithful_snapshot(events)
+    targets = [
+        (position, number)
+        for position, event in enumerate(streamed)
+        if event["type"] == "MESSAGES_SNAPSHOT"
+        for number, restated in enumerate(event["messages"])
+        if restated["id"] != "holder"  # the calls' carrier: no id the producer streamed
+    ]
+    if not targets:
+        streamed = one_run(*message("m", "text"), snapshot(assistant("m", "text")))
+        targets = [(1 + 3, 0)]
+    position, number = data.draw(st.sampled_from(targets))
+    messages = streamed[position]["messages"]
+    old_id, renamed = messages[number]["id"], data.draw(st.booleans())
+    if renamed:
+        messages[number] = {**messages[number], "id": "fresh-" + old_id}
+    else:
+        del messages[number]
+    (finding,) = findings(lint(streamed))
+    assert finding.event_index == position
+    assert repr(old_id) in finding.message
+    copy = messages[number] if renamed else None
+    if copy is not None and (copy["role"] == "tool" or copy.get("content")):
+        assert finding.code == "lint.snapshot-renames-message"
+        assert finding.pointer == f"/messages/{number}/id"
+        assert repr(copy["id"]) in finding.message
+    else:  # an empty text says nothing of whose copy it is: a message left out
+        assert finding.code == "lint.snapshot-drops-message"
 
 
 @given(events=valid_stream(), restate=st.booleans(), data=st.data())

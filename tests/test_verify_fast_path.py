@@ -53,10 +53,12 @@ def test_a_continuation_that_cannot_be_read_is_judged_by_its_tag_before_its_item
         {"type": "SUBAGENT_STARTED", "subagentRunId": "s1"},
         {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"},
     ]
+    # The tag after its invocation ended is read (and reported) before the missing messageId
+    # is: the event is then rejected as unreadable, at its own frame.
     code, index, _ = verdict(
         [*ended, {"type": "TEXT_MESSAGE_CONTENT", "delta": "x", "subagentRunId": "s1"}]
     )
-    assert (code, index) == (c.VERIFY_SUBAGENT.id, 3)
+    assert (code, index) == (c.VERIFY_UNREADABLE.id, 3)
 
 
 def test_an_unhashable_item_id_is_unreadable_at_its_own_frame() -> None:
