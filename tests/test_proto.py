@@ -316,6 +316,24 @@ def test_hostile_frames_get_a_verdict_never_an_exception(
     assert result.verdict.outcome in (Outcome.COMPLETED, Outcome.REJECTED, Outcome.TRUNCATED)
 
 
+@given(
+    which=st.integers(0, len(RUN) - 1),
+    changes=st.lists(
+        st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=3
+    ),
+)
+def test_a_valid_frame_with_bytes_changed_gets_a_verdict_never_an_exception(
+    which: int, changes: list[tuple[int, int]]
+) -> None:
+    """Garbage that still parses as protobuf (wrong wire types, odd doubles, unknown arms)
+    reaches the slow paths that judge it: each gives a verdict."""
+    payload = bytearray(encode(RUN[which]))
+    for position, byte in changes:
+        payload[position % len(payload)] = byte
+    result = run(encode_frames(RUN[:1]) + frame(bytes(payload)))
+    assert result.verdict.outcome in (Outcome.COMPLETED, Outcome.REJECTED, Outcome.TRUNCATED)
+
+
 def test_an_unknown_envelope_arm_is_dropped_with_a_warning() -> None:
     future = b"\xc2\x02\x02\x08\x01"  # field 40, length-delimited: an arm this build predates
     body = encode_frames(RUN[:1]) + frame(future) + encode_frames(RUN[1:])
@@ -381,7 +399,7 @@ NON_FINITE_PLACES: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def placed(value: Any, number: float) -> Any:
+def placed(value: Any, number: Any) -> Any:
     """``value`` with each ``"X"`` in it replaced by ``number``."""
     if value == "X":
         return number
@@ -435,6 +453,23 @@ def test_a_nan_double_is_rejected_with_its_pointer(event: dict[str, Any], pointe
         pointer,
     ), verdict.message
     assert "NaN" in str(verdict.message) and result.events == RUN[:1]
+
+
+def test_a_non_finite_double_the_event_does_not_carry_is_no_rejection() -> None:
+    """A user message's content is its parts: an ``activity_content`` beside them is not
+    decoded into the event, so a NaN inside it is nothing the application could get."""
+    envelope = agui_pb2.Event()
+    snapshot = envelope.messages_snapshot
+    snapshot.base_event.type = agui_pb2.MESSAGES_SNAPSHOT
+    message = snapshot.messages.add(id="u", role="user")
+    message.content_parts.add().text.text = "hi"
+    message.activity_content.update({"ignored": float("nan")})
+    snapshot_frame = frame(envelope.SerializeToString())
+    result = run(encode_frames(RUN[:1]) + snapshot_frame + encode_frames(RUN[-1:]))
+    assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
+    assert result.events[1]["messages"] == [  # type: ignore[typeddict-item]
+        {"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}]}
+    ]
 
 
 def test_an_unrecognised_outcome_is_stripped_by_enforce_not_rejected() -> None:
@@ -641,3 +676,72 @@ def test_corpus_round_trips_through_the_reference_package() -> None:
     ours = [base64.b64encode(encode(events[index])).decode() for index in carried]
     theirs = [answer.get("event") for answer in reference("decode", ours)]
     assert theirs == [events[index] for index in carried]
+
+
+def reference_frames(events: list[dict[str, Any]]) -> list[bytes]:
+    """The reference encoder's frame of each event (the test skips without node)."""
+    reason = reference_available()
+    if reason is not None:
+        pytest.skip(reason)
+    answers = reference("encode", events)
+    assert all("frame" in answer for answer in answers), answers
+    return [base64.b64decode(answer["frame"]) for answer in answers]
+
+
+def test_the_reference_encoders_frame_for_a_type_it_lacks_is_dropped_as_on_sse() -> None:
+    """``@ag-ui/proto`` writes an empty frame for an event type it has no arm for; that
+    event is dropped with a warning, as enforce drops the unknown type off SSE."""
+    future = {"type": "REASONING_SUMMARY", "messageId": "m-9", "summary": "thought"}
+    events = [*RUN[:3], future, *RUN[3:]]
+    frames = reference_frames(events)
+    assert frames[3] == b""
+    via_proto = run(b"".join(map(frame, frames)))
+    via_sse = anyio.run(Pipeline().run, encode_sse(events))
+    assert via_proto.verdict.outcome is via_sse.verdict.outcome is Outcome.COMPLETED
+    assert via_proto.events == via_sse.events == RUN
+    said = {(d.code, d.event_index) for d in via_proto.diagnostics if d.code not in codes(via_sse)}
+    assert said == {("parse.proto-unknown-arm", 3)}
+    assert ("enforce.unknown-event", 3) in {(d.code, d.event_index) for d in via_sse.diagnostics}
+
+
+@pytest.mark.parametrize(("event", "pointer"), NON_FINITE_PLACES)
+def test_the_reference_encoders_non_finite_doubles_are_judged_as_on_sse(
+    event: dict[str, Any], pointer: str
+) -> None:
+    """The reference encoder writes NaN and ±Infinity into a double as they are; each is
+    rejected at its pointer, and an infinity exactly as ``1e999`` is on SSE."""
+    spellings = ["NaN", "Infinity", "-Infinity"]
+    frames = reference_frames(
+        [*RUN[:1], *(placed(event, {"$double": spelled}) for spelled in spellings)]
+    )
+    for spelled, encoded in zip(spellings, frames[1:], strict=True):
+        result = run(frame(frames[0]) + frame(encoded))
+        verdict = result.verdict
+        assert (verdict.code, verdict.event_index, verdict.pointer) == (
+            "parse.number-range",
+            1,
+            pointer,
+        ), (spelled, verdict.message)
+        if spelled != "NaN":
+            literal = b"1e999" if spelled == "Infinity" else b"-1e999"
+            via_sse = anyio.run(Pipeline().run, [sse_of([*RUN[:1], event], literal)]).verdict
+            assert (via_sse.code, via_sse.event_index, via_sse.pointer) == (
+                verdict.code,
+                verdict.event_index,
+                verdict.pointer,
+            )
+
+
+def test_the_reference_decoder_sorts_envelopes_as_this_one_does() -> None:
+    """Where the reference decoder reads the envelope itself, it agrees: a known arm of the
+    wrong wire type is broken, an arm it predates is an unknown event. (It reads a wrong
+    wire type below the envelope as an absent field, and refuses the empty frame its own
+    encoder writes: there this reader follows the spec, not the package.)"""
+    reason = reference_available()
+    if reason is not None:
+        pytest.skip(reason)
+    wrong_arm, future = field(1, 0, b"\x01"), arm(40, field(1, 0, b"\x01"))
+    answers = reference("decode", [base64.b64encode(f).decode() for f in (wrong_arm, future)])
+    assert [answer.get("error") for answer in answers] == ["Invalid event", "Unknown event type"]
+    assert run(frame(wrong_arm)).verdict.code == "parse.proto-frame"
+    assert codes(run(frame(future))) == ["parse.proto-unknown-arm"]
