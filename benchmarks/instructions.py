@@ -16,12 +16,14 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions --live            # one frame per read, as a live run
     python -m benchmarks.instructions --live --source-timeout 300   # ... as HttpAgent reads
     python -m benchmarks.instructions --startup         # a whole `check` on 20 events
+    python -m benchmarks.instructions --proto --upto parse   # the protobuf reader alone
 
 ``--live`` feeds the stream from an async generator, one SSE frame per read, and
 reads it event by event (``async for event in stream``): the engine's cost per
 read, which a live run pays for every event, on top of the per-event work. The
 default idle window applies (a live source can stall); ``--source-timeout`` says
-the source bounds its own reads, as ``HttpAgent``'s body does.
+the source bounds its own reads, as ``HttpAgent``'s body does. ``--proto`` feeds
+the same events as HTTP + Protobuf frames (the ``proto`` extra), in 64 KiB reads.
 
 The pipeline is the one every figure is for (``suite.default_pipeline``:
 a full declaration for reconcile, the Conversation on); ``--upto STAGE``
@@ -52,6 +54,7 @@ def _child(
     measured: bool,
     live: bool,
     source_timeout: float | None,
+    proto: bool,
 ) -> None:
     """What runs under valgrind: a short warm-up stream always (so the event loop's start
     and every first-call cost are in both runs), the workload's pass when ``measured``."""
@@ -71,6 +74,10 @@ def _child(
     if live:
         warm_up = frames(warm_up[0])
         reads = frames(path.read_bytes())
+    if proto:
+        pipeline = pipeline.with_options(framing="proto")
+        warm_up = [proto_body(warm_up[0])]
+        reads = chunks(proto_body(path.read_bytes()))
 
     async def one_by_one(source: list[bytes]) -> AsyncIterator[bytes]:
         for read in source:
@@ -108,8 +115,16 @@ def frames(body: bytes) -> list[bytes]:
     return [frame + b"\n\n" for frame in body.split(b"\n\n") if frame]
 
 
-def _instructions(path: Path, stages: list[str], measured: bool, live: list[str]) -> int:
-    """Instructions callgrind counts for one child run."""
+def proto_body(body: bytes) -> bytes:
+    """The events of an SSE ``body`` (one ``data:`` line each) as protobuf frames."""
+    import orjson
+    from agui_pipeline._proto.codec import encode_frames
+
+    return encode_frames(orjson.loads(frame[len(b"data: ") :]) for frame in frames(body))
+
+
+def _instructions(path: Path, stages: list[str], measured: bool, reading: list[str]) -> int:
+    """Instructions callgrind counts for one child run (``reading``: how the child reads)."""
     with tempfile.TemporaryDirectory() as scratch:
         command = (
             [
@@ -125,7 +140,7 @@ def _instructions(path: Path, stages: list[str], measured: bool, live: list[str]
             ]
             + stages
             + (["--measured"] if measured else [])
-            + live
+            + reading
         )
         env = dict(os.environ, PYTHONHASHSEED="0")
         finished = subprocess.run(
@@ -186,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
         "--source-timeout", type=float, help="with --live: the source bounds its own reads"
     )
     parser.add_argument(
+        "--proto", action="store_true", help="the events as protobuf frames (64 KiB reads)"
+    )
+    parser.add_argument(
         "--startup", action="store_true", help="a whole check process on 20 events instead"
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -193,7 +211,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     path: Path = args.file or Path(tempfile.gettempdir()) / f"agui-workload-{args.events}.sse"
     if args.child:
-        _child(path, args.upto, args.without, args.measured, args.live, args.source_timeout)
+        _child(
+            path, args.upto, args.without, args.measured, args.live, args.source_timeout, args.proto
+        )
         return
     if args.startup:
         print(startup())
@@ -203,13 +223,17 @@ def main(argv: list[str] | None = None) -> None:
 
         path.write_bytes(encode_sse(events(args.events)))
     count = path.read_bytes().count(b"\n\n")  # one blank line ends each SSE event
-    live = ["--live"] if args.live else []
+    if args.proto and args.live:
+        parser.error("--proto reads in 64 KiB reads only, not --live")
+    reading = ["--live"] if args.live else []
     if args.source_timeout is not None:
-        live += ["--source-timeout", str(args.source_timeout)]
+        reading += ["--source-timeout", str(args.source_timeout)]
+    if args.proto:
+        reading.append("--proto")
     stages = ["--upto", args.upto] + (["--without", args.without] if args.without else [])
-    baseline = _instructions(path, stages, False, live)
-    total = _instructions(path, stages, True, live)
-    mode = " ".join(live) or "64 KiB reads"
+    baseline = _instructions(path, stages, False, reading)
+    total = _instructions(path, stages, True, reading)
+    mode = "protobuf frames, 64 KiB reads" if args.proto else " ".join(reading) or "64 KiB reads"
     but = f" but {args.without}" if args.without else ""
     print(
         f"pipeline up to {args.upto}{but}, {count:,} events, {mode} ({path}): "

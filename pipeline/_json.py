@@ -5,13 +5,14 @@
   reference tokens, the way every diagnostic points into a document;
 - :func:`describe` and :func:`shown`: a value named in a message, cut short,
   since a producer's value can be of any size;
-- :func:`copy_json`: a deep copy of a JSON value, at any depth.
+- :func:`copy_json`: a deep copy of a JSON value, at any depth;
+- :func:`walk`: every member name and value under a value, with its path.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -127,3 +128,19 @@ def _copy_deep(value: Any) -> Any:
             else:
                 target.append(item)
     return copy
+
+
+def walk(value: Any) -> Iterator[tuple[list[str | int], Any]]:
+    """Every member name, array element and value under ``value``, with its path."""
+    pending: list[tuple[list[str | int], Any]] = [([], value)]
+    while pending:
+        path, item = pending.pop()
+        yield path, item
+        if type(item) is dict:
+            for key, child in reversed(item.items()):
+                yield path, key  # a member name, at its object's pointer
+                pending.append(([*path, key], child))
+        elif type(item) is list:
+            pending.extend(
+                ([*path, position], child) for position, child in reversed(list(enumerate(item)))
+            )

@@ -181,9 +181,10 @@ PARSE_NUMBER_RANGE = _code(
     "parse.number-range",
     _E,
     PROCESSING,
-    "a frame holds a number too large for a double (such as 1e999999): it has no value to deliver",
-    advice="Send numbers within IEEE 754 double range (RFC 8259 §6, I-JSON RFC 7493 §2.2); "
-    "send a larger quantity as a string.",
+    "a frame holds a number too large for a double (such as 1e999999), or a protobuf double "
+    "that is NaN or infinite: it has no value to deliver",
+    advice="Send numbers within IEEE 754 double range, never NaN or Infinity (RFC 8259 §6, "
+    "I-JSON RFC 7493 §2.2); send a larger quantity as a string.",
     verdict=_DECODE_FAILURE,
 )
 PARSE_UNPAIRED_SURROGATE = _code(
@@ -244,7 +245,10 @@ PARSE_PROTO_FRAME = _code(
     "parse.proto-frame",
     _E,
     HTTP_PROTOBUF,
-    "a protobuf frame's bytes do not decode as one event",
+    "a protobuf frame's bytes do not decode as one event (a known field of the wrong wire "
+    "type included)",
+    advice="Encode each frame with the wire schema's types: a field of a known number must "
+    "carry that field's wire type.",
     verdict=Verdict(
         HTTP_PROTOBUF,
         "A frame whose bytes do not decode as a message is malformed transport material and "
@@ -255,7 +259,8 @@ PARSE_PROTO_UNKNOWN_ARM = _code(
     "parse.proto-unknown-arm",
     _W,
     HTTP_PROTOBUF,
-    "a protobuf frame holds an event or content part this build's wire schema predates; dropped",
+    "a protobuf frame holds no event this build's wire schema knows (an empty frame, or an "
+    "arm it predates), or such a content part; dropped",
 )
 PARSE_PROTO_INCOMPLETE_FRAME = _code(
     "parse.proto-incomplete-frame",

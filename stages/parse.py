@@ -32,7 +32,7 @@ from operator import lt
 from typing import Any, ClassVar
 
 import orjson
-from agui_pipeline._json import describe, join_pointer, shown
+from agui_pipeline._json import describe, join_pointer, shown, walk
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.catalog import (
     LIMIT_DEPTH,
@@ -677,26 +677,10 @@ def _not_json(constant: str) -> None:
     raise ValueError(f"{constant} is not JSON")  # the standard library's NaN and Infinity
 
 
-def _walk(value: Any) -> Iterator[tuple[list[str | int], Any]]:
-    """Every member name, array element and value under ``value``, with its path."""
-    pending: list[tuple[list[str | int], Any]] = [([], value)]
-    while pending:
-        path, item = pending.pop()
-        yield path, item
-        if type(item) is dict:
-            for key, child in reversed(item.items()):
-                yield path, key  # a member name, at its object's pointer
-                pending.append(([*path, key], child))
-        elif type(item) is list:
-            pending.extend(
-                ([*path, position], child) for position, child in reversed(list(enumerate(item)))
-            )
-
-
 def _unreadable_value(event: Any) -> StreamRejected | None:
     """The first value of valid JSON the pipeline cannot hold: a number past double
     range (infinity), or a string with a lone surrogate (no Unicode text)."""
-    for path, item in _walk(event):
+    for path, item in walk(event):
         if type(item) is float and item in (_INFINITY, -_INFINITY):
             pointer = join_pointer(path)
             return StreamRejected(
@@ -725,6 +709,6 @@ _SMALLEST, _LARGEST = -(2**63), 2**64 - 1  # what orjson reads as an exact integ
 
 
 def _long_integers(event: Any) -> Iterator[tuple[str, int]]:
-    for path, item in _walk(event):
+    for path, item in walk(event):
         if type(item) is int and not _SMALLEST <= item <= _LARGEST:
             yield join_pointer(path), item

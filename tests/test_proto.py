@@ -188,13 +188,103 @@ def test_a_frame_that_does_not_decode_is_fatal_with_its_index() -> None:
     assert result.events == RUN[:2]  # the frames before it are delivered
 
 
-def test_an_empty_frame_and_a_mismatched_type_are_fatal() -> None:
-    assert run(encode_frames(RUN[:1]) + frame(b"")).verdict.code == "parse.proto-frame"
+def test_a_mismatched_type_is_fatal() -> None:
     envelope = agui_pb2.Event()
     envelope.run_started.base_event.type = agui_pb2.RUN_FINISHED
     mismatched = run(frame(envelope.SerializeToString()))
     assert mismatched.verdict.code == "parse.proto-frame"
     assert "base_event.type is RUN_FINISHED" in str(mismatched.verdict.message)
+
+
+def field(number: int, wire_type: int, payload: bytes) -> bytes:
+    """One field's bytes: its tag, then ``payload`` (a length prefix added for wire type 2)."""
+    tag = bytes(varint(number << 3 | wire_type))
+    return tag + (bytes(varint(len(payload))) + payload if wire_type == 2 else payload)
+
+
+def varint(value: int) -> bytearray:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return out
+
+
+def arm(number: int, body: bytes) -> bytes:
+    """An envelope holding ``body`` in arm ``number``."""
+    return field(number, 2, body)
+
+
+def base(event_type: int) -> bytes:
+    """A ``base_event`` (field 1 of every event message) declaring ``event_type``."""
+    return field(1, 2, field(1, 0, bytes(varint(event_type))))
+
+
+CUSTOM_ARM = agui_pb2.Event.DESCRIPTOR.fields_by_name["custom"].number
+CONTENT_ARM = agui_pb2.Event.DESCRIPTOR.fields_by_name["text_message_content"].number
+SNAPSHOT_ARM = agui_pb2.Event.DESCRIPTOR.fields_by_name["state_snapshot"].number
+
+WRONG_WIRE_TYPES = [
+    pytest.param(field(1, 0, b"\x01"), "text_message_start", id="an envelope arm as a varint"),
+    pytest.param(
+        arm(
+            CONTENT_ARM,
+            base(agui_pb2.TEXT_MESSAGE_CONTENT) + field(2, 2, b"m") + field(3, 0, b"\x05"),
+        ),
+        "text_message_content.delta",
+        id="a string as a varint",
+    ),
+    pytest.param(
+        arm(CONTENT_ARM, field(1, 5, b"\x00\x00\x00\x00") + field(2, 2, b"m")),
+        "text_message_content.base_event",
+        id="a message as a fixed32",
+    ),
+    pytest.param(
+        arm(
+            CUSTOM_ARM,
+            base(agui_pb2.CUSTOM) + field(2, 2, b"n") + field(3, 2, field(2, 0, b"\x05")),
+        ),
+        "custom.value.number_value",
+        id="a Value's double as a varint",
+    ),
+    pytest.param(
+        arm(
+            SNAPSHOT_ARM,
+            base(agui_pb2.STATE_SNAPSHOT)
+            + field(
+                2,
+                2,
+                field(5, 2, field(1, 2, field(1, 0, b"\x05") + field(2, 2, field(4, 0, b"\x01")))),
+            ),
+        ),
+        "state_snapshot.snapshot.struct_value.fields",
+        id="a Struct entry whose key is a varint",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "where"), WRONG_WIRE_TYPES)
+def test_a_known_field_with_the_wrong_wire_type_is_fatal(payload: bytes, where: str) -> None:
+    """Bytes that do not decode as the field protobuf's parser keeps as unknown, silently:
+    they are not the message the schema names, so the frame is malformed (the spec's
+    Wire schema: fatal), never an arm or a field this build predates."""
+    result = run(encode_frames(RUN[:2]) + frame(payload) + encode_frames(RUN[2:]))
+    verdict = result.verdict
+    assert verdict.outcome is Outcome.REJECTED, codes(result)
+    assert verdict.code == "parse.proto-frame" and verdict.event_index == 2
+    assert verdict.error is not None and verdict.error.spec == (
+        "/spec/1.1/basic/transports/http-protobuf"
+    )
+    assert f"expected {where}" in str(verdict.message), verdict.message
+    assert "parse.proto-unknown-arm" not in codes(result)
+    assert result.events == RUN[:2]
+
+
+def test_check_fails_on_a_known_arm_with_the_wrong_wire_type(tmp_path: Path) -> None:
+    path = tmp_path / "run.bin"
+    path.write_bytes(encode_frames(RUN[:1]) + frame(field(1, 0, b"\x01")) + encode_frames(RUN[1:]))
+    assert cli_main(["check", "--framing", "proto", str(path)]) != 0
 
 
 def test_a_hostile_length_is_refused_before_it_is_buffered() -> None:
@@ -226,6 +316,24 @@ def test_hostile_frames_get_a_verdict_never_an_exception(
     assert result.verdict.outcome in (Outcome.COMPLETED, Outcome.REJECTED, Outcome.TRUNCATED)
 
 
+@given(
+    which=st.integers(0, len(RUN) - 1),
+    changes=st.lists(
+        st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=3
+    ),
+)
+def test_a_valid_frame_with_bytes_changed_gets_a_verdict_never_an_exception(
+    which: int, changes: list[tuple[int, int]]
+) -> None:
+    """Garbage that still parses as protobuf (wrong wire types, odd doubles, unknown arms)
+    reaches the slow paths that judge it: each gives a verdict."""
+    payload = bytearray(encode(RUN[which]))
+    for position, byte in changes:
+        payload[position % len(payload)] = byte
+    result = run(encode_frames(RUN[:1]) + frame(bytes(payload)))
+    assert result.verdict.outcome in (Outcome.COMPLETED, Outcome.REJECTED, Outcome.TRUNCATED)
+
+
 def test_an_unknown_envelope_arm_is_dropped_with_a_warning() -> None:
     future = b"\xc2\x02\x02\x08\x01"  # field 40, length-delimited: an arm this build predates
     body = encode_frames(RUN[:1]) + frame(future) + encode_frames(RUN[1:])
@@ -234,6 +342,18 @@ def test_an_unknown_envelope_arm_is_dropped_with_a_warning() -> None:
     assert result.events == RUN
     warning = next(d for d in result.diagnostics if d.code == "parse.proto-unknown-arm")
     assert warning.event_index == 1 and "arm 40" in warning.message
+
+
+def test_an_empty_frame_is_an_event_with_no_arm_dropped_with_a_warning() -> None:
+    """``@ag-ui/proto`` 1.0.0 writes an empty frame for an event type it lacks: an Event
+    with no arm this build knows, dropped with a warning like any other (processing.mdx)."""
+    body = encode_frames(RUN[:1]) + frame(b"") + encode_frames(RUN[1:])
+    result = run(body)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert result.events == RUN
+    [warning] = [d for d in result.diagnostics if d.code == "parse.proto-unknown-arm"]
+    assert warning.event_index == 1 and "empty" in warning.message
+    assert warning.spec == "/spec/1.1/basic/transports/http-protobuf"
 
 
 def test_a_content_part_of_an_unknown_arm_is_dropped_with_a_warning() -> None:
@@ -262,6 +382,94 @@ def test_a_field_the_wire_schema_predates_is_skipped_silently() -> None:
     result = run(body)
     assert result.events == RUN and result.verdict.outcome is Outcome.COMPLETED
     assert codes(result) == codes(run(encode_frames(RUN)))  # nothing said about it
+
+
+NON_FINITE_PLACES: list[tuple[dict[str, Any], str]] = [
+    ({"type": "CUSTOM", "name": "n", "value": "X"}, "/value"),
+    (
+        {"type": "STATE_SNAPSHOT", "snapshot": {"plan": {"score": [1, "X"]}}},
+        "/snapshot/plan/score/1",
+    ),
+    (
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": "X"}]},
+        "/delta/0/value",
+    ),
+    ({"type": "CUSTOM", "name": "n", "value": 1, "metadata": {"cost": "X"}}, "/metadata/cost"),
+    ({"type": "RAW", "event": {"n": 1}, "rawEvent": "X"}, "/rawEvent"),
+]
+
+
+def placed(value: Any, number: Any) -> Any:
+    """``value`` with each ``"X"`` in it replaced by ``number``."""
+    if value == "X":
+        return number
+    if isinstance(value, dict):
+        return {key: placed(item, number) for key, item in value.items()}
+    if isinstance(value, list):
+        return [placed(item, number) for item in value]
+    return value
+
+
+def sse_of(events: list[dict[str, Any]], literal: bytes) -> bytes:
+    """The events as SSE, each ``"X"`` spelled as the JSON number ``literal``."""
+    return b"".join(
+        b"data: " + json.dumps(event).encode().replace(b'"X"', literal) + b"\n\n"
+        for event in events
+    )
+
+
+@pytest.mark.parametrize(("event", "pointer"), NON_FINITE_PLACES)
+@pytest.mark.parametrize("number", [float("inf"), float("-inf")])
+def test_an_infinite_double_is_judged_as_the_same_number_is_on_sse(
+    event: dict[str, Any], pointer: str, number: float
+) -> None:
+    """A double past range is what ``1e999`` reads as on SSE: the same verdict, code, frame
+    and pointer there and here (processing.mdx, Every transport answers the same way)."""
+    events = [*RUN[:1], placed(event, number), *RUN[1:]]
+    literal = b"1e999" if number > 0 else b"-1e999"
+    via_sse = anyio.run(Pipeline().run, [sse_of([*RUN[:1], event, *RUN[1:]], literal)])
+    via_proto = run(encode_frames(events))
+    for verdict in (via_sse.verdict, via_proto.verdict):
+        assert verdict.outcome is Outcome.REJECTED
+        assert (verdict.code, verdict.event_index, verdict.pointer) == (
+            "parse.number-range",
+            1,
+            pointer,
+        ), verdict.message
+    assert via_proto.events == via_sse.events == RUN[:1]
+
+
+@pytest.mark.parametrize(("event", "pointer"), NON_FINITE_PLACES)
+def test_a_nan_double_is_rejected_with_its_pointer(event: dict[str, Any], pointer: str) -> None:
+    """JSON has no NaN (RFC 8259 §6): SSE can only spell it as a token that is not JSON
+    (parse.not-json). A protobuf double can hold one, so the verdict is the same, with the
+    pointer the binary wire can give: the number has no value to deliver."""
+    result = run(encode_frames([*RUN[:1], placed(event, float("nan")), *RUN[1:]]))
+    verdict = result.verdict
+    assert verdict.outcome is Outcome.REJECTED
+    assert (verdict.code, verdict.event_index, verdict.pointer) == (
+        "parse.number-range",
+        1,
+        pointer,
+    ), verdict.message
+    assert "NaN" in str(verdict.message) and result.events == RUN[:1]
+
+
+def test_a_non_finite_double_the_event_does_not_carry_is_no_rejection() -> None:
+    """A user message's content is its parts: an ``activity_content`` beside them is not
+    decoded into the event, so a NaN inside it is nothing the application could get."""
+    envelope = agui_pb2.Event()
+    snapshot = envelope.messages_snapshot
+    snapshot.base_event.type = agui_pb2.MESSAGES_SNAPSHOT
+    message = snapshot.messages.add(id="u", role="user")
+    message.content_parts.add().text.text = "hi"
+    message.activity_content.update({"ignored": float("nan")})
+    snapshot_frame = frame(envelope.SerializeToString())
+    result = run(encode_frames(RUN[:1]) + snapshot_frame + encode_frames(RUN[-1:]))
+    assert result.verdict.outcome is Outcome.COMPLETED, result.verdict.message
+    assert result.events[1]["messages"] == [  # type: ignore[typeddict-item]
+        {"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}]}
+    ]
 
 
 def test_an_unrecognised_outcome_is_stripped_by_enforce_not_rejected() -> None:
@@ -468,3 +676,72 @@ def test_corpus_round_trips_through_the_reference_package() -> None:
     ours = [base64.b64encode(encode(events[index])).decode() for index in carried]
     theirs = [answer.get("event") for answer in reference("decode", ours)]
     assert theirs == [events[index] for index in carried]
+
+
+def reference_frames(events: list[dict[str, Any]]) -> list[bytes]:
+    """The reference encoder's frame of each event (the test skips without node)."""
+    reason = reference_available()
+    if reason is not None:
+        pytest.skip(reason)
+    answers = reference("encode", events)
+    assert all("frame" in answer for answer in answers), answers
+    return [base64.b64decode(answer["frame"]) for answer in answers]
+
+
+def test_the_reference_encoders_frame_for_a_type_it_lacks_is_dropped_as_on_sse() -> None:
+    """``@ag-ui/proto`` writes an empty frame for an event type it has no arm for; that
+    event is dropped with a warning, as enforce drops the unknown type off SSE."""
+    future = {"type": "REASONING_SUMMARY", "messageId": "m-9", "summary": "thought"}
+    events = [*RUN[:3], future, *RUN[3:]]
+    frames = reference_frames(events)
+    assert frames[3] == b""
+    via_proto = run(b"".join(map(frame, frames)))
+    via_sse = anyio.run(Pipeline().run, encode_sse(events))
+    assert via_proto.verdict.outcome is via_sse.verdict.outcome is Outcome.COMPLETED
+    assert via_proto.events == via_sse.events == RUN
+    said = {(d.code, d.event_index) for d in via_proto.diagnostics if d.code not in codes(via_sse)}
+    assert said == {("parse.proto-unknown-arm", 3)}
+    assert ("enforce.unknown-event", 3) in {(d.code, d.event_index) for d in via_sse.diagnostics}
+
+
+@pytest.mark.parametrize(("event", "pointer"), NON_FINITE_PLACES)
+def test_the_reference_encoders_non_finite_doubles_are_judged_as_on_sse(
+    event: dict[str, Any], pointer: str
+) -> None:
+    """The reference encoder writes NaN and ±Infinity into a double as they are; each is
+    rejected at its pointer, and an infinity exactly as ``1e999`` is on SSE."""
+    spellings = ["NaN", "Infinity", "-Infinity"]
+    frames = reference_frames(
+        [*RUN[:1], *(placed(event, {"$double": spelled}) for spelled in spellings)]
+    )
+    for spelled, encoded in zip(spellings, frames[1:], strict=True):
+        result = run(frame(frames[0]) + frame(encoded))
+        verdict = result.verdict
+        assert (verdict.code, verdict.event_index, verdict.pointer) == (
+            "parse.number-range",
+            1,
+            pointer,
+        ), (spelled, verdict.message)
+        if spelled != "NaN":
+            literal = b"1e999" if spelled == "Infinity" else b"-1e999"
+            via_sse = anyio.run(Pipeline().run, [sse_of([*RUN[:1], event], literal)]).verdict
+            assert (via_sse.code, via_sse.event_index, via_sse.pointer) == (
+                verdict.code,
+                verdict.event_index,
+                verdict.pointer,
+            )
+
+
+def test_the_reference_decoder_sorts_envelopes_as_this_one_does() -> None:
+    """Where the reference decoder reads the envelope itself, it agrees: a known arm of the
+    wrong wire type is broken, an arm it predates is an unknown event. (It reads a wrong
+    wire type below the envelope as an absent field, and refuses the empty frame its own
+    encoder writes: there this reader follows the spec, not the package.)"""
+    reason = reference_available()
+    if reason is not None:
+        pytest.skip(reason)
+    wrong_arm, future = field(1, 0, b"\x01"), arm(40, field(1, 0, b"\x01"))
+    answers = reference("decode", [base64.b64encode(f).decode() for f in (wrong_arm, future)])
+    assert [answer.get("error") for answer in answers] == ["Invalid event", "Unknown event type"]
+    assert run(frame(wrong_arm)).verdict.code == "parse.proto-frame"
+    assert codes(run(frame(future))) == ["parse.proto-unknown-arm"]

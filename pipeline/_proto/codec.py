@@ -12,17 +12,29 @@ What the binary wire inherently narrows (the spec's words): a member the wire
 schema does not model is not encoded, and a number inside an open JSON value
 travels as a double, so ``3`` and ``3.0`` are told apart only on the JSON wire
 (an integral double decodes as an ``int``, as a JSON reader would give it).
+
+Decoding refuses what is no event, since protobuf's parser passes it silently:
+a known field whose bytes do not parse as its type (a wrong wire type) is kept
+as an unknown field, and a double may be NaN or infinite, which JSON has no
+number for (:class:`FrameInvalid`, :class:`NonFinite`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
+from math import isfinite
 from typing import Any
+
+from agui_pipeline._json import join_pointer, walk
 
 try:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto
     from google.protobuf.message import DecodeError, Message
     from google.protobuf.struct_pb2 import Struct, Value
+    from google.protobuf.unknown_fields import UnknownFieldSet
 
     from . import agui_pb2
 except ImportError as missing:  # the runtime is the optional ``proto`` extra
@@ -30,7 +42,15 @@ except ImportError as missing:  # the runtime is the optional ``proto`` extra
         "the HTTP + Protobuf binding needs the protobuf runtime: pip install 'agui-pipeline[proto]'"
     ) from missing
 
-__all__ = ["DecodeError", "FrameInvalid", "UnknownArm", "decode", "encode", "encode_frames"]
+__all__ = [
+    "DecodeError",
+    "FrameInvalid",
+    "NonFinite",
+    "UnknownArm",
+    "decode",
+    "encode",
+    "encode_frames",
+]
 
 _ENVELOPE = agui_pb2.Event
 _EVENT_TYPE = agui_pb2.EventType
@@ -56,15 +76,34 @@ _REQUIRED_LISTS = {
 
 
 class FrameInvalid(ValueError):
-    """The frame decodes as protobuf but is not one event (fatal, like bytes that do not decode)."""
+    """The frame's bytes are not one event (fatal, like bytes that do not decode at all)."""
 
 
 class UnknownArm(Exception):
-    """The envelope holds only an arm this build's wire schema predates: no type to hand on."""
+    """The envelope holds no arm this build knows: no type to hand on.
 
-    def __init__(self, number: int) -> None:
+    ``numbers`` are the envelope's fields, each an arm this build's wire schema
+    predates; none for an empty frame (``@ag-ui/proto`` 1.0.0 writes one for an
+    event type it lacks).
+    """
+
+    def __init__(self, numbers: list[int]) -> None:
+        self.numbers = numbers
+        super().__init__(f"envelope fields {numbers}")
+
+
+class NonFinite(ValueError):
+    """A double JSON has no number for (NaN, ±Infinity), at ``pointer`` in the event."""
+
+    def __init__(self, number: float, pointer: str) -> None:
         self.number = number
-        super().__init__(f"envelope arm {number}")
+        self.pointer = pointer
+        super().__init__(f"{number} at {pointer or '/'}")
+
+
+class _NonFiniteSeen(Exception):
+    """Raised where a NaN or infinite double is met: :func:`decode` then looks again,
+    for its pointer (:func:`_without_non_finite`)."""
 
 
 # -- decoding -------------------------------------------------------------------
@@ -74,16 +113,30 @@ def decode(data: bytes, dropped: Callable[[str], None] | None = None) -> dict[st
     """The JSON event of one frame's bytes.
 
     Raises ``DecodeError`` for bytes that are not a message, :class:`FrameInvalid`
-    for a message that is not one event, :class:`UnknownArm` for an event from a
-    later wire schema. ``dropped`` hears the path of a content part whose arm this
-    build does not know (it has no name to hand on to enforcement).
+    for a message that is not one event, :class:`NonFinite` for a NaN or infinite
+    double, :class:`UnknownArm` for an Event with no arm this build knows.
+    ``dropped`` hears the path of a content part whose arm this build does not
+    know (it has no name to hand on to enforcement).
     """
     envelope = _ENVELOPE.FromString(data)
+    # Known fields the parser could not read are kept as unknown fields; so are a later
+    # schema's fields, which are skipped silently. Dropping the unknown ones changes the
+    # size only when there were some, and only then are they looked at (rare).
+    size = envelope.ByteSize()
+    envelope.DiscardUnknownFields()
+    if envelope.ByteSize() != size:
+        _refuse_misread_fields(_ENVELOPE.FromString(data))
     arm = envelope.WhichOneof("event")
     if arm is None:
-        if data:
-            raise UnknownArm(_first_field_number(data))
-        raise FrameInvalid("the frame is empty: it carries no event")
+        fields = _unknown_fields(_ENVELOPE.FromString(data))  # the ones dropped above
+        raise UnknownArm(sorted({field.field_number for field in fields}))
+    try:
+        return _event(envelope, arm, dropped or _ignore)
+    except _NonFiniteSeen:  # raised before ``dropped`` heard anything
+        return _without_non_finite(envelope, arm, dropped or _ignore)
+
+
+def _event(envelope: Message, arm: str, dropped: Callable[[str], None]) -> dict[str, Any]:
     body = getattr(envelope, arm)
     event_type, expected = _ARM_TYPES[arm]
     event: dict[str, Any] = {"type": event_type}
@@ -105,7 +158,7 @@ def decode(data: bytes, dropped: Callable[[str], None] | None = None) -> dict[st
                 f"{_TYPE_NAMES.get(declared, declared)}"
             )
     event.update(_message(body, skip="base_event"))
-    _restore(event, dropped or _ignore)
+    _restore(event, dropped)
     return event
 
 
@@ -113,42 +166,152 @@ def _ignore(path: str) -> None:
     pass
 
 
-def _first_field_number(data: bytes) -> int:
-    """The field number of the first tag (a varint) in well-formed ``data``."""
-    tag = shift = 0
-    for byte in data[:10]:
-        tag |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            break
-    return tag >> 3
+# -- what protobuf's parser lets through ----------------------------------------
+
+_WIRE_TYPES = {
+    FieldDescriptor.TYPE_DOUBLE: 1,
+    FieldDescriptor.TYPE_FIXED64: 1,
+    FieldDescriptor.TYPE_SFIXED64: 1,
+    FieldDescriptor.TYPE_FLOAT: 5,
+    FieldDescriptor.TYPE_FIXED32: 5,
+    FieldDescriptor.TYPE_SFIXED32: 5,
+    FieldDescriptor.TYPE_STRING: 2,
+    FieldDescriptor.TYPE_BYTES: 2,
+    FieldDescriptor.TYPE_MESSAGE: 2,
+    FieldDescriptor.TYPE_GROUP: 3,
+}
+"""Each field type's wire type; the rest (integers, bool, enums) are varints (0)."""
+_WIRE_NAMES = ("varint", "64-bit", "length-delimited", "group start", "group end", "32-bit")
+
+
+def _refuse_misread_fields(message: Message, path: str = "") -> None:
+    """Raise :class:`FrameInvalid` for the first field of ``message`` (at any depth) the
+    parser kept as unknown although the schema knows its number: its bytes are not that
+    field (a wrong wire type, or a map entry that does not parse)."""
+    descriptor: Any = message.DESCRIPTOR
+    for unknown in _unknown_fields(message):
+        field = descriptor.fields_by_number.get(unknown.field_number)
+        if field is not None:
+            raise FrameInvalid(_misread(field, unknown.wire_type, path + field.name))
+    for where, submessage in _submessages(message):
+        _refuse_misread_fields(submessage, f"{path}{where}.")
+
+
+def _unknown_fields(message: Message) -> list[Any]:
+    """The fields of ``message`` (not below it) the parser kept unread: each has
+    ``field_number`` and ``wire_type``."""
+    fields = UnknownFieldSet(message)
+    return [fields[position] for position in range(len(fields))]
+
+
+def _submessages(message: Message) -> Iterator[tuple[str, Message]]:
+    """Each message a field of ``message`` holds, with its path from ``message``
+    (``name``, ``name[2]``, ``name['key']``)."""
+    for field, value in message.ListFields():
+        kind = field.message_type
+        if kind is None:
+            continue
+        if kind.GetOptions().map_entry:
+            if kind.fields_by_name["value"].message_type is not None:
+                yield from ((f"{field.name}[{key!r}]", value[key]) for key in value)
+        elif field.is_repeated:
+            yield from ((f"{field.name}[{position}]", item) for position, item in enumerate(value))
+        else:
+            yield field.name, value
+
+
+def _misread(field: FieldDescriptor, wire_type: int, path: str) -> str:
+    if field.message_type is not None:
+        entry = field.message_type.GetOptions().map_entry
+        kind = "map entry" if entry else field.message_type.full_name
+    elif field.enum_type is not None:
+        kind = field.enum_type.full_name
+    else:
+        kind = FieldDescriptorProto.Type.Name(FieldDescriptorProto.Type.ValueType(field.type))
+        kind = kind.removeprefix("TYPE_").lower()
+    expected = _WIRE_TYPES.get(field.type, 0)
+    found = (
+        f"wire type {wire_type} ({_WIRE_NAMES[wire_type]})"
+        if wire_type != expected
+        else "bytes of that wire type that do not parse as it"
+    )
+    return (
+        f"expected {path} (field {field.number}, {kind}) as wire type {expected} "
+        f"({_WIRE_NAMES[expected]}); found {found}"
+    )
+
+
+def _without_non_finite(
+    envelope: Message, arm: str, dropped: Callable[[str], None]
+) -> dict[str, Any]:
+    """The event of an envelope holding a NaN or infinite double, if the event does not
+    carry one; otherwise :class:`NonFinite` for the first, with its pointer in the event's
+    JSON terms. Each such double is marked with a string no producer sends and the event
+    decoded again: a mark that sat in what the event does not carry (an
+    ``activity_content`` beside a user message's parts) is gone with it."""
+    mark = f"non-finite {secrets.token_hex(16)} "
+    numbers: list[float] = []
+    _mark_non_finite(envelope, mark, numbers)
+    event = _event(envelope, arm, dropped)
+    for path, item in walk(event):
+        if type(item) is str and item.startswith(mark):
+            raise NonFinite(numbers[int(item[len(mark) :])], join_pointer(path))
+    return event
+
+
+def _mark_non_finite(message: Message, mark: str, numbers: list[float]) -> None:
+    if message.DESCRIPTOR is _VALUE and message.WhichOneof("kind") == "number_value":
+        number = message.number_value  # type: ignore[attr-defined]
+        if not isfinite(number):
+            message.string_value = f"{mark}{len(numbers)}"  # type: ignore[attr-defined]
+            numbers.append(number)
+        return
+    for _, submessage in _submessages(message):
+        _mark_non_finite(submessage, mark, numbers)
 
 
 def _message(message: Message, skip: str | None = None) -> dict[str, Any]:
     descriptor: Any = message.DESCRIPTOR
     out: dict[str, Any] = {}
     for field, value in message.ListFields():
-        if field.name == skip:
+        name, json_name, convert = _READINGS.get(field) or _reading(field)
+        if name == skip:
             continue
-        out[field.json_name] = _field(field, value)
+        out[json_name] = value if convert is None else convert(value)
     for name, default in _defaults(descriptor):
         out.setdefault(name, default)
     return out
 
 
-def _field(field: FieldDescriptor, value: Any) -> Any:
+_READINGS: dict[FieldDescriptor, tuple[str, str, Callable[[Any], Any] | None]] = {}
+
+
+def _reading(field: FieldDescriptor) -> tuple[str, str, Callable[[Any], Any] | None]:
+    """A field's name, its JSON name and how its value becomes JSON (``None``: as it is),
+    looked up once per field: reading a descriptor's attribute costs a call each time."""
     kind = field.message_type
+    convert: Callable[[Any], Any] | None = None
     if field.is_repeated:
-        if kind is None:
-            if field.enum_type is not None:
-                return [_enum(field, item) for item in value]
-            return list(value)
-        return [_convert(kind, item) for item in value]
-    if kind is not None:
-        return _convert(kind, value)
-    if field.enum_type is not None:
-        return _enum(field, value)
-    return value
+        if kind is not None:
+            convert = partial(_convert_all, kind)
+        elif field.enum_type is not None:
+            convert = partial(_enums, field)
+        else:
+            convert = list
+    elif kind is not None:
+        convert = partial(_convert, kind)
+    elif field.enum_type is not None:
+        convert = partial(_enum, field)
+    reading = _READINGS[field] = (field.name, field.json_name, convert)
+    return reading
+
+
+def _convert_all(kind: Descriptor, items: Iterable[Any]) -> list[Any]:
+    return [_convert(kind, item) for item in items]
+
+
+def _enums(field: FieldDescriptor, numbers: Iterable[int]) -> list[str]:
+    return [_enum(field, number) for number in numbers]
 
 
 def _convert(kind: Descriptor, value: Any) -> Any:
@@ -179,6 +342,8 @@ def _value(value: Value) -> Any:
         # JSON does not tell 3 from 3.0, and a JSON reader gives 3: so does this one.
         if number.is_integer() and -_MAX_SAFE <= number <= _MAX_SAFE:
             return int(number)
+        if not isfinite(number):
+            raise _NonFiniteSeen  # JSON has no such number (RFC 8259 §6)
         return number
     if kind == "bool_value":
         return value.bool_value
@@ -189,7 +354,7 @@ def _value(value: Value) -> Any:
     return None  # null_value, or a Value with no kind set
 
 
-_DEFAULTS_BY_MESSAGE: dict[str, list[tuple[str, Any]]] = {}
+_DEFAULTS_BY_MESSAGE: dict[Descriptor, list[tuple[str, Any]]] = {}
 
 
 def _defaults(descriptor: Descriptor) -> list[tuple[str, Any]]:
@@ -198,7 +363,7 @@ def _defaults(descriptor: Descriptor) -> list[tuple[str, Any]]:
     Proto3 does not send a scalar equal to its default, but the schema requires
     those members (the generator makes every optional one ``optional``).
     """
-    cached = _DEFAULTS_BY_MESSAGE.get(descriptor.full_name)
+    cached = _DEFAULTS_BY_MESSAGE.get(descriptor)
     if cached is None:
         cached = [
             (field.json_name, _enum(field, 0) if field.enum_type else field.default_value)
@@ -209,7 +374,7 @@ def _defaults(descriptor: Descriptor) -> list[tuple[str, Any]]:
             and field.name != "outcome"  # the discriminator: "" means absent
         ]
         cached += [(name, []) for name in _REQUIRED_LISTS.get(descriptor.name, ())]
-        _DEFAULTS_BY_MESSAGE[descriptor.full_name] = cached
+        _DEFAULTS_BY_MESSAGE[descriptor] = cached
     return cached
 
 

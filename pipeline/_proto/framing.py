@@ -7,9 +7,14 @@ to a chunk. What each kind of bad frame is:
 
 - a body that ends mid-frame: a truncated run — a warning, the partial frame
   discarded, the stream judged as it stands;
-- a frame that does not decode as one event: fatal, with the frame's index;
-- a frame whose envelope arm this build predates: dropped with a warning
-  (it has no type string to hand on);
+- a frame that does not decode as one event: fatal, with the frame's index —
+  a known field whose bytes are not its type (a wrong wire type) included;
+- an Event with no arm this build knows — an arm it predates, or none at all
+  (an empty frame, which ``@ag-ui/proto`` 1.0.0 writes for an event type it
+  lacks): dropped with a warning, as enforce drops an unknown type on SSE
+  (``/spec/1.1/basic/processing``: it has no type string to hand on);
+- a NaN or infinite double: fatal, ``parse.number-range`` with its pointer,
+  the verdict SSE gives ``1e999`` (JSON has no such number);
 - a length over ``limits.max_frame_bytes``: fatal before its bytes are
   buffered, so a hostile length cannot exhaust memory.
 
@@ -19,10 +24,12 @@ them is for the later stages, as on every transport.
 
 from __future__ import annotations
 
+from math import isnan
 from typing import ClassVar
 
 from agui_pipeline.catalog import (
     LIMIT_FRAME_SIZE,
+    PARSE_NUMBER_RANGE,
     PARSE_PROTO_FRAME,
     PARSE_PROTO_INCOMPLETE_FRAME,
     PARSE_PROTO_UNKNOWN_ARM,
@@ -31,7 +38,7 @@ from agui_pipeline.catalog import (
 from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, reject_after
 
-from .codec import DecodeError, FrameInvalid, UnknownArm, decode
+from .codec import DecodeError, FrameInvalid, NonFinite, UnknownArm, decode
 
 HEADER = 4
 """Bytes of a frame's length header."""
@@ -93,13 +100,18 @@ class ProtoFrames(Decoder):
             event = decode(payload, lambda path: self._dropped_part(index, path))
         except UnknownArm as unknown:
             self.ctx.report(
-                PARSE_PROTO_UNKNOWN_ARM,
-                f"frame {index} holds only envelope arm {unknown.number}, which this build's "
-                "wire schema predates: it carries no event type to hand on, so the frame "
-                "was dropped",
-                event_index=index,
+                PARSE_PROTO_UNKNOWN_ARM, _no_known_arm(index, unknown), event_index=index
             )
             return
+        except NonFinite as error:
+            raise self._fail(
+                PARSE_NUMBER_RANGE,
+                _non_finite(error),
+                events,
+                indices,
+                at=index,
+                pointer=error.pointer,
+            ) from None
         except (DecodeError, FrameInvalid, RecursionError) as error:
             detail = error if isinstance(error, FrameInvalid) else f"not an Event message ({error})"
             raise self._fail(
@@ -129,13 +141,46 @@ class ProtoFrames(Decoder):
         events: list[Event],
         indices: list[int],
         at: int | None = None,
+        pointer: str | None = None,
     ) -> StreamRejected:
         """A rejection at frame ``at`` (default: the next), the events before it kept."""
         rejection = StreamRejected(
-            code, message, event_index=self._next_frame if at is None else at
+            code, message, event_index=self._next_frame if at is None else at, pointer=pointer
         )
         return reject_after(self._batch(events, indices), rejection)
 
     def _batch(self, events: list[Event], indices: list[int]) -> Batch:
         self.ctx.counters.read += len(events)
         return Batch(events, indices, [event["type"] for event in events], objects=True)
+
+
+def _no_known_arm(index: int, unknown: UnknownArm) -> str:
+    if not unknown.numbers:
+        return (
+            f"frame {index} is an empty Event: it names no event type (an encoder writes one "
+            "for a type its wire schema lacks, as @ag-ui/proto 1.0.0 does), so the frame was "
+            "dropped"
+        )
+    arms = ", ".join(map(str, unknown.numbers))
+    return (
+        f"frame {index} holds only envelope arm{'s' if len(unknown.numbers) > 1 else ''} "
+        f"{arms}, which this build's wire schema predates: it carries no event type to hand "
+        "on, so the frame was dropped"
+    )
+
+
+def _non_finite(error: NonFinite) -> str:
+    """SSE's message for a number past double range (``stages.parse``), for a double."""
+    where = error.pointer or "/"
+    if isnan(error.number):
+        return (
+            f"expected a number at {where}, found NaN, a protobuf double JSON has no number "
+            "for (RFC 8259 §6 permits no NaN; on SSE its only spelling, the token NaN, is not "
+            "JSON): it has no value a consumer can use"
+        )
+    return (
+        f"expected a number within double range at {where}, found "
+        f"{'Infinity' if error.number > 0 else '-Infinity'}, a "
+        "protobuf double past ±1.8e308 (RFC 8259 §6: such a number has no value a consumer "
+        "can use)"
+    )
