@@ -5,7 +5,7 @@ A Python framework is served by uvicorn from a background thread that the test s
 and stops; a TypeScript one by a node script (``node/``) that the test starts as a
 child process and stops. The Python frameworks come from the ``interop`` extra
 (``pip install -e '.[interop]'``), the node packages from ``node/package-lock.json``
-(``npm ci``, run on first use); without them these tests are skipped, and
+(``npm ci`` in ``node/``); without them these tests are skipped, and
 ``pytest -m interop`` runs only them.
 """
 
@@ -46,20 +46,16 @@ def drive_url(url: str, *run_inputs: dict[str, Any]) -> list[RunResult]:
 
 
 def node_missing() -> str | None:
-    """Why the TypeScript servers cannot run here, or ``None`` (``npm ci`` on first use)."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        return "node/npm not found: the TypeScript frameworks are skipped"
+    """Why the TypeScript servers cannot run here, or ``None``.
+
+    Their packages are installed by ``npm ci`` in ``node/`` (``.ci/run`` does it before
+    the interop tier), not by the tests: the default test run, which has no interop
+    extra either, skips them.
+    """
+    if shutil.which("node") is None:
+        return "node not found: the TypeScript frameworks are skipped"
     if not (NODE_DIR / "node_modules" / ".package-lock.json").is_file():
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--silent"],
-            cwd=NODE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if done.returncode != 0:
-            return f"npm ci in {NODE_DIR} failed: {done.stderr.strip()[-300:]}"
+        return f"the TypeScript frameworks are not installed: run `npm ci` in {NODE_DIR}"
     return None
 
 
