@@ -15,7 +15,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,15 @@ import orjson
 from agui_pipeline.run_input import prepare_input
 from agui_pipeline.serve import BackgroundServer
 
-from tests.interop.servers import drive, run_input, user
+from tests.interop.servers import drive_url, node_server, run_input, user
 
 PEER = "ag-ui-validate"
 """The anchor validator (the interop extra pins 0.4.0)."""
 
-SAME_FINDING = {"AGUI204": "lint.arguments-not-json"}
+SAME_FINDING = {
+    "AGUI204": "lint.arguments-not-json",
+    "AGUI207": "lint.result-for-unknown-call",  # a TOOL_CALL_RESULT for a call never started
+}
 """ag-ui-validate's producer rules and the lint code that reports the same fault."""
 
 
@@ -44,17 +48,18 @@ class Capture:
     run_input: Path
 
 
-Scenario = tuple[str, Callable[[Any], dict[str, Any]]]
+Scenario = Callable[[str], dict[str, Any]]
+"""The run input of a scenario, given the server's URL (a later turn drives the first)."""
 
 
-def _ask(thread: str, asked: str, *tools: str) -> Callable[[Any], dict[str, Any]]:
-    return lambda _app: run_input(thread, user("u1", asked), tools=tools)
+def _ask(thread: str, asked: str, *tools: str) -> Scenario:
+    return lambda _url: run_input(thread, user("u1", asked), tools=tools)
 
 
-def _second_turn(app: Any) -> dict[str, Any]:
+def _second_turn(url: str) -> dict[str, Any]:
     """The input answering the frontend call the first turn left pending."""
     asked = run_input("turns", user("u1", "confirm"), tools=("confirm",))
-    (first,) = drive(app, asked)
+    (first,) = drive_url(url, asked)
     (call,) = [
         call["id"]
         for message in first.conversation.messages
@@ -65,32 +70,142 @@ def _second_turn(app: Any) -> dict[str, Any]:
     return {**run_input("turns", *history, answer, tools=("confirm",)), "runId": "r2"}
 
 
-SCENARIOS: list[Scenario] = [
-    ("text", _ask("text", "hello")),
-    ("backend tool", _ask("tool", "weather")),
-    ("reasoning", _ask("think", "think")),
-    ("model error", _ask("fail", "fail")),
-    ("state", _ask("state", "note")),
-    ("frontend tool", _ask("front", "confirm", "confirm")),
-    ("second turn", _second_turn),
-]
+def _repeated_thread(url: str) -> dict[str, Any]:
+    """The input of a thread's second run, its first run's Conversation as history."""
+    (first,) = drive_url(url, run_input("again", user("u1", "hello")))
+    return {**run_input("again", *first.conversation.messages, user("u2", "hello")), "runId": "r2"}
 
 
-def record(framework: str, app: Any, into: Path) -> list[Capture]:
-    """Every scenario's response from ``app``, as sent, each beside its run input."""
+def _resume(url: str) -> dict[str, Any]:
+    """The input resuming a run that stopped for a person's approval.
+
+    With the interrupt outcome, its ``resume`` entry; without (the call is left
+    pending), a tool message answering the call.
+    """
+    (asked,) = drive_url(url, run_input("hitl", user("u1", "approve")))
+    resumed = {**run_input("hitl", *asked.conversation.messages), "runId": "r2"}
+    if asked.conversation.interrupts:
+        (interrupt,) = asked.conversation.interrupts
+        entry = {
+            "interruptId": interrupt["id"],
+            "status": "resolved",
+            "payload": {"approved": True},
+        }
+        return {**resumed, "resume": [entry]}
+    answer = {
+        "id": "t1",
+        "role": "tool",
+        "toolCallId": "call-approve",
+        "content": '{"accepted": true}',
+    }
+    return {**resumed, "messages": [*resumed["messages"], answer]}
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "text": _ask("text", "hello"),
+    "backend tool": _ask("tool", "weather"),
+    "reasoning": _ask("think", "think"),
+    "model error": _ask("fail", "fail"),
+    "state": _ask("state", "note"),
+    "frontend tool": _ask("front", "confirm", "confirm"),
+    "second turn": _second_turn,
+    "repeated thread": _repeated_thread,
+    "interrupt": _ask("hitl", "approve"),
+    "resume": _resume,
+}
+
+FRAMEWORKS: dict[str, list[str]] = {
+    "pydantic-ai": [*SCENARIOS][:7],
+    "langgraph": [*SCENARIOS][:7],
+    "llamaindex": [
+        "text",
+        "backend tool",
+        "model error",
+        "state",
+        "frontend tool",
+        "second turn",
+        "repeated thread",
+    ],
+    "agno": [
+        "text",
+        "backend tool",
+        "model error",
+        "state",
+        "frontend tool",
+        "second turn",
+        "repeated thread",
+        "interrupt",
+        "resume",
+    ],
+    "mastra": [
+        "text",
+        "backend tool",
+        "reasoning",
+        "model error",
+        "frontend tool",
+        "second turn",
+        "repeated thread",
+        "interrupt",
+        "resume",
+    ],
+}
+"""Each framework's scenarios: the ones its integration supports (its test module says)."""
+
+
+@contextmanager
+def _asgi(app: Any, path: str = "") -> Iterator[str]:
+    with BackgroundServer(app) as server:
+        yield server.url + path
+
+
+def serve(framework: str) -> AbstractContextManager[str]:
+    """Start ``framework``'s server (its test module's); the context yields the URL."""
+    if framework == "pydantic-ai":
+        from tests.interop import test_pydantic_ai
+
+        return _asgi(test_pydantic_ai.app())
+    if framework == "langgraph":
+        from tests.interop import test_langgraph
+
+        return _asgi(test_langgraph.app())
+    if framework == "llamaindex":
+        from tests.interop import test_llamaindex
+
+        return _asgi(test_llamaindex.app(), test_llamaindex.PATH)
+    if framework == "agno":
+        from tests.interop import test_agno
+
+        return _asgi(test_agno.app(), test_agno.PATH)
+    if framework == "mastra":
+        return node_server("mastra_server.mjs")
+    raise ValueError(f"no such framework: {framework}")
+
+
+def record(framework: str, into: Path) -> list[Capture]:
+    """Every scenario's response from ``framework``, as sent, each beside its run input.
+
+    A body cut short (a server that drops the connection after RUN_ERROR) is kept as far
+    as it came.
+    """
     captures = []
-    for number, (scenario, make_input) in enumerate(SCENARIOS):
-        body = prepare_input(make_input(app)).body  # what HttpAgent would send
-        with BackgroundServer(app) as server:
-            response = httpx.post(
-                server.url, json=body, headers={"Accept": "text/event-stream"}, timeout=60
-            )
-        response.raise_for_status()
-        stem = into / f"{framework}-{number}"
-        stream, sent = stem.with_suffix(".sse"), stem.with_suffix(".input.json")
-        stream.write_bytes(response.content)
-        sent.write_bytes(orjson.dumps(body))
-        captures.append(Capture(framework, scenario, stream, sent))
+    with serve(framework) as url:
+        for number, scenario in enumerate(FRAMEWORKS[framework]):
+            body = prepare_input(SCENARIOS[scenario](url)).body  # what HttpAgent would send
+            received = bytearray()
+            with httpx.stream(
+                "POST", url, json=body, headers={"Accept": "text/event-stream"}, timeout=60
+            ) as response:
+                response.raise_for_status()
+                try:
+                    for chunk in response.iter_bytes():
+                        received += chunk
+                except httpx.RemoteProtocolError:
+                    pass
+            stem = into / f"{framework}-{number}"
+            stream, sent = stem.with_suffix(".sse"), stem.with_suffix(".input.json")
+            stream.write_bytes(bytes(received))
+            sent.write_bytes(orjson.dumps(body))
+            captures.append(Capture(framework, scenario, stream, sent))
     return captures
 
 
@@ -151,14 +266,11 @@ def codes(findings: list[str]) -> list[str]:
 def main() -> None:
     import tempfile
 
-    from tests.interop import test_langgraph, test_pydantic_ai
-
-    frameworks = {"pydantic-ai": test_pydantic_ai.app, "langgraph": test_langgraph.app}
     with tempfile.TemporaryDirectory() as scratch:
         print(f"| framework | scenario | {PEER} (warnings, errors) | agui-pipeline findings |")
         print("|---|---|---|---|")
-        for framework, app in frameworks.items():
-            for capture in record(framework, app(), Path(scratch)):
+        for framework in FRAMEWORKS:
+            for capture in record(framework, Path(scratch)):
                 peer = ", ".join(codes(peer_findings(capture))) or "none"
                 verdict, ours = our_findings(capture)
                 mine = ", ".join(f"`{code}`" for code in codes(ours)) or "none"
