@@ -71,7 +71,7 @@ class Limits:
     """Run records kept on the result (``RunResult.runs``): the first half of this many
     runs and the latest half; every run is counted in ``RunResult.run_counts``."""
     max_run_ids: int = 100_000
-    """runIds remembered to find a reused one (``verify.run-id-reused``): a reuse of a
+    """runIds remembered to find a reused one (``lint.run-id-reused``): a reuse of a
     runId more than this many runs back is not seen."""
     max_decompression_ratio: int = 100
     """Most bytes a compressed HTTP response body (``Content-Encoding``) may inflate to

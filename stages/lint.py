@@ -193,6 +193,9 @@ class Lint(Stage):
         may drop: it costs what it carries and drops."""
         self._run_calls: dict[Any, bool] = {}
         """Calls started in this run, in order → whether this run answered them."""
+        self._carried: dict[Any, list[Any]] = {}
+        """The message carrying each call this run introduced → those calls (a snapshot
+        restating one of them elsewhere restates their message there)."""
         self._started: Event | None = None
         """This run's RUN_STARTED (what its RUN_FINISHED must name)."""
         self._suspended: dict[Any, list[Any]] = {}
@@ -761,13 +764,20 @@ class Lint(Stage):
         call_id = event["toolCallId"]
         self._open_calls.add(call_id)
         self._run_calls.setdefault(call_id, False)
-        parent = event.get("parentMessageId")
-        if parent is not None and parent not in self._messages:
-            self._messages[parent] = _CARRIER
-            self._streamed["text"][parent] = None
         known = self._calls.setdefault(call_id, event)
         if known is event:
             self._new_calls[call_id] = False
+            # The message carrying it: the one it names, or (none named) one the Conversation
+            # holds under the call's own id; a snapshot restating it elsewhere moves it.
+            parent = event.get("parentMessageId", call_id)
+            if parent not in self._messages:
+                self._messages[parent] = _CARRIER
+                self._streamed["text"][parent] = None
+            carried = self._carried.get(parent)
+            if carried is None:
+                self._carried[parent] = [call_id]
+            else:
+                carried.append(call_id)
             return
         pairs = tuple((label, known.get(field), event.get(field)) for label, field in _CALL_FIELDS)
         self._disagreement(event, index, "tool call", call_id, pairs)
@@ -938,11 +948,17 @@ class Lint(Stage):
         for kind, message_id, detail in gone:
             del self._streamed[kind][message_id]
             copy = self._copy_of(message_id, kind, detail, copies)
+            what = f"{kind} message {_short(message_id)}"
+            if self._messages[message_id] is _CARRIER and message_id in self._calls:
+                what = (
+                    f"the message carrying tool call {_short(message_id)} (streamed without a "
+                    "parentMessageId, so held under the call's id)"
+                )
             if copy is None:
                 self._report(
                     LINT_SNAPSHOT_DROPS,
-                    f"MESSAGES_SNAPSHOT leaves out {kind} message {_short(message_id)}, which this "
-                    "run streamed: a UI following state.mdx removes it from the conversation",
+                    f"MESSAGES_SNAPSHOT leaves out {what}, which this run streamed: a UI "
+                    "following state.mdx removes it from the conversation",
                     index,
                     "/messages",
                 )
@@ -950,9 +966,9 @@ class Lint(Stage):
             where = f"/messages/{positions[copy]}/id"
             self._report(
                 LINT_SNAPSHOT_RENAMES,
-                f"MESSAGES_SNAPSHOT restates {kind} message {_short(message_id)} under a new id "
-                f"{_short(copy)} at {where}: a UI following state.mdx removes the message it "
-                "rendered and appends a copy (flicker; any per-message UI state is lost)",
+                f"MESSAGES_SNAPSHOT restates {what} under a new id {_short(copy)} at {where}: a "
+                "UI following state.mdx removes the message it rendered and appends a copy "
+                "(flicker; any per-message UI state is lost)",
                 index,
                 where,
             )
@@ -988,12 +1004,10 @@ class Lint(Stage):
             return copies.get((kind, detail))
         text = "".join(self._texts.get(message_id, ())) if not self._blind else ""
         copy = copies.get((kind, text)) if text else None
-        if copy is None:
-            for call_id, call in self._calls.items() if kind == "text" else ():
-                if call.get("parentMessageId") == message_id and call_id in self._run_calls:
-                    copy = copies.get(("call", call_id))
-                    if copy is not None:
-                        break
+        for call_id in self._carried.get(message_id, ()) if copy is None else ():
+            copy = copies.get(("call", call_id))
+            if copy is not None:
+                break
         return copy
 
     def _restated_call(self, call: Any, index: int, where: str) -> None:

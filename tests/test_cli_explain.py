@@ -46,6 +46,24 @@ def test_docs_diagnostics_md_is_generated_from_the_catalog() -> None:
         assert f"**`{code}`**" in generated
 
 
+def test_docs_rejections_md_is_generated_and_lists_every_rejection() -> None:
+    """Regenerate with: python -m agui_pipeline explain --rejections > docs/rejections.md"""
+    generated = agui("explain", "--rejections").stdout
+    assert (ROOT / "docs" / "rejections.md").read_text(encoding="utf-8") == generated
+    rows = [line for line in generated.splitlines() if line.startswith("| `")]
+    rejecting = [c for c in catalog.ALL.values() if c.severity is catalog.Severity.ERROR]
+    assert [row.split("`")[1] for row in rows] == [c.id for c in rejecting]
+    assert "“A consumer MUST reject any other event that arrives after a run has closed.”" in (
+        next(row for row in rows if "`verify.after-close`" in row)
+    )
+
+
+def test_explain_names_the_ground_of_a_rejection() -> None:
+    text = agui("explain", "verify.first-event", "lint.result-before-call-end").stdout
+    assert "rejected because (spec): A producer MUST NOT emit any other event first" in text
+    assert text.count("rejected because") == 1  # a finding is not a rejection
+
+
 def test_conformance_help_says_where_the_corpus_lives() -> None:
     text = agui("conformance", "--help").stdout
     assert "where the corpus lives:" in text

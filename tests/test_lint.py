@@ -232,7 +232,7 @@ def test_a_second_result_for_one_call() -> None:
     assert findings(twice)[0].event_index == 5
     # A snapshot minting the streamed result under a new id.
     renamed = snapshot(
-        assistant("a", None, ("c1", "f", "{}")),
+        assistant("c1", None, ("c1", "f", "{}")),  # the call's carrier, under its own id
         {"id": "t9", "role": "tool", "toolCallId": "c1", "content": "ok"},
     )
     # The snapshot drops t1 (state.mdx), so the Conversation holds one result: a rename,
@@ -350,8 +350,9 @@ def test_argument_deltas_of_calls_open_together_are_told_apart() -> None:
     goes to its own call. Either way the text judged and compared is each call's own."""
     a, b = tool("ca", "first", '{"a": ', "1}"), tool("cb", "second", '{"b": ', "2}")
     interleaved = [a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]]  # starts, deltas, ends
-    restated = snapshot(
-        assistant("m1", None, ("ca", "first", '{"a": 1}'), ("cb", "second", '{"b": 2}'))
+    restated = snapshot(  # each call on its carrier (no parentMessageId: the call's own id)
+        assistant("ca", None, ("ca", "first", '{"a": 1}')),
+        assistant("cb", None, ("cb", "second", '{"b": 2}')),
     )
     for calls in (a + b, interleaved):
         assert codes(lint(one_run(*calls, restated))) == []
@@ -447,16 +448,19 @@ def faithful_snapshot(events: list[Event]) -> list[Event]:
     texts: dict[str, list[str]] = {}
     calls: dict[str, tuple[str, list[str]]] = {}
     results: dict[str, str] = {}
+    carriers: dict[str, str] = {}
     for event in events:
         kind = event["type"]
         if kind == "RUN_STARTED":
-            texts, calls, results = {}, {}, {}
+            texts, calls, results, carriers = {}, {}, {}, {}
         elif kind == "TEXT_MESSAGE_START":
             texts[event["messageId"]] = []
         elif kind == "TEXT_MESSAGE_CONTENT":
             texts[event["messageId"]].append(event["delta"])
         elif kind == "TOOL_CALL_START":
             calls[event["toolCallId"]] = (event["toolCallName"], [])
+            if "parentMessageId" in event:
+                carriers[event["toolCallId"]] = event["parentMessageId"]
         elif kind == "TOOL_CALL_ARGS":
             calls[event["toolCallId"]][1].append(event["delta"])
         elif kind == "TOOL_CALL_RESULT":
@@ -465,14 +469,12 @@ def faithful_snapshot(events: list[Event]) -> list[Event]:
             restated: list[dict[str, Any]] = [
                 {"id": i, "role": "assistant", "content": "".join(t)} for i, t in texts.items()
             ]
-            if calls:
-                restated.append(
-                    assistant(
-                        "holder",
-                        None,
-                        *((i, n, "".join(a)) for i, (n, a) in calls.items()),
-                    )
-                )
+            # Each call on the message that carries it: the one it named, or, none named,
+            # the one the Conversation holds under the call's own id.
+            restated += [
+                assistant(carriers.get(i, i), None, (i, n, "".join(a)))
+                for i, (n, a) in calls.items()
+            ]
             restated += [
                 {"id": m, "role": "tool", "toolCallId": i, "content": ""}
                 for i, m in results.items()
@@ -525,7 +527,6 @@ def test_a_snapshot_dropping_or_renaming_a_streamed_message_gives_one_finding(
         for position, event in enumerate(streamed)
         if event["type"] == "MESSAGES_SNAPSHOT"
         for number, restated in enumerate(event["messages"])
-        if restated["id"] != "holder"  # the calls' carrier: no id the producer streamed
     ]
     if not targets:
         streamed = one_run(*message("m", "text"), snapshot(assistant("m", "text")))
@@ -541,7 +542,9 @@ def test_a_snapshot_dropping_or_renaming_a_streamed_message_gives_one_finding(
     assert finding.event_index == position
     assert repr(old_id) in finding.message
     copy = messages[number] if renamed else None
-    if copy is not None and (copy["role"] == "tool" or copy.get("content")):
+    if copy is not None and (
+        copy["role"] == "tool" or copy.get("content") or copy.get("toolCalls")
+    ):
         assert finding.code == "lint.snapshot-renames-message"
         assert finding.pointer == f"/messages/{number}/id"
         assert repr(copy["id"]) in finding.message

@@ -10,8 +10,8 @@ versions are pinned by ``node/package-lock.json``. What the bridge does:
   outcome, but the call it asks about was never streamed (the bridge holds a
   suspending call's events back): ``lint.interrupt-unknown-call``. The resumed run
   then answers that call with a ``TOOL_CALL_RESULT`` for a call no stream carried:
-  rejected today (``verify.tool-result``); issue 23 makes it
-  ``lint.result-for-unknown-call``, the result an orphan tool message;
+  ``lint.result-for-unknown-call``, the result held as an orphan tool message (it was
+  rejected before tool-calls.mdx's Error Handling was followed to the letter);
 - text, a backend tool, reasoning, a model error (``RUN_ERROR``), the second turn
   answering a frontend tool and a repeated thread are clean.
 
