@@ -270,13 +270,16 @@ class Conversation:
 
     def _text_start(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
-        message = self._by_id.get(message_id)
+        message = held = self._by_id.get(message_id)
         if message is None or message.get("role") in _OTHER_THAN_TEXT:
             message = {"id": message_id, "role": event.get("role", "assistant"), "content": ""}
             if "name" in event:
                 message["name"] = event["name"]
             _attribute(message, event)
-            self._mint(message)
+            if held is None:
+                self._append(message)
+            else:
+                self._replace(message)
         elif "content" not in message:  # an assistant message a tool call made
             message["content"] = ""
         if "metadata" in event:
@@ -284,11 +287,14 @@ class Conversation:
 
     def _reasoning_start(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
-        message = self._by_id.get(message_id)
+        message = held = self._by_id.get(message_id)
         if message is None or message.get("role") != "reasoning":
             message = {"id": message_id, "role": "reasoning", "content": ""}
             _attribute(message, event)
-            self._mint(message)
+            if held is None:
+                self._append(message)
+            else:
+                self._replace(message)
         if "metadata" in event:
             self._attach(message, message_id)
 
@@ -561,7 +567,7 @@ class Conversation:
 
     def _activity_snapshot(self, event: Event, index: int) -> None:
         message_id = event["messageId"]
-        message = self._by_id.get(message_id)
+        message = held = self._by_id.get(message_id)
         if message is None or message.get("role") != "activity":
             self._charge_activity(event["content"], index, "/content")
             message = {
@@ -571,7 +577,10 @@ class Conversation:
                 "content": copy_json(event["content"]),
             }
             _attribute(message, event)
-            self._mint(message)
+            if held is None:
+                self._append(message)
+            else:
+                self._replace(message)
         elif event.get("replace", True) is not False:
             # Replaces content, type and ownership — not the accumulated metadata.
             self._charge_activity(event["content"], index, "/content")
@@ -738,15 +747,13 @@ class Conversation:
         if self._listed is not None:
             self._listed.append(message)
 
-    def _mint(self, message: Message) -> None:
-        """A new message, at the end; or, where its id names another kind of message (a
-        producer reusing the id, which basic/index forbids and lint reports), in that
-        message's place: the later one stands, as a snapshot restating the id would have it."""
+    def _replace(self, message: Message) -> None:
+        """``message`` in the place of another kind of message under its id (a producer
+        reusing the id, which basic/index forbids and lint reports): the later one stands,
+        as a snapshot restating the id would have it."""
         held = self.message(message["id"])  # its pieces joined: its text counted as it stands
-        if held is None:
-            self._append(message)
-            return
-        self._chars -= _text_chars(held)
+        if held is not None:
+            self._chars -= _text_chars(held)
         self._put(message)
 
     def _put(self, message: Message) -> None:
