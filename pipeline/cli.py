@@ -16,7 +16,7 @@ import io
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import orjson
 
-from . import catalog, cli_http
+from . import catalog, cli_http, recordings
 from .cli_config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
 from .declaration import Declaration
 from .engine import Outcome, Pipeline, RunResult
@@ -114,6 +114,8 @@ class Settings:
     idle_timeout: float | None = 300.0
     max_duration: float | None = None
     transport: str = "httpx"
+    run_input: str | None = None
+    """``--run-input``: the pattern that names each recording's run input."""
 
 
 @dataclass(slots=True)
@@ -131,10 +133,13 @@ class Checked:
     """The stream's bytes when SARIF wants them for line numbers."""
 
 
-def _check_source(name: str, settings: Settings, progress: bool) -> Checked:
-    """Check one source; a usage error becomes a :class:`Checked` with status 2."""
+def _check_source(
+    name: str, settings: Settings, progress: bool, sink: Sink | None = None
+) -> Checked:
+    """Check one source; a usage error becomes a :class:`Checked` with status 2.
+    ``sink`` sees the delivered events of a recording (the fleet's run fields)."""
     try:
-        result, stream = _run_source(name, settings, progress)
+        result, stream = _run_source(name, settings, progress, sink)
     except UsageError as error:
         return Checked(name, None, EXIT_USAGE, error=str(error))
     settings.gate.tune(result)
@@ -142,11 +147,15 @@ def _check_source(name: str, settings: Settings, progress: bool) -> Checked:
     return Checked(name, result, EXIT_FAILED if failures else EXIT_OK, failures, stream=stream)
 
 
-def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResult, bytes | None]:
+def _run_source(
+    name: str, settings: Settings, progress: bool, sink: Sink | None = None
+) -> tuple[RunResult, bytes | None]:
     declaration = _declaration(settings)
-    raw_input = None if settings.input is None else read_input(Path(settings.input))
+    raw_input, input_name = _run_input(name, settings)
     meter = cli_http.Progress(sys.stderr, forced=settings.progress) if progress else None
     sinks: list[Sink] = [meter] if meter else []
+    if sink is not None:
+        sinks.append(sink)
     peer = settings.peer_version
     if name.startswith(("http://", "https://")):
         try:
@@ -171,18 +180,21 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
     source: Source = "-"
     kept: bytes | None = None
     if name != "-":
-        path = Path(name)
-        if not path.is_file():
-            raise UsageError(f"no such file: {name}")
-        source = path
-        fixture = _fixture(path)
+        if recordings.is_stored(name):
+            source, fixture, kept = _open_stored(name, keep=settings.format == "sarif")
+        else:
+            path = Path(name)
+            if not path.is_file():
+                raise UsageError(_not_a_file(name))
+            source = path
+            fixture = _fixture(path)
+            if fixture is None and settings.format == "sarif":
+                kept = _read(path)
         if fixture is not None:
             # A conformance fixture: its stream, its input unless --input overrides it.
             source = fixture.sse()
             raw_input = raw_input if raw_input is not None else fixture.raw_input()
             peer = peer or fixture.peer_max_protocol_version
-        elif settings.format == "sarif":
-            kept = _read(path)
     pipeline = Pipeline(
         framing=settings.framing,
         peer_max_protocol_version=peer,
@@ -200,7 +212,7 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
         try:
             prepared = prepare_input(raw_input, peer_max_protocol_version=peer)
         except InputRejected as error:
-            raise UsageError(f"the run input {settings.input}: {error}") from error
+            raise UsageError(f"the run input {input_name}: {error}") from error
         body, outgoing = prepared.body, list(prepared.diagnostics)
     try:
         return _drain(pipeline, source, body, outgoing), kept
@@ -240,27 +252,74 @@ def _drain(
 
 
 def _fixture(path: Path) -> Fixture | None:
-    """The conformance fixture in ``path``, when it holds one (a JSON object with ``stream``).
-
-    A stream file never starts with a line that is not a whole value, while a fixture
-    is a pretty-printed document: only then is the whole file read and parsed.
-    """
+    """The conformance fixture in ``path``, when it holds one (a JSON object with ``stream``)."""
     with path.open("rb") as file:
         first = file.readline(1 << 16).strip()
-    if not first.startswith(b"{"):
+    if not _may_be_fixture(first):
         return None
-    try:
-        head = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        head = None
-    if type(head) is dict and "stream" not in head:
-        return None  # a JSON-lines stream
     from . import conformance
 
     try:
         return conformance.load_fixture(path)
     except conformance.FixtureError:
         return None
+
+
+def _may_be_fixture(first_line: bytes) -> bool:
+    """A stream file never starts with a line that is not a whole value, while a fixture
+    is a pretty-printed document: only then is the whole file read and parsed."""
+    if not first_line.startswith(b"{"):
+        return False
+    try:
+        head = orjson.loads(first_line)
+    except orjson.JSONDecodeError:
+        return True
+    return not (type(head) is dict and "stream" not in head)  # else a JSON-lines stream
+
+
+def _open_stored(name: str, keep: bool) -> tuple[Source, Fixture | None, bytes | None]:
+    """A recording named by an fsspec URL, read once from its start: the stream to check,
+    the fixture it holds (if it is one), and its bytes when SARIF keeps them."""
+    try:
+        reads = recordings.read_stored(name)
+        first = next(reads, b"")
+        if not (_may_be_fixture(first.split(b"\n", 1)[0][: 1 << 16].strip()) or keep):
+            return _resumed(first, reads), None, None
+        data = first + b"".join(reads)
+    except ModuleNotFoundError as error:
+        raise _missing_extra(error, "dask", f"reading {name}") from None
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {name}") from None
+    except (OSError, ImportError, ValueError) as error:
+        raise UsageError(f"cannot read {name}: {error}") from None
+    from . import conformance
+
+    try:
+        fixture = conformance.parse_fixture(data, name)
+    except conformance.FixtureError:
+        return data, None, data if keep else None
+    return data, fixture, None
+
+
+def _resumed(first: bytes, reads: Iterator[bytes]) -> Iterator[bytes]:
+    """``first`` and the reads after it, closing the reader however the stream ends."""
+    try:
+        yield first
+        yield from reads
+    finally:
+        close = getattr(reads, "close", None)
+        if close is not None:
+            close()
+
+
+def _not_a_file(name: str) -> str:
+    """Why a local source names no file to check."""
+    if Path(name).is_dir():
+        named = ", ".join(recordings.RECORDING_SUFFIXES)
+        return f"no recordings under {name} (files named {named})"
+    if recordings.is_collection(name):
+        return f"no file matches {name}"
+    return f"no such file: {name}"
 
 
 def _read(path: Path) -> bytes:
@@ -273,12 +332,45 @@ def _read(path: Path) -> bytes:
 def read_input(path: Path) -> dict[str, Any]:
     """The run input in ``path`` (``--input``): a JSON object."""
     try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as error:
+        data = path.read_bytes()
+    except OSError as error:
         raise UsageError(f"cannot read the run input {path}: {error}") from None
+    return _input_document(data, str(path))
+
+
+def _input_document(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise UsageError(f"cannot read the run input {where}: {error}") from None
     if type(document) is not dict:
-        raise UsageError(f"the run input {path} is not a JSON object")
+        raise UsageError(f"the run input {where} is not a JSON object")
     return document
+
+
+def _run_input(name: str, settings: Settings) -> tuple[dict[str, Any] | None, str | None]:
+    """The run input ``name`` is judged against, and where it was read: ``--input``'s for
+    every source, or the one ``--run-input`` pairs with this recording by its name."""
+    if settings.input is not None:
+        return read_input(Path(settings.input)), settings.input
+    if settings.run_input is None:
+        return None, None
+    if name == "-" or name.startswith(("http://", "https://")):
+        raise UsageError(f"--run-input pairs recordings with their inputs by name: {name} is none")
+    where = recordings.paired(settings.run_input, name)
+    if not recordings.is_stored(where):
+        if not Path(where).is_file():
+            raise UsageError(f"no run input for {name}: no such file: {where}")
+        return read_input(Path(where)), where
+    try:
+        data = b"".join(recordings.read_stored(where))
+    except ModuleNotFoundError as error:
+        raise _missing_extra(error, "dask", f"reading {where}") from None
+    except FileNotFoundError:
+        raise UsageError(f"no run input for {name}: no such file: {where}") from None
+    except (OSError, ImportError, ValueError) as error:
+        raise UsageError(f"cannot read the run input {where}: {error}") from None
+    return _input_document(data, where), where
 
 
 def _declaration(settings: Settings) -> Declaration | None:
@@ -527,7 +619,11 @@ REPORTS: dict[str, Report] = {
 
 def _render(name: str, settings: Settings) -> tuple[int, str]:
     """Check one source and render its part of the report (a ``--jobs`` worker)."""
-    checked = _check_source(name, settings, progress=False)
+    return render_checked(_check_source(name, settings, progress=False), settings)
+
+
+def render_checked(checked: Checked, settings: Settings) -> tuple[int, str]:
+    """``checked``'s status and report part, its error (for stderr) after a NUL."""
     buffer = io.StringIO()
     REPORTS[settings.format].write(checked, settings, buffer)
     if checked.error is not None:
@@ -545,15 +641,19 @@ def _add_check(commands: Any) -> None:
         description=textwrap.fill(
             "Run the default pipeline over each SOURCE and report the verdict and "
             "every diagnostic. A SOURCE is a stream file (SSE, JSON lines or a JSON array), - for "
-            "stdin, a conformance fixture (a JSON object with 'stream' and 'input'), or an agent's "
-            "http(s) URL. Options also read from [tool.agui-pipeline] in ./pyproject.toml "
+            "stdin, a conformance fixture (a JSON object with 'stream' and 'input'), a directory "
+            "(its *.sse, *.jsonl and *.ndjson files), a glob, an fsspec URL (s3://bucket/runs/, "
+            "the 'dask' extra), or an agent's http(s) URL. Options also read from "
+            "[tool.agui-pipeline] in ./pyproject.toml "
             "(fail-on, max-warnings, rules = {CODE = LEVEL}); the command line wins.",
             78,
         ),
         epilog=EXIT_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("sources", nargs="+", metavar="SOURCE", help="a file, -, or a URL")
+    check.add_argument(
+        "sources", nargs="+", metavar="SOURCE", help="a file, a directory, a glob, -, or a URL"
+    )
     check.add_argument(
         "--format",
         choices=sorted(REPORTS),
@@ -585,12 +685,20 @@ def _add_check(commands: Any) -> None:
         metavar="FILE",
         help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
     )
-    check.add_argument(
+    inputs = check.add_mutually_exclusive_group()
+    inputs.add_argument(
         "--input",
         metavar="FILE",
         help="the RunAgentInput (JSON) the stream answers: the baseline state, the declared "
         "tools, the history. POSTed to a URL; judged against for a file, stdin or a fixture "
         "(replacing the fixture's own input)",
+    )
+    inputs.add_argument(
+        "--run-input",
+        metavar="PATTERN",
+        help="each recording's own run input, named from the recording's by PATTERN: {dir} "
+        "its directory, {name} its file name, {stem} that name without its suffix (e.g. "
+        "'{dir}/{stem}.input.json', 's3://bucket/inputs/{stem}.json')",
     )
     check.add_argument(
         "--fail-on",
@@ -627,6 +735,13 @@ def _add_check(commands: Any) -> None:
         default=1,
         metavar="N",
         help="check N sources at once in separate processes (reports stay in input order)",
+    )
+    check.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="check the sources on a Dask cluster (the 'dask' extra): a scheduler's address "
+        "(tcp://host:8786), or local:N for N worker processes on this machine. The workers "
+        "read the sources themselves; the report is the one a single process prints",
     )
     check.add_argument(
         "--conversation",
@@ -701,11 +816,17 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--conversation needs --format json")
     if args.sources.count("-") > 1:
         raise UsageError("stdin (-) can be read only once")
+    if args.scheduler is not None and args.jobs > 1:
+        raise UsageError("--scheduler and --jobs both spread the sources: give one")
+    if args.scheduler is not None and "-" in args.sources:
+        raise UsageError("--scheduler: the workers cannot read this process's stdin (-)")
     try:
         gate = build_gate(
             Path("pyproject.toml"), args.fail_on, args.max_warnings, args.rule, args.off
         )
         cli_http.parse_headers(args.header)
+        if args.run_input is not None:
+            recordings.paired(args.run_input, "runs/a.sse")
     except (ConfigError, ValueError) as error:
         raise UsageError(str(error)) from error
     settings = Settings(
@@ -725,42 +846,82 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         idle_timeout=args.idle_timeout or None,
         max_duration=args.max_duration,
         transport=args.transport,
+        run_input=args.run_input,
     )
     report = REPORTS[args.format]
-    many = len(args.sources) > 1
+    many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
     out.write(report.open(many))
     worst = EXIT_OK
-    parallel = args.jobs > 1 and many
-    progress = not parallel and (args.progress or sys.stderr.isatty())
+    progress = not (args.jobs > 1 and many) and (args.progress or sys.stderr.isatty())
     with ExitStack() as stack:
-        futures: dict[int, Future[tuple[int, str]]] = {}
-        if parallel:
-            # Stdin belongs to this process; every other source goes to a worker.
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = stack.enter_context(ProcessPoolExecutor(args.jobs))
-            futures = {
-                position: pool.submit(_render, name, settings)
-                for position, name in enumerate(args.sources)
-                if name != "-"
-            }
-        for position, name in enumerate(args.sources):
+        for position, (name, rendered) in enumerate(_parts(args, settings, stack)):
             if position:
                 out.write(report.between)
-            if position in futures:
-                status, text = futures[position].result()
-                text, _, problem = text.partition("\0")
-                out.write(text)
-            else:
+            if rendered is None:
                 checked = _check_source(name, settings, progress)
                 report.write(checked, settings, out)
                 status, problem = checked.status, checked.error or ""
+            else:
+                status, text = rendered
+                text, _, problem = text.partition("\0")
+                out.write(text)
             out.flush()
             if problem:
                 print(f"agui-pipeline: {problem}", file=sys.stderr)
             worst = max(worst, status)
     out.write(report.close(many))
     return worst
+
+
+def _parts(
+    args: argparse.Namespace, settings: Settings, stack: ExitStack
+) -> Iterator[tuple[str, tuple[int, str] | None]]:
+    """Each source in order, with its rendered report part (status, text) when another
+    process checked it, or ``None`` for this one to check it and write as it reads."""
+    sources = (found for source in args.sources for found in _expand(source))
+    if args.scheduler is not None:
+        try:
+            from .fleet import render_on_cluster
+        except ModuleNotFoundError as error:
+            raise _missing_extra(error, "dask", "--scheduler") from None
+        show = args.progress or sys.stderr.isatty()
+        yield from render_on_cluster(args.scheduler, sources, settings, progress=show)
+        return
+    names = [name for name, _ in sources]
+    futures: dict[int, Future[tuple[int, str]]] = {}
+    if args.jobs > 1 and len(names) > 1:
+        # Stdin belongs to this process; every other source goes to a worker.
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = stack.enter_context(ProcessPoolExecutor(args.jobs))
+        futures = {
+            position: pool.submit(_render, name, settings)
+            for position, name in enumerate(names)
+            if name != "-"
+        }
+    for position, name in enumerate(names):
+        yield name, futures[position].result() if position in futures else None
+
+
+def _is_collection(source: str) -> bool:
+    """Whether ``source`` is a directory or a glob (so the report is one for several)."""
+    try:
+        return recordings.is_collection(source)
+    except ModuleNotFoundError as error:
+        raise _missing_extra(error, "dask", f"reading {source}") from None
+    except (OSError, ImportError, ValueError) as error:
+        raise UsageError(f"cannot list {source}: {error}") from None
+
+
+def _expand(source: str) -> Iterator[tuple[str, int | None]]:
+    """The recordings ``source`` names (:func:`recordings.expand`), a listing that fails
+    being a usage error."""
+    try:
+        yield from recordings.expand(source)
+    except ModuleNotFoundError as error:
+        raise _missing_extra(error, "dask", f"reading {source}") from None
+    except (OSError, ImportError, ValueError) as error:
+        raise UsageError(f"cannot list {source}: {error}") from None
 
 
 # -- serve ------------------------------------------------------------------------------

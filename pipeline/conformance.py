@@ -31,7 +31,7 @@ import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 import orjson
@@ -133,22 +133,31 @@ def load_fixture(path: str | Path) -> Fixture:
     """Read one fixture file; :class:`FixtureError` when it is not one."""
     path = Path(path)
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
+        document = path.read_bytes()
+    except OSError as exc:
         raise FixtureError(f"{path}: cannot read a JSON document: {exc}") from None
+    return parse_fixture(document, str(path), path)
+
+
+def parse_fixture(document: bytes, where: str, path: Path | None = None) -> Fixture:
+    """The fixture in ``document``, read from ``where`` (a path or a URL)."""
+    try:
+        data = orjson.loads(document)
+    except orjson.JSONDecodeError as exc:
+        raise FixtureError(f"{where}: cannot read a JSON document: {exc}") from None
     if type(data) is not dict:
-        raise FixtureError(f"{path}: a fixture is a JSON object")
+        raise FixtureError(f"{where}: a fixture is a JSON object")
     stream, expect = data.get("stream"), data.get("expect")
     if type(stream) is not list or not all(type(e) is dict for e in stream):
-        raise FixtureError(f"{path}: 'stream' must be an array of event objects")
+        raise FixtureError(f"{where}: 'stream' must be an array of event objects")
     if type(expect) is not dict:
-        raise FixtureError(f"{path}: 'expect' must be an object")
+        raise FixtureError(f"{where}: 'expect' must be an object")
     run_input, client = data.get("input"), data.get("client") or {}
     if run_input is not None and type(run_input) is not dict:
-        raise FixtureError(f"{path}: 'input' must be an object")
+        raise FixtureError(f"{where}: 'input' must be an object")
     if type(client) is not dict:
-        raise FixtureError(f"{path}: 'client' must be an object")
-    name = data["name"] if isinstance(data.get("name"), str) else path.stem
+        raise FixtureError(f"{where}: 'client' must be an object")
+    name = data["name"] if isinstance(data.get("name"), str) else PurePosixPath(where).stem
     return Fixture(name, stream, expect, run_input, client, path)
 
 

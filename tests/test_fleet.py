@@ -1,0 +1,474 @@
+"""Fleet scale: sources listed from directories, globs and object storage, and checked on
+a real Dask cluster (worker processes started and stopped here) with the report one
+process prints; the library's results and producer report; a worker killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+from agui_pipeline import recordings
+from agui_pipeline.fleet import (
+    FleetReport,
+    ProducerFromPath,
+    ProducerFromRun,
+    SourceResult,
+    check_fleet,
+)
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+from fsspec.implementations.local import LocalFileSystem
+
+from tests.cli_run import agui, write_json
+from tests.streams import encode
+from tests.test_cli_gate import CLEAN, MISSPELT, RUN_ERROR, TRUNCATED
+from tests.test_cli_input import ANSWERS_FRONTEND_TOOL, RUN_INPUT
+
+FORMATS = ("text", "json", "sarif", "junit")
+
+
+def _started(agent: str, version: str | None) -> dict[str, Any]:
+    start: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+    start["metadata"] = {"agent": agent}
+    if version is not None:
+        start["protocolVersion"] = version
+    return start
+
+
+def _archive(root: Path) -> Path:
+    """Recordings of two agents, one directory each, a run input beside each recording,
+    and files a directory listing must leave out (hidden, not named for a stream)."""
+    runs = root / "runs"
+    streams = {
+        "agent-a/clean.sse": [_started("a", "1.1"), *CLEAN[1:]],
+        "agent-a/misspelt.sse": [_started("a", "1.1"), *MISSPELT[1:]],
+        "agent-a/sub/misspelt-again.jsonl": [_started("a", "1.0"), *MISSPELT[1:]],
+        "agent-b/truncated.sse": [_started("b", None), *TRUNCATED[1:]],
+        "agent-b/run-error.sse": [_started("b", None), *RUN_ERROR[1:]],
+        "agent-b/frontend.sse": ANSWERS_FRONTEND_TOOL,
+    }
+    for name, events in streams.items():
+        path = runs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(encode(events, "jsonl" if name.endswith(".jsonl") else "sse"))
+        stem = path.name.rsplit(".", 1)[0]
+        write_json(path.parent / f"{stem}.input.json", RUN_INPUT)
+    (runs / "agent-a" / ".hidden.sse").write_bytes(encode(CLEAN, "sse"))
+    (runs / "agent-a" / "notes.txt").write_text("not a recording")
+    return runs
+
+
+# -- listing: paths, directories, globs, URLs -------------------------------------------
+
+
+def test_a_directory_lists_its_recordings_in_path_order_leaving_out_hidden_files(
+    tmp_path: Path,
+) -> None:
+    runs = _archive(tmp_path)
+    listed = [name for name, _ in recordings.expand(str(runs))]
+    assert listed == [
+        f"{runs}/agent-a/clean.sse",
+        f"{runs}/agent-a/misspelt.sse",
+        f"{runs}/agent-a/sub/misspelt-again.jsonl",
+        f"{runs}/agent-b/frontend.sse",
+        f"{runs}/agent-b/run-error.sse",
+        f"{runs}/agent-b/truncated.sse",
+    ]
+    sizes = [size for _, size in recordings.expand(str(runs))]
+    assert sizes == [Path(name).stat().st_size for name in listed]
+
+
+def test_globs_match_one_segment_with_star_and_any_depth_with_double_star(
+    tmp_path: Path,
+) -> None:
+    runs = _archive(tmp_path)
+
+    def names(pattern: str) -> list[str]:
+        return [name.removeprefix(f"{runs}/") for name, _ in recordings.expand(pattern)]
+
+    assert names(f"{runs}/*/m*.sse") == ["agent-a/misspelt.sse"]
+    assert names(f"{runs}/**/*.jsonl") == ["agent-a/sub/misspelt-again.jsonl"]
+    assert names(f"{runs}/**/misspelt.sse") == ["agent-a/misspelt.sse"]
+    assert len(names(f"{runs}/**")) == 13  # six recordings, their six inputs, the notes
+    assert names(f"{runs}/agent-[!a]/*.input.json") == [
+        "agent-b/frontend.input.json",
+        "agent-b/run-error.input.json",
+        "agent-b/truncated.input.json",
+    ]
+    assert names(f"{runs}/*/?lean.sse") == ["agent-a/clean.sse"]
+    # A glob that matches nothing is given back, for the check to say so.
+    assert names(f"{runs}/*/nothing-*.sse") == ["*/nothing-*.sse"]
+
+
+def test_file_urls_list_as_the_local_directory_does(tmp_path: Path) -> None:
+    runs = _archive(tmp_path)
+    local = [name for name, _ in recordings.expand(str(runs))]
+    stored = [name for name, _ in recordings.expand(f"file://{runs}/")]
+    assert stored == [f"file://{name}" for name in local]
+    globbed = [name for name, _ in recordings.expand(f"file://{runs}/**/*.jsonl")]
+    assert globbed == [f"file://{runs}/agent-a/sub/misspelt-again.jsonl"]
+
+
+def test_a_run_input_is_named_from_its_recording() -> None:
+    pattern = "{dir}/{stem}.input.json"
+    assert recordings.paired(pattern, "s3://b/runs/a.sse") == "s3://b/runs/a.input.json"
+    assert recordings.paired("inputs/{name}", "a.sse") == "inputs/a.sse"
+    with pytest.raises(ValueError, match="run-input"):
+        recordings.paired("{path}.json", "a.sse")
+
+
+# -- one process, --jobs and --scheduler print the same report ----------------------------
+
+
+def _steady(text: str) -> str:
+    """The report without what changes from one run to the next whatever checks it: the
+    clock (JUnit's timestamps)."""
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?", "TIME", text)
+
+
+def _said(stderr: str) -> list[str]:
+    """What ``check`` said on stderr, as a terminal shows it (past a progress line's
+    carriage returns and erasures)."""
+    shown = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "") for line in stderr.splitlines()]
+    return [line for line in shown if line.startswith("agui-pipeline:")]
+
+
+@pytest.mark.parametrize("report_format", FORMATS)
+def test_one_process_jobs_and_a_local_cluster_print_the_same_report(
+    tmp_path: Path, report_format: str
+) -> None:
+    runs = _archive(tmp_path)
+    fixture = write_json(
+        tmp_path / "fixture.json",
+        {"name": "answers", "stream": ANSWERS_FRONTEND_TOOL, "expect": {}},
+    )
+    sources: list[str | Path] = [runs, f"{runs}/*/c*.sse", fixture, tmp_path / "missing.sse"]
+    common: tuple[str | Path, ...] = (
+        "check",
+        *sources,
+        "--format",
+        report_format,
+        "--sarif-root",
+        tmp_path,
+    )
+    alone = agui(*common)
+    jobs = agui(*common, "--jobs", "2")
+    cluster = agui(*common, "--scheduler", "local:2", "--progress")
+    assert alone.returncode == jobs.returncode == cluster.returncode == 2
+    assert _steady(alone.stdout) == _steady(jobs.stdout) == _steady(cluster.stdout)
+    assert _said(alone.stderr) == _said(jobs.stderr) == _said(cluster.stderr)
+    assert "sources checked" in cluster.stderr  # the progress line
+    # Every recording is there: the directory's six, the glob's one, the fixture, the missing.
+    if report_format == "json":
+        reports = json.loads(cluster.stdout)
+        assert [report["status"] for report in reports] == [0, 0, 0, 0, 0, 1, 0, 0, 2]
+        assert reports[-1]["error"] == f"no such file: {tmp_path / 'missing.sse'}"
+
+
+def test_each_recording_is_judged_against_its_own_run_input(tmp_path: Path) -> None:
+    runs = _archive(tmp_path)
+    (runs / "agent-b" / "truncated.input.json").unlink()
+    paired = ("check", runs, "--run-input", "{dir}/{stem}.input.json", "--format", "json")
+    alone = agui(*paired)
+    cluster = agui(*paired, "--scheduler", "local:1")
+    assert alone.stdout == cluster.stdout and alone.returncode == cluster.returncode == 2
+    by_source = {Path(report["source"]).name: report for report in json.loads(alone.stdout)}
+    # The frontend tool is declared only by the input: paired, the lint can judge the answer.
+    codes = [d["code"] for d in by_source["frontend.sse"]["diagnostics"]]
+    assert "lint.result-for-frontend-tool" in codes
+    given = agui(
+        "check",
+        runs / "agent-b" / "frontend.sse",
+        "--format",
+        "json",
+        "--input",
+        runs / "agent-b" / "frontend.input.json",
+    )
+    assert json.loads(given.stdout)["diagnostics"] == by_source["frontend.sse"]["diagnostics"]
+    missing = runs / "agent-b" / "truncated.input.json"
+    assert by_source["truncated.sse"]["error"] == (
+        f"no run input for {runs / 'agent-b' / 'truncated.sse'}: no such file: {missing}"
+    )
+
+
+def test_scheduler_refuses_stdin_and_jobs_and_a_bad_local_count(tmp_path: Path) -> None:
+    clean = tmp_path / "clean.sse"
+    clean.write_bytes(encode(CLEAN, "sse"))
+    stdin = agui("check", "-", "--scheduler", "local:1", stdin=encode(CLEAN, "sse"))
+    assert stdin.returncode == 2 and "stdin" in stdin.stderr
+    both = agui("check", clean, "--scheduler", "local:1", "--jobs", "2")
+    assert both.returncode == 2 and "give one" in both.stderr
+    zero = agui("check", clean, "--scheduler", "local:0")
+    assert zero.returncode == 2 and "local:N" in zero.stderr
+
+
+# -- the library on a cluster the tests start ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Client]:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as local,
+        Client(local) as client,
+    ):
+        yield client
+
+
+def _one_process(sources: list[str]) -> list[dict[str, Any]]:
+    completed = agui("check", *sources, "--format", "json")
+    reports: list[dict[str, Any]] = json.loads(completed.stdout)
+    return reports
+
+
+def test_the_library_yields_every_source_once_and_sums_up_the_findings(
+    tmp_path: Path, cluster: Client
+) -> None:
+    runs = _archive(tmp_path)
+    expected = _one_process([str(runs)])
+    by_path = ProducerFromPath(f"{runs}/{{producer}}/**")
+    with check_fleet([str(runs)], scheduler=cluster, producer=by_path, batch_sources=2) as run:
+        results = sorted(run, key=lambda result: result.position)
+        report = run.report
+    assert [r.source for r in results] == [report["source"] for report in expected]
+    assert [r.status for r in results] == [report["status"] for report in expected]
+    assert [r.outcome for r in results] == [r["verdict"]["outcome"] for r in expected]
+
+    # By code: every source's producer report added up, first where it first appears.
+    totals: dict[str, int] = {}
+    firsts: dict[str, tuple[str, int]] = {}
+    for source in expected:
+        for group in source["producerReport"]["groups"]:
+            totals[group["code"]] = totals.get(group["code"], 0) + group["count"]
+            firsts.setdefault(group["code"], (source["source"], group["first"]["eventIndex"]))
+    assert totals  # the archive has findings to count
+    assert {code: tally.count for code, tally in report.overall.codes.items()} == totals
+    for code, tally in report.overall.codes.items():
+        assert tally.first is not None
+        assert (tally.first.source, tally.first.event_index) == firsts[code]
+
+    assert {key: group.sources for key, group in report.by_producer.items()} == {
+        "agent-a": 3,
+        "agent-b": 3,
+    }
+    # The version the stream declares; the streams that declare none are grouped apart.
+    assert {key: group.sources for key, group in report.by_version.items()} == {
+        "1.1": 2,
+        "1.0": 1,
+        None: 3,
+    }
+    stripped = "enforce.stripped"
+    assert report.by_version["1.0"].codes[stripped].count == 1
+    assert report.overall.failed == 1 and report.unchecked == 0  # truncated.sse
+    assert report.to_dict()["codes"][stripped]["sources"] == 2
+    assert "fleet report: 6 sources" in report.render()
+
+
+def test_producers_can_be_named_by_a_field_of_the_run(tmp_path: Path, cluster: Client) -> None:
+    runs = _archive(tmp_path)
+    by_field = ProducerFromRun("/metadata/agent")
+    with check_fleet([f"{runs}/**/*.sse"], scheduler=cluster, producer=by_field) as run:
+        producers = {Path(result.source).name: result.producer for result in run}
+    assert producers == {
+        "clean.sse": "a",
+        "misspelt.sse": "a",
+        "truncated.sse": "b",
+        "run-error.sse": "b",
+        "frontend.sse": None,  # its RUN_STARTED says no agent
+    }
+
+
+def test_the_producer_report_groups_by_source_order_not_by_arrival() -> None:
+    report = FleetReport()
+    clean = SourceResult("a", 1, 0, "completed", _findings("x.y", 4), "p", "1.1", 5)
+    later = SourceResult("b", 0, 0, "completed", _findings("x.y", 2), "p", "1.1", 5)
+    report.add(clean)
+    report.add(later)
+    tally = report.overall.codes["x.y"]
+    assert (tally.count, tally.sources) == (2, 2)
+    assert tally.first is not None and (tally.first.source, tally.first.event_index) == ("b", 2)
+
+
+def _findings(code: str, event_index: int) -> Any:
+    from agui_pipeline.catalog import Severity
+    from agui_pipeline.errors import Diagnostic
+    from agui_pipeline.report import producer_report
+
+    return producer_report([Diagnostic(code, Severity.WARNING, "m", event_index, "/", "")])
+
+
+# -- object storage: a real S3-compatible server on 127.0.0.1 -------------------------------
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """moto's S3 server on a free port, and the environment that points clients at it."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    environment = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "fleet-test",
+        "AWS_SECRET_ACCESS_KEY": "fleet-test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    try:
+        yield environment
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_recordings_in_object_storage_are_read_by_the_workers(
+    tmp_path: Path, s3: dict[str, str]
+) -> None:
+    import s3fs
+
+    runs = _archive(tmp_path)
+    storage = s3fs.S3FileSystem()
+    storage.mkdir("archive")
+    storage.put(f"{runs}/", "archive/runs/", recursive=True)
+    paired = ("--run-input", "{dir}/{stem}.input.json", "--format", "json")
+    alone = agui("check", "s3://archive/runs/", *paired, env=s3)
+    cluster = agui("check", "s3://archive/runs/", *paired, "--scheduler", "local:2", env=s3)
+    assert alone.returncode == cluster.returncode == 1
+    assert alone.stdout == cluster.stdout
+    # The same verdicts and findings as the local copies get.
+    local = json.loads(agui("check", runs, *paired).stdout)
+    stored = json.loads(cluster.stdout)
+    assert [r["source"] for r in stored] == [
+        r["source"].replace(str(runs), "s3://archive/runs") for r in local
+    ]
+    assert [(r["verdict"], r["diagnostics"]) for r in stored] == [
+        (r["verdict"], r["diagnostics"]) for r in local
+    ]
+    missing = agui("check", "s3://archive/runs/none.sse", "-q", env=s3)
+    assert missing.returncode == 2
+    assert "no such file: s3://archive/runs/none.sse" in missing.stderr
+
+
+# -- workers that die ----------------------------------------------------------------------
+
+
+def _heavy_archive(root: Path, count: int) -> list[str]:
+    """``count`` recordings long enough (40,000 events) to keep a worker busy a while."""
+    from agui_pipeline.workload import encode_sse, events
+
+    body = encode_sse(events(40_000, seed=3))
+    names = []
+    for number in range(count):
+        path = root / f"run-{number:02}.sse"
+        path.write_bytes(body)
+        names.append(str(path))
+    return names
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_loses_nothing(tmp_path: Path) -> None:
+    names = _heavy_archive(tmp_path, 16)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as local,
+        Client(local) as client,
+    ):
+        before = set(client.run(os.getpid).values())
+        results = []
+        with check_fleet(names, scheduler=client, batch_sources=1) as run:
+            for result in run:
+                results.append(result)
+                if len(results) == 1:  # both workers are busy with the next ones
+                    os.kill(next(iter(before)), signal.SIGKILL)
+        client.wait_for_workers(2, timeout=60)
+        after = set(client.run(os.getpid).values())
+    assert len(before - after) == 1  # one was killed, and its nanny started another
+    assert sorted(result.position for result in results) == list(range(16))
+    assert {result.outcome for result in results} == {"completed"}
+    assert {result.events for result in results} == {40_000}
+
+
+class PoisonFileSystem(LocalFileSystem):
+    """Local files under ``poison://``, where a file named ``poison*`` kills its reader:
+    what a source that brings down its worker every time looks like to the cluster."""
+
+    protocol = "poison"
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if Path(self._strip_protocol(path)).name.startswith("poison"):
+            os._exit(1)
+        return super()._open(path, mode, **kwargs)
+
+
+class RegisterPoison(WorkerPlugin):
+    def setup(self, worker: Any) -> None:
+        fsspec.register_implementation("poison", PoisonFileSystem, clobber=True)
+
+
+@pytest.mark.slow
+def test_a_source_that_kills_every_worker_is_reported_and_the_rest_are_checked(
+    tmp_path: Path,
+) -> None:
+    import dask
+
+    fsspec.register_implementation("poison", PoisonFileSystem, clobber=True)
+    for name in ("a.sse", "b.sse", "poison.sse", "c.sse"):
+        (tmp_path / name).write_bytes(encode(CLEAN, "sse"))
+    sources = [f"poison://{tmp_path}/{name}" for name in ("a.sse", "b.sse", "poison.sse", "c.sse")]
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as local,
+        Client(local) as client,
+    ):
+        client.register_plugin(RegisterPoison())
+        started = time.monotonic()
+        with check_fleet(sources, scheduler=client, batch_sources=4) as run:
+            results = {Path(result.source).name: result for result in run}
+        assert time.monotonic() - started < 120
+    assert {name: result.outcome for name, result in results.items()} == {
+        "a.sse": "completed",
+        "b.sse": "completed",
+        "c.sse": "completed",
+        "poison.sse": None,
+    }
+    poisoned = results["poison.sse"]
+    assert poisoned.status == 2
+    assert poisoned.error is not None and "died" in poisoned.error
+
+
+def test_the_cli_without_the_extra_says_which_to_install(tmp_path: Path) -> None:
+    clean = tmp_path / "clean.sse"
+    clean.write_bytes(encode(CLEAN, "sse"))
+    script = (
+        "import sys; sys.modules['distributed'] = None; sys.modules['fsspec'] = None\n"
+        "from agui_pipeline.cli import main; raise SystemExit(main(sys.argv[1:]))"
+    )
+    import sys
+
+    for argv in (
+        [str(clean), "--scheduler", "local:1"],
+        ["s3://bucket/runs/", "-q"],
+    ):
+        completed = subprocess.run(
+            [sys.executable, "-c", script, "check", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert completed.returncode == 2
+        assert "pip install 'agui-pipeline[dask]'" in completed.stderr
