@@ -29,6 +29,8 @@ from .cli_config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
 from .declaration import Declaration
 from .engine import Outcome, Pipeline, RunResult
 from .errors import Diagnostic, InputRejected, StreamRejected
+from .escaping import inert, printable_name
+from .redaction import redact_url
 from .report import producer_report
 from .sources import Source, iter_chunks_sync, may_stall
 from .stage import RunRecord, RunStatus
@@ -132,14 +134,19 @@ class Checked:
 
 
 def _check_source(name: str, settings: Settings, progress: bool) -> Checked:
-    """Check one source; a usage error becomes a :class:`Checked` with status 2."""
+    """Check one source; a usage error becomes a :class:`Checked` with status 2.
+
+    The source is named in the report as it may be written: a URL redacted, a file name
+    that is not UTF-8 with its bytes escaped.
+    """
+    shown = redact_url(name) if name.startswith(("http://", "https://")) else printable_name(name)
     try:
         result, stream = _run_source(name, settings, progress)
     except UsageError as error:
-        return Checked(name, None, EXIT_USAGE, error=str(error))
+        return Checked(shown, None, EXIT_USAGE, error=printable_name(str(error)))
     settings.gate.tune(result)
     failures = settings.gate.failures(result)
-    return Checked(name, result, EXIT_FAILED if failures else EXIT_OK, failures, stream=stream)
+    return Checked(shown, result, EXIT_FAILED if failures else EXIT_OK, failures, stream=stream)
 
 
 def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResult, bytes | None]:
@@ -323,11 +330,12 @@ class Report:
 
 
 def _verdict_line(checked: Checked, style: Style) -> str:
+    name = inert(checked.name)
     if checked.result is None:
-        return f"{checked.name}: {style.paint('error', 'bad')}: {checked.error}"
+        return f"{name}: {style.paint('error', 'bad')}: {inert(checked.error or '')}"
     outcome = str(checked.result.verdict.outcome)
     tone = "good" if checked.result.verdict.outcome is Outcome.COMPLETED else "bad"
-    line = f"{checked.name}: {style.paint(outcome, tone)}"
+    line = f"{name}: {style.paint(outcome, tone)}"
     if checked.failures and checked.result.verdict.outcome is Outcome.COMPLETED:
         line += f", {style.paint('failed', 'bad')}: " + "; ".join(checked.failures)
     return line
@@ -359,7 +367,7 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
     if isinstance(verdict.error, StreamRejected):
         out.write(f"  {_diagnostic_line(verdict.error.to_diagnostic(), style, label=False)}\n")
     elif verdict.error is not None:
-        out.write(f"  {verdict.message}\n")
+        out.write(f"  {inert(verdict.message or '')}\n")
     if result.diagnostics:
         out.write(f"  diagnostics ({len(result.diagnostics)}):\n")
         for diagnostic in result.diagnostics:
@@ -368,7 +376,8 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         out.write(f"    ... and {count} more {code}\n")
     report = producer_report(result.diagnostics, result.suppressed)
     if report.groups:
-        out.write("  " + report.render().replace("\n", "\n  ") + "\n")
+        rendered = "\n  ".join(inert(line) for line in report.render().split("\n"))
+        out.write(f"  {rendered}\n")
 
 
 def _diagnostic_line(diagnostic: Diagnostic, style: Style, *, label: bool = True) -> str:
@@ -377,8 +386,8 @@ def _diagnostic_line(diagnostic: Diagnostic, style: Style, *, label: bool = True
     if diagnostic.event_index is not None:
         where.append(f"event {diagnostic.event_index}")
     if diagnostic.pointer is not None:
-        where.append(f"at {diagnostic.pointer or '/'}")
-    line = f"{diagnostic.code}: {diagnostic.message}"
+        where.append(f"at {inert(diagnostic.pointer) or '/'}")
+    line = f"{diagnostic.code}: {inert(diagnostic.message)}"
     if where:
         line += f" ({', '.join(where)})"
     if diagnostic.spec:
@@ -398,7 +407,7 @@ def _run_line(run: RunRecord) -> str:
         detail = f": {run.error}"
     elif run.status is RunStatus.INTERRUPTED and run.outcome is not None:
         detail = f", {len(run.outcome['interrupts'])} interrupt(s)"
-    return f"run {name}{thread}: {run.status}{detail}"
+    return inert(f"run {name}{thread}: {run.status}{detail}")
 
 
 def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
@@ -757,7 +766,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
                 status, problem = checked.status, checked.error or ""
             out.flush()
             if problem:
-                print(f"agui-pipeline: {problem}", file=sys.stderr)
+                print(f"agui-pipeline: {inert(problem)}", file=sys.stderr)
             worst = max(worst, status)
     out.write(report.close(many))
     return worst
@@ -921,7 +930,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         return handler(args, out or sys.stdout)
     except UsageError as exc:
-        print(f"agui-pipeline: {exc}", file=sys.stderr)
+        print(f"agui-pipeline: {inert(printable_name(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more can be said, so say nothing.

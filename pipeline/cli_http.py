@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import Diagnostic
+from .escaping import inert
 from .events import AnyEvent
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class Progress:
         self.events += len(events)
         for event in events:
             if event.get("type") == "RUN_STARTED":
-                self.run_id = str(event.get("runId"))
+                self.run_id = inert(str(event.get("runId")))[:80]
         now = time.monotonic()
         if now - self.drawn >= self.interval:
             self.drawn = now
@@ -301,12 +302,15 @@ def add_proxy(commands: Any) -> None:
 def run_proxy(args: argparse.Namespace, capabilities: Any) -> None:
     from .engine import Pipeline
     from .proxy import RunLog, proxy
+    from .redaction import redact_url
 
     if not args.upstream.startswith(("http://", "https://")):
-        raise ValueError(f"--upstream expects an http:// or https:// URL, got {args.upstream!r}")
+        raise ValueError(
+            f"--upstream expects an http:// or https:// URL, got {redact_url(args.upstream)!r}"
+        )
 
     def listening(url: str) -> None:
-        print(f"relaying {url} to {args.upstream}", file=sys.stderr, flush=True)
+        print(f"relaying {url} to {redact_url(args.upstream)}", file=sys.stderr, flush=True)
 
     transport = transport_named(args.transport)
     proxy(

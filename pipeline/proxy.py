@@ -16,11 +16,17 @@ import orjson
 from .client import Transport
 from .engine import Pipeline, Verdict
 from .errors import Diagnostic
+from .escaping import inert, inert_json, quoted
 from .relay import Relay, Upstream
 
 
 class RunLog:
-    """Writes each relayed run's diagnostics and verdict, one line each, as they happen."""
+    """Writes each relayed run's diagnostics and verdict, one line each, as they happen.
+
+    What a client or a producer chose is inert: the ids are quoted and every control
+    character escaped (:mod:`agui_pipeline.escaping`), so no request can end a line or
+    write one of its own; a JSON line escapes the characters JSON itself leaves raw.
+    """
 
     def __init__(self, out: TextIO, log_format: str = "text") -> None:
         if log_format not in ("text", "json"):
@@ -32,7 +38,7 @@ class RunLog:
         if self.json:
             self._line({**_ids(run_input), "diagnostic": diagnostic.to_dict()})
         else:
-            self._text(run_input, str(diagnostic))
+            self._text(run_input, inert(str(diagnostic)))
 
     def end(self, run_input: Mapping[str, Any], verdict: Verdict | None) -> None:
         if self.json:
@@ -43,15 +49,18 @@ class RunLog:
             self._text(run_input, "no stream (refused, upstream error, or the client went away)")
         else:
             ended = str(verdict.outcome)
-            self._text(run_input, ended if verdict.completed else f"{ended}: {verdict.message}")
+            said = ended if verdict.completed else f"{ended}: {inert(verdict.message or '')}"
+            self._text(run_input, said)
 
     def _text(self, run_input: Mapping[str, Any], text: str) -> None:
         ids = _ids(run_input)
-        self.out.write(f"run {ids['runId']} (thread {ids['threadId']}): {text}\n")
+        run = "(no runId)" if ids["runId"] is None else quoted(ids["runId"])
+        thread = "(no threadId)" if ids["threadId"] is None else quoted(ids["threadId"])
+        self.out.write(f"run {run} (thread {thread}): {text}\n")
         self.out.flush()
 
     def _line(self, record: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(record).decode() + "\n")
+        self.out.write(inert_json(orjson.dumps(record).decode()) + "\n")
         self.out.flush()
 
 
