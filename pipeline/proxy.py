@@ -1,15 +1,18 @@
 """``agui-pipeline proxy``: a validating gateway between a UI and an agent.
 
-A :class:`~agui_pipeline.relay.Relay` served by uvicorn, printing every run's
-diagnostics on stderr as they happen — text lines, or JSON lines with
-``log_format="json"`` — and one line with the verdict when the run ends.
+A :class:`~agui_pipeline.relay.Relay` behind a :class:`~agui_pipeline.gateway.Gateway`
+(descriptor budget, timeouts, health, metrics, graceful shutdown) served by uvicorn,
+printing every run's diagnostics on stderr as they happen — text lines, or JSON lines
+with ``log_format="json"`` — one line with the verdict when the run ends, and the
+gateway's errors summarised.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
@@ -18,6 +21,10 @@ from .engine import Pipeline, Verdict
 from .errors import Diagnostic
 from .escaping import inert, inert_json, quoted
 from .relay import Relay, Upstream
+
+if TYPE_CHECKING:
+    from .gateway import GatewaySettings, SummarisedLog
+    from .gateway_metrics import GatewayMetrics
 
 
 class RunLog:
@@ -46,7 +53,10 @@ class RunLog:
                 {**_ids(run_input), "verdict": None if verdict is None else verdict.to_dict()}
             )
         elif verdict is None:
-            self._text(run_input, "no stream (refused, upstream error, or the client went away)")
+            self._text(
+                run_input,
+                "no verdict (refused, upstream error, the client went away, or ended at shutdown)",
+            )
         else:
             ended = str(verdict.outcome)
             said = ended if verdict.completed else f"{ended}: {inert(verdict.message or '')}"
@@ -91,13 +101,38 @@ def proxy(
     log: RunLog | None = None,
     on_listening: Callable[[str], None] | None = None,
     transport: Transport | None = None,
+    settings: GatewaySettings | None = None,
+    metrics: GatewayMetrics | None = None,
 ) -> None:
-    """Serve the proxy in the foreground until interrupted."""
-    from .serve import bind, run_server, url_of
+    """Serve the proxy in the foreground until SIGTERM or SIGINT: the relay behind the
+    gateway's budget, timeouts, endpoints and graceful shutdown (:mod:`agui_pipeline.gateway`).
+    ``metrics`` counts for ``/metrics`` and OpenTelemetry (``None``: no counters)."""
+    from .gateway import Gateway, GatewaySettings, SummarisedLog, serve_gateway
+    from .serve import bind, url_of
 
+    log = log or RunLog(sys.stderr)
+    settings = settings or GatewaySettings()
+    relay = proxy_app(upstream, pipeline=pipeline, log=log, transport=transport)
+    errors = SummarisedLog(log.out, json=log.json, interval=settings.log_interval)
+    gateway = Gateway(relay, settings=settings, log=errors, metrics=metrics)
     sock = bind(host, port)
     if on_listening is not None:
         on_listening(url_of(sock))
-    # uvicorn says only what goes wrong: stderr is the runs' log.
-    app = proxy_app(upstream, pipeline=pipeline, log=log, transport=transport)
-    run_server(app, sock, "warning", lifespan=True)  # the Relay closes its pool on shutdown
+    # uvicorn says only what goes wrong, summarised with the gateway's errors: stderr is
+    # the runs' log.
+    logging.getLogger("uvicorn.error").addFilter(_Summarised(errors))
+    serve_gateway(gateway, sock)
+
+
+class _Summarised(logging.Filter):
+    """uvicorn's own warnings and errors, each message once per interval, then counted."""
+
+    def __init__(self, log: SummarisedLog) -> None:
+        super().__init__()
+        self.log = log
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        message = record.getMessage()
+        return self.log.note(f"server: {message.splitlines()[0][:80]}", message)
