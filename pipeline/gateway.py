@@ -59,6 +59,14 @@ POOL_KEEPALIVE = 100
 """Idle upstream connections the relay's pool keeps (``Upstream``'s httpx limits)."""
 DESCRIPTORS_PER_RUN = 1
 """What a relayed run holds besides its client's connection: the upstream connection."""
+ACCEPT_BURST = 100
+"""Connections the event loop accepts at once before the gateway counts them (asyncio's
+accept loop takes up to its ``backlog`` per wake-up): set aside, so accept never fails."""
+EVICT_AFTER = 1.0
+"""Seconds a connection must have sent no whole request headers before it may be closed to
+make room: an honest client sends them at once."""
+LISTEN_BACKLOG = 2048
+"""Connections the kernel queues before they are accepted (``serve.bind``'s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,35 +109,52 @@ def _open_descriptors() -> int:
 
 
 class DescriptorBudget:
-    """The descriptors connections and runs may use: the limit less what is set aside."""
+    """The descriptors connections and runs may use: the limit less ``spare``.
 
-    def __init__(self, limit: int, reserved: int, max_concurrency: int | None) -> None:
+    The count is cheap and pessimistic: the descriptors open at start, the upstream pool
+    full, every connection and every run (its upstream connection counted from the moment
+    it is admitted, before it connects). A run is admitted on that count alone, so no
+    upstream connection ever fails for want of a descriptor. A connection past it, which
+    already holds its descriptor, is kept while the descriptors actually open
+    (``/proc/self/fd``) leave ``spare`` free: its request is then answered ``503``.
+    """
+
+    def __init__(self, limit: int, at_start: int, max_concurrency: int | None, spare: int) -> None:
         self.limit = limit
-        self.reserved = reserved
+        self.at_start = at_start
         self.max_concurrency = max_concurrency
+        self.spare = spare
         self.connections = 0
         self.runs = 0
+        self.releasing = 0
+        """Connections closed by the gateway whose descriptors the loop has yet to free."""
 
-    @property
-    def used(self) -> int:
-        return self.reserved + self.connections + self.runs * DESCRIPTORS_PER_RUN
+    def fits(self, more: int = 0) -> bool:
+        """Whether ``more`` descriptors fit the pessimistic count, ``spare`` kept free."""
+        counted = self.at_start + POOL_KEEPALIVE + self.connections + self.runs
+        return counted + more + self.spare <= self.limit
 
-    def connection_fits(self) -> bool:
-        """Whether the connections open now, the newest counted, fit."""
-        return self.used <= self.limit
+    def room_left(self) -> bool:
+        """Whether the descriptors actually open, with those the admitted runs are still to
+        open, leave ``spare`` free: the last resort's test."""
+        try:
+            open_now = len(os.listdir("/proc/self/fd"))
+        except OSError:  # no /proc: the pessimistic count
+            return self.fits()
+        return open_now + self.runs + self.spare <= self.limit
 
     def run_refusal(self) -> str | None:
         """Why one more run cannot start now (``None``: it can)."""
         if self.max_concurrency is not None and self.runs >= self.max_concurrency:
             return "concurrency limit"
-        if self.used + DESCRIPTORS_PER_RUN > self.limit:
+        if not self.fits(DESCRIPTORS_PER_RUN):
             return "descriptor budget"
         return None
 
     def describe(self) -> str:
         return (
-            f"{self.used} of {self.limit} descriptors in use: {self.connections} connections, "
-            f"{self.runs} runs, {self.reserved} set aside"
+            f"limit {self.limit} descriptors: {self.connections} connections, "
+            f"{self.runs} runs, {self.spare} kept spare"
         )
 
 
@@ -214,11 +239,15 @@ class Gateway:
         self.log = log or SummarisedLog(sys.stderr, interval=settings.log_interval)
         self.metrics = metrics
         limit = raise_descriptor_limit() if descriptor_limit is None else descriptor_limit
-        reserved = _open_descriptors() + POOL_KEEPALIVE + settings.headroom
-        self.budget = DescriptorBudget(limit, reserved, settings.max_concurrency)
+        self.budget = DescriptorBudget(
+            limit,
+            _open_descriptors(),
+            settings.max_concurrency,
+            spare=ACCEPT_BURST + settings.headroom,
+        )
         self.draining = False
-        self._waiting: OrderedDict[_GuardedH11Protocol, None] = OrderedDict()
-        """Connections still waiting for request headers, oldest first: evicted first."""
+        self._waiting: OrderedDict[_GuardedH11Protocol, float] = OrderedDict()
+        """Connections still waiting for request headers, since when, oldest first."""
         self._reachable: tuple[float, str | None] = (-1e9, None)
         relay.body_timeout = settings.body_timeout
         self._wrap_callbacks(relay)
@@ -256,6 +285,8 @@ class Gateway:
             await self.relay(scope, receive, send)  # its own 405
             return
         refusal = "draining" if self.draining else self.budget.run_refusal()
+        if refusal == "descriptor budget" and self._evict("to admit a run"):
+            refusal = self.budget.run_refusal()
         if refusal is not None:
             await self._shed(send, refusal)
             return
@@ -313,7 +344,7 @@ class Gateway:
             self.metrics.shed(cause)
         said = {
             "draining": "the gateway is shutting down",
-            "concurrency limit": f"{self.budget.runs} runs at once, the configured limit",
+            "concurrency limit": f"{self.budget.runs} runs at once, the concurrency limit",
             "descriptor budget": "no descriptor left for another run",
         }[cause]
         await _json(send, 503, {"error": f"{said}; retry later"}, retry_after=RETRY_AFTER)
@@ -424,23 +455,30 @@ class Gateway:
     # -- connections (called by the protocol) ----------------------------------------------
 
     def connection_made(self, connection: _GuardedH11Protocol) -> None:
-        """Count a new connection; past the budget, close the oldest one still waiting for
-        its request headers (``408``) to make room, or, with none, this one (``503``)."""
+        """Count a new connection; past the budget, close connections silent for a second
+        or more (oldest first) to make room; with none, keep this one while there is room
+        (its request is answered ``503``), else close it (``503``)."""
         budget = self.budget
         budget.connections += 1
-        self._waiting[connection] = None
-        while not budget.connection_fits() and len(self._waiting) > 1:
-            oldest = next(iter(self._waiting))
-            self._shed_connection(
-                "descriptor budget",
-                "closed the oldest connection still "
-                "without request headers (408), to admit a new one",
-            )
-            oldest.refuse(408, "Request Timeout")
-        if budget.used > budget.limit + self.settings.headroom // 2:
-            # Every connection is busy with a run: the set-aside descriptors are being eaten.
-            self._shed_connection("descriptor budget", "refused a connection at once (503)")
+        self._waiting[connection] = time.monotonic()
+        while not budget.fits() and self._evict("to admit a connection"):
+            pass
+        if not budget.fits() and not budget.room_left():
+            # The last resort, the spare about to be eaten: no descriptor for this one.
+            self._shed_connection("descriptor budget", "refused a connection (503)")
             connection.refuse(503, "Service Unavailable", retry_after=RETRY_AFTER)
+
+    def _evict(self, why: str) -> bool:
+        """Close the oldest connection still without its request headers, if it has waited
+        ``EVICT_AFTER`` seconds or more (a client that sends nothing); False with none."""
+        oldest = next(iter(self._waiting.items()), None)
+        if oldest is None or time.monotonic() - oldest[1] < EVICT_AFTER:
+            return False
+        self._shed_connection(
+            "descriptor budget", f"closed the oldest connection still without headers {why}"
+        )
+        oldest[0].refuse(408, "Request Timeout")
+        return True
 
     def _shed_connection(self, cause: str, detail: str) -> None:
         self.log.note(cause, f"{detail} ({self.budget.describe()})")
@@ -451,9 +489,14 @@ class Gateway:
         self.budget.connections -= 1
         self._waiting.pop(connection, None)
 
+    def connection_refused(self, connection: _GuardedH11Protocol) -> None:
+        """The gateway closes ``connection``: no longer counted, its descriptor releasing."""
+        self.connection_lost(connection)
+        self.budget.releasing += 1
+
     def headers_awaited(self, connection: _GuardedH11Protocol, waiting: bool) -> None:
         if waiting:
-            self._waiting.setdefault(connection, None)
+            self._waiting.setdefault(connection, time.monotonic())
         else:
             self._waiting.pop(connection, None)
 
@@ -475,6 +518,7 @@ class _GuardedH11Protocol(H11Protocol):
         self.gateway = gateway
         self._deadline: asyncio.TimerHandle | None = None
         self._counted = False
+        self._releasing = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -487,9 +531,14 @@ class _GuardedH11Protocol(H11Protocol):
         if self._counted:
             self._counted = False
             self.gateway.connection_lost(self)
+        if self._releasing:
+            self._releasing = False
+            self.gateway.budget.releasing -= 1
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._releasing:
+            return  # refused and closing: nothing more is read
         super().data_received(data)
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self._arm()  # a request begun: its headers are not whole yet
@@ -516,12 +565,13 @@ class _GuardedH11Protocol(H11Protocol):
             self.refuse(408, "Request Timeout")
 
     def refuse(self, status: int, reason: str, *, retry_after: int | None = None) -> None:
-        """Answer ``status`` before any request was read, close, and stop counting this
-        connection at once (its descriptor is released as the close completes)."""
+        """Answer ``status`` before any request was read, and close at once; the connection
+        stops counting against the budget now (its descriptor is freed as the loop turns)."""
         self._disarm()
         if self._counted:
             self._counted = False
-            self.gateway.connection_lost(self)
+            self._releasing = True
+            self.gateway.connection_refused(self)
         if not self.transport.is_closing():
             later = "" if retry_after is None else f"retry-after: {retry_after}\r\n"
             head = f"HTTP/1.1 {status} {reason}\r\n{later}content-length: 0\r\n"
@@ -536,6 +586,14 @@ class _DrainingServer(uvicorn.Server):
         super().__init__(config)
         self.gateway = gateway
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # uvicorn's backlog is also asyncio's accept burst, kept small (ACCEPT_BURST); the
+        # kernel's queue is set back to its full length, so a crowd connecting at once waits
+        # there instead of retrying its SYNs.
+        for sock in sockets or []:
+            sock.listen(LISTEN_BACKLOG)
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(self.gateway.drain)
@@ -549,6 +607,7 @@ def gateway_server(gateway: Gateway) -> uvicorn.Server:
     config = uvicorn.Config(
         gateway,
         http=_GuardedH11Protocol,
+        backlog=ACCEPT_BURST,
         lifespan="on",
         log_level="warning",
         access_log=False,
