@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
@@ -38,7 +37,7 @@ from pydantic import (
     field_validator,
 )
 
-from ._json import describe, escape, join_pointer
+from ._json import describe, escape, join_pointer, read_document
 from .declaration import CapabilitiesSource, DeclarationUnusable
 from .events import MAX_SAFE_INTEGER, OpenObject
 
@@ -229,7 +228,7 @@ def _document(source: object) -> Any:
     if isinstance(source, bytes | str):
         return orjson.loads(source)
     if isinstance(source, os.PathLike):
-        return orjson.loads(Path(source).read_bytes())
+        return orjson.loads(read_document(source))
     return source
 
 

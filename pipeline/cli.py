@@ -279,8 +279,10 @@ def _read(path: Path) -> bytes:
 
 def read_input(path: Path) -> dict[str, Any]:
     """The run input in ``path`` (``--input``): a JSON object."""
+    from ._json import read_document
+
     try:
-        document = orjson.loads(path.read_bytes())
+        document = orjson.loads(read_document(path))
     except (OSError, orjson.JSONDecodeError) as error:
         raise UsageError(f"cannot read the run input {path}: {error}") from None
     if type(document) is not dict:
@@ -299,6 +301,14 @@ def _read_declaration(capabilities: str | None, agent_resource: str | None) -> D
         return None
     if not Path(path).is_file():
         raise UsageError(f"no such file: {path}")
+    from ._json import MAX_DOCUMENT
+
+    size = Path(path).stat().st_size
+    if size > MAX_DOCUMENT:
+        raise UsageError(
+            f"{path} holds {size:,} bytes, over the {MAX_DOCUMENT:,}-byte cap on a "
+            "declaration or agent resource (MAX_DOCUMENT)"
+        )
     if capabilities:
         return Declaration.read(Path(path))
     from .agent_resource import capabilities_from_agent_resource

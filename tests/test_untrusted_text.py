@@ -15,8 +15,11 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Pipeline
+from agui_pipeline._json import MAX_DOCUMENT, DocumentTooLarge
+from agui_pipeline.agent_resource import read_agent_resource
 from agui_pipeline.catalog import TRANSPORT_CONNECTION_LOST
 from agui_pipeline.cli import main
+from agui_pipeline.declaration import Declaration
 from agui_pipeline.errors import MAX_MESSAGE, Diagnostic, cut_message
 from agui_pipeline.escaping import inert, inert_json, printable_name, quoted
 from agui_pipeline.redaction import redact_in, redact_url
@@ -182,3 +185,22 @@ def test_an_overlong_diagnostic_message_is_cut_and_says_how_long_it_was() -> Non
     ctx = Pipeline().context()
     said = ctx.report(TRANSPORT_CONNECTION_LOST, "x" * (MAX_MESSAGE + 1))
     assert re.search(r"cut at 2000 of 2,001 characters\)$", said.message)
+
+
+def test_documents_over_the_cap_are_refused_with_a_clear_error(tmp_path: Path) -> None:
+    stream = tmp_path / "run.jsonl"
+    stream.write_bytes(run_error_stream("fine", "extra"))
+    big = tmp_path / "big.json"
+    with big.open("wb") as file:
+        file.truncate(MAX_DOCUMENT + 1)  # sparse: no disk, no memory
+    for option in ("--capabilities", "--agent-resource", "--input"):
+        done = agui("check", stream, option, big)
+        assert done.returncode == 2, (option, done.stderr)
+        assert "16,777,217 bytes, over the 16,777,216-byte cap" in done.stderr, done.stderr
+    with pytest.raises(DocumentTooLarge, match="over the 16,777,216-byte cap"):
+        read_agent_resource(big)
+    unusable = Declaration.read(big)
+    assert not unusable.usable and "16,777,216-byte cap" in unusable.notes[0].message
+    fits = tmp_path / "fits.json"
+    fits.write_bytes(b'{"tools": {"items": []}}'.ljust(MAX_DOCUMENT, b" "))
+    assert Declaration.read(fits).usable  # the cap itself is allowed
