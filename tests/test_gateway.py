@@ -455,3 +455,38 @@ def test_a_client_cannot_forge_a_log_line(tmp_path: Path, agent: ReplayServer) -
         "(refused, upstream error, the client went away, or ended at shutdown)"
     )
     assert lines[1].startswith('run (no runId) (thread "t")') and len(lines) == 2
+
+
+# -- a producer trickling its frames a byte at a time ---------------------------------------
+
+
+def test_a_trickling_producer_is_read_at_most_once_a_pause_over_aiohttp() -> None:
+    from agui_pipeline import AiohttpTransport, HttpAgent, Pipeline
+    from agui_pipeline.aiohttp_transport import COALESCE_PAUSE
+    from agui_pipeline.stages.parse import Parse
+
+    reads: list[int] = []
+
+    class CountedParse(Parse):
+        def feed(self, chunk: bytes) -> Any:
+            reads.append(len(chunk))
+            return super().feed(chunk)
+
+    # Every byte its own write, a fraction of a millisecond apart.
+    with ReplayServer(Replay(RUN, split=1, pause=0.0002)) as trickle:
+
+        async def main() -> Any:
+            pipeline = Pipeline().replace("parse", CountedParse)
+            async with HttpAgent(
+                trickle.url, pipeline=pipeline, transport=AiohttpTransport()
+            ) as agent:
+                started = time.monotonic()
+                result = await agent.run(INPUT)
+                return result, time.monotonic() - started
+
+        result, wall = anyio.run(main)
+    assert result.events == RUN
+    sent = sum(reads)
+    # One read per pause at most (and a few whole ones): not one per byte.
+    assert len(reads) <= wall / COALESCE_PAUSE * 1.2 + 10, (len(reads), sent, wall)
+    assert len(reads) < sent / 2, (len(reads), sent)
