@@ -62,6 +62,8 @@ DESCRIPTORS_PER_RUN = 1
 ACCEPT_BURST = 100
 """Connections the event loop accepts at once before the gateway counts them (asyncio's
 accept loop takes up to its ``backlog`` per wake-up): set aside, so accept never fails."""
+LAST_MARGIN = 16
+"""Descriptors left free when a connection past the budget is kept to be answered ``503``."""
 EVICT_AFTER = 1.0
 """Seconds a connection must have sent no whole request headers before it may be closed to
 make room: an honest client sends them at once."""
@@ -116,7 +118,7 @@ class DescriptorBudget:
     it is admitted, before it connects). A run is admitted on that count alone, so no
     upstream connection ever fails for want of a descriptor. A connection past it, which
     already holds its descriptor, is kept while the descriptors actually open
-    (``/proc/self/fd``) leave ``spare`` free: its request is then answered ``503``.
+    (``/proc/self/fd``) leave ``LAST_MARGIN`` free: its request is then answered ``503``.
     """
 
     def __init__(self, limit: int, at_start: int, max_concurrency: int | None, spare: int) -> None:
@@ -136,12 +138,14 @@ class DescriptorBudget:
 
     def room_left(self) -> bool:
         """Whether the descriptors actually open, with those the admitted runs are still to
-        open, leave ``spare`` free: the last resort's test."""
+        open, leave ``LAST_MARGIN`` free: the last resort's test. Past the pessimistic
+        count no run is admitted, so nothing but ``accept`` opens a descriptor there, and
+        an accept that finds none waits a second and tries again (said once, counted)."""
         try:
             open_now = len(os.listdir("/proc/self/fd"))
         except OSError:  # no /proc: the pessimistic count
             return self.fits()
-        return open_now + self.runs + self.spare <= self.limit
+        return open_now + self.runs + LAST_MARGIN <= self.limit
 
     def run_refusal(self) -> str | None:
         """Why one more run cannot start now (``None``: it can)."""

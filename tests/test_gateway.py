@@ -476,7 +476,7 @@ def test_a_trickling_producer_is_read_at_most_once_a_pause_over_aiohttp() -> Non
     with ReplayServer(Replay(RUN, split=1, pause=0.0002)) as trickle:
 
         async def main() -> Any:
-            pipeline = Pipeline().replace("parse", CountedParse)
+            pipeline = Pipeline().replace("parse", CountedParse)  # type: ignore[arg-type]
             async with HttpAgent(
                 trickle.url, pipeline=pipeline, transport=AiohttpTransport()
             ) as agent:
