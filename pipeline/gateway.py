@@ -59,11 +59,12 @@ POOL_KEEPALIVE = 100
 """Idle upstream connections the relay's pool keeps (``Upstream``'s httpx limits)."""
 DESCRIPTORS_PER_RUN = 1
 """What a relayed run holds besides its client's connection: the upstream connection."""
-ACCEPT_BURST = 100
+ACCEPT_BURST = 32
 """Connections the event loop accepts at once before the gateway counts them (asyncio's
 accept loop takes up to its ``backlog`` per wake-up): set aside, so accept never fails."""
-LAST_MARGIN = 16
-"""Descriptors left free when a connection past the budget is kept to be answered ``503``."""
+LAST_MARGIN = ACCEPT_BURST + 8
+"""Descriptors left free when a connection past the budget is kept to be answered ``503``:
+one accept burst, and a few for the process."""
 EVICT_AFTER = 1.0
 """Seconds a connection must have sent no whole request headers before it may be closed to
 make room: an honest client sends them at once."""
@@ -139,8 +140,7 @@ class DescriptorBudget:
     def room_left(self) -> bool:
         """Whether the descriptors actually open, with those the admitted runs are still to
         open, leave ``LAST_MARGIN`` free: the last resort's test. Past the pessimistic
-        count no run is admitted, so nothing but ``accept`` opens a descriptor there, and
-        an accept that finds none waits a second and tries again (said once, counted)."""
+        count no run is admitted, so nothing but ``accept`` opens a descriptor there."""
         try:
             open_now = len(os.listdir("/proc/self/fd"))
         except OSError:  # no /proc: the pessimistic count
