@@ -59,12 +59,14 @@ POOL_KEEPALIVE = 100
 """Idle upstream connections the relay's pool keeps (``Upstream``'s httpx limits)."""
 DESCRIPTORS_PER_RUN = 1
 """What a relayed run holds besides its client's connection: the upstream connection."""
-ACCEPT_BURST = 32
-"""Connections the event loop accepts at once before the gateway counts them (asyncio's
-accept loop takes up to its ``backlog`` per wake-up): set aside, so accept never fails."""
-LAST_MARGIN = ACCEPT_BURST + 8
+ACCEPT_BURST = 8
+"""Connections the event loop accepts per wake-up (asyncio's accept loop takes up to its
+``backlog``); the gateway counts them a few turns of the loop later."""
+LAST_MARGIN = 4 * ACCEPT_BURST + 8
 """Descriptors left free when a connection past the budget is kept to be answered ``503``:
-one accept burst, and a few for the process."""
+the accept bursts that may come before the next connection is counted (asyncio makes a
+transport one turn after accepting it, and its protocol learns of it one turn later), and
+a few for the process."""
 EVICT_AFTER = 1.0
 """Seconds a connection must have sent no whole request headers before it may be closed to
 make room: an honest client sends them at once."""
