@@ -155,7 +155,7 @@ class _Answer(ABC):
 def connection_lost(ctx: StreamContext, error: Exception) -> None:
     """Report a transport failure mid-body: the stream is judged as it stands. The error's
     text is the HTTP library's: any URL in it is redacted, and its length bounded."""
-    said = cut_message(redact_in(str(error)))
+    said = redact_in(str(error))  # the diagnostic cuts the message at MAX_MESSAGE
     ctx.report(
         TRANSPORT_CONNECTION_LOST,
         f"the connection failed before the response body ended ({type(error).__name__}: "

@@ -204,3 +204,14 @@ def test_documents_over_the_cap_are_refused_with_a_clear_error(tmp_path: Path) -
     fits = tmp_path / "fits.json"
     fits.write_bytes(b'{"tools": {"items": []}}'.ljust(MAX_DOCUMENT, b" "))
     assert Declaration.read(fits).usable  # the cap itself is allowed
+
+
+def test_a_network_errors_diagnostic_is_cut_and_redacted() -> None:
+    from agui_pipeline.client import connection_lost
+
+    ctx = Pipeline().context()
+    said = "for http://alice:hunter2@agent/run?key=s3cret: " + "x" * 100_000
+    connection_lost(ctx, OSError(said))
+    message = ctx.diagnostics[0].message
+    assert message.endswith(f"(cut at {MAX_MESSAGE} of 100,133 characters)"), message[-80:]
+    assert "hunter2" not in message and "http://***@agent/run?key=***" in message
