@@ -33,9 +33,8 @@ from pathlib import Path
 
 from agui_pipeline import fleet
 from agui_pipeline.cli import main as check
+from agui_pipeline.testing.workload import encode_sse, events
 from distributed import Client, LocalCluster
-
-from .workload import encode_sse, events
 
 
 def _cpu() -> float:
@@ -156,10 +155,10 @@ def main() -> None:
                 )
                 if count == 2:
                     # What a task costs, apart from its sources: batches 4 times smaller.
-                    fleet.BATCH_SOURCES //= 4
-                    mode = f"--scheduler, 2 workers, batches of {fleet.BATCH_SOURCES}"
+                    cluster.BATCH_SOURCES //= 4
+                    mode = f"--scheduler, 2 workers, batches of {cluster.BATCH_SOURCES}"
                     _row(mode, args.rounds, short, long, "--scheduler", address, workers=workers)
-                    fleet.BATCH_SOURCES *= 4
+                    cluster.BATCH_SOURCES *= 4
                     mode = "check_fleet, 2 workers"
                     _row(mode, args.rounds, short, long, workers=workers, run=_library(client))
             print(f"(a local cluster of {count}: {up:.2f} s to start)", flush=True)

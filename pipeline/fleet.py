@@ -1,322 +1,34 @@
-"""Check recorded runs at fleet scale, on a Dask cluster (the ``dask`` extra).
+"""Producer diagnostics over archives of recorded runs, on a Dask cluster (the ``dask`` extra).
 
-Runs are independent, so an archive of them spreads over as many workers as there are:
-each worker reads its sources itself (a path it sees, or an fsspec URL such as
-``s3://archive/runs/``) and checks them with ``check``'s own per-source code; the client
-sends names and gets back results, never a file's bytes. Two ways in:
-
-- ``agui-pipeline check --scheduler ADDRESS SOURCE...`` (:func:`render_on_cluster`)
-  prints what one process prints for the same sources, in the order given;
-- :func:`check_fleet`, the library's, yields each source's :class:`SourceResult` as it
-  completes and sums them up in a :class:`FleetReport`: findings by code, by producer
-  and by version, each with its first occurrence.
-
-Nothing is held and nothing lost. Sources are listed lazily and sent in batches (a task
-per source would cost the scheduler more than the check of a short recording), with a
-bounded number of batches in flight and, for the command's ordered output, a bounded
-number waiting for their turn. A worker that dies has its batches run again elsewhere
-by the scheduler (checking is a pure read, so running again is safe); a batch whose
-workers keep dying is split so that only the source that kills them is reported, with
-the cause. Every source given comes out: checked, or said why not.
+Users outgrow one machine when they judge archives: a week of recorded runs from every
+agent, often millions of files in object storage. :func:`check_fleet` checks each
+recording on a cluster's workers with ``check``'s own per-source code (the workers read
+the sources themselves: paths they see, or fsspec URLs such as ``s3://archive/runs/``),
+yields each source's :class:`SourceResult` as it completes, and sums them up in a
+:class:`FleetReport`: findings by code, by producer and by version, each code with its
+first occurrence. ``agui-pipeline check --scheduler`` is the command's way to the same
+cluster (:mod:`agui_pipeline.cli.cluster` cuts, sends, retries and collects the work for
+both).
 """
 
 from __future__ import annotations
 
-import gc
-import logging
-import os
 import re
-import sys
-import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import CancelledError
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any
 
 import orjson
-from distributed import Client, Future, LocalCluster, as_completed
-from distributed.scheduler import KilledWorker
+from agui_pipeline.cli import EXIT_FAILED, EXIT_USAGE, Settings, Style, cluster, recordings
+from agui_pipeline.cli import _check_source as check_source
+from agui_pipeline.cli.config import Gate, check_rules
+from agui_pipeline.delivery.report import ProducerReport, producer_report
+from agui_pipeline.events import AnyEvent
+from distributed import Client
 
-from . import recordings
-from .cli import (
-    EXIT_FAILED,
-    EXIT_USAGE,
-    Checked,
-    Settings,
-    Style,
-    UsageError,
-    render_checked,
-)
-from .cli import _check_source as check_source
-from .cli_config import Gate, check_rules
-from .events import AnyEvent
-from .report import ProducerReport, producer_report
-
-BATCH_SOURCES = 32
-"""Sources per task at most: a Dask task costs the scheduler and the client about a
-millisecond, as much as checking a short recording (README, Running on a cluster)."""
-BATCH_BYTES = 8 << 20
-"""Bytes per task at most, where the listing gave sizes: about a tenth of a second's check."""
-WAITING_BATCHES = 256
-"""Batches done but not yet printed, at most (``check`` prints in the order given)."""
 MAX_GROUPS = 1000
 """Producers, and versions, a :class:`FleetReport` keeps apart; the rest are ``(other)``."""
-
-R = TypeVar("R")
-
-
-# -- the cluster --------------------------------------------------------------------------
-
-
-@contextmanager
-def connect(scheduler: str) -> Iterator[Client]:
-    """A client of the scheduler at ``scheduler`` (``tcp://host:8786``), or of a cluster of
-    N single-threaded worker processes on this machine for ``local:N``, closed on exit."""
-    if not scheduler.startswith("local:"):
-        with Client(scheduler) as client:
-            yield client
-        return
-    count = scheduler.removeprefix("local:")
-    if not count.isdigit() or int(count) < 1:
-        raise ValueError("expected local:N, N worker processes ≥ 1, or a scheduler's address")
-    # One thread per process: the check is Python code that holds the GIL.
-    with (
-        LocalCluster(
-            n_workers=int(count),
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address="127.0.0.1:0",  # loopback, any free port: never a clash on 8787
-            silence_logs=logging.CRITICAL,  # what goes wrong is in the report, with its cause
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
-
-
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    """Sources checked by one task: ``names``, the first at ``first`` in the order given."""
-
-    first: int
-    names: tuple[str, ...]
-
-
-def _batches(
-    sources: Iterable[tuple[str, int | None]], count: int, size: int = BATCH_BYTES
-) -> Iterator[_Batch]:
-    names: list[str] = []
-    first = total = 0
-    for position, (name, known) in enumerate(sources):
-        names.append(name)
-        total += known or 0
-        if len(names) >= count or total >= size:
-            yield _Batch(first, tuple(names))
-            first, names, total = position + 1, [], 0
-    if names:
-        yield _Batch(first, tuple(names))
-
-
-def _stream(
-    client: Client,
-    batches: Iterator[_Batch],
-    task: Callable[..., list[R]],
-    extra: tuple[Any, ...],
-    unchecked: Callable[[int, str, str], R],
-    *,
-    ordered: bool,
-) -> Iterator[R]:
-    """Run ``task(batch, *extra)`` on the cluster for every batch, and yield each source's
-    result as its batch completes (``ordered``: in the order given). ``unchecked(position,
-    name, cause)`` stands for a source the cluster could not check.
-
-    The scheduler runs a task again when its worker dies, and gives up on it (``KilledWorker``)
-    when its workers died ``distributed.scheduler.allowed-failures`` + 1 times. Any task
-    assigned to a dying worker is blamed, not only the one that killed it, so a task given
-    up on is not proof: its sources become suspects, each run again alone on the cluster,
-    and only a source whose workers die while it runs alone is reported.
-    """
-    pending: dict[Future[list[R]], _Batch] = {}
-    waiting: dict[int, tuple[_Batch, list[R]]] = {}
-    suspects: deque[_Batch] = deque()
-    alone: Future[list[R]] | None = None
-    turn = 0
-    queue = as_completed()
-    capacity = _Capacity(client)
-
-    def submit(batch: _Batch) -> Future[list[R]]:
-        future = client.submit(task, batch, *extra, pure=False)
-        pending[future] = batch
-        queue.add(future)
-        return future
-
-    def fill() -> None:
-        nonlocal alone
-        if suspects:
-            if not pending:
-                alone = submit(suspects.popleft())
-            return
-        # Two batches a worker thread: the next is there the moment one finishes.
-        while len(pending) < 2 * capacity.threads() and len(waiting) < WAITING_BATCHES:
-            batch = next(batches, None)
-            if batch is None:
-                return
-            submit(batch)
-
-    try:
-        fill()
-        for future in queue:
-            batch = pending.pop(future)
-            try:
-                results = future.result()
-            except KilledWorker as error:
-                if future is not alone:
-                    suspects.extend(
-                        _Batch(batch.first + offset, (name,))
-                        for offset, name in enumerate(batch.names)
-                    )
-                    fill()
-                    continue
-                results = [unchecked(batch.first, batch.names[0], _died(error))]
-            except CancelledError as error:
-                cause = f"the cluster cancelled its task ({error or 'the scheduler went away'})"
-                results = [
-                    unchecked(batch.first + offset, name, cause)
-                    for offset, name in enumerate(batch.names)
-                ]
-            finally:
-                future.release()
-            if not ordered:
-                yield from results
-            else:
-                waiting[batch.first] = (batch, results)
-                while turn in waiting:
-                    done, results = waiting.pop(turn)
-                    turn += len(done.names)
-                    yield from results
-            fill()
-    finally:
-        if pending:
-            client.cancel(list(pending))
-
-
-class _Capacity:
-    """The cluster's worker threads, asked again at most every two seconds (it may scale)."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.known = 0
-        self.asked = 0.0
-
-    def threads(self) -> int:
-        now = time.monotonic()
-        if now - self.asked > 2.0:
-            self.asked = now
-            self.known = sum(self.client.nthreads().values())
-        return max(self.known, 1)
-
-
-def _died(error: KilledWorker) -> str:
-    return f"the workers checking it died each time, alone on the cluster ({error})"
-
-
-class _Progress:
-    """A one-line count on stderr while a cluster works: sources done, failed, not checked,
-    the rate and the workers; redrawn at most every half second."""
-
-    def __init__(self, client: Client, out: TextIO = sys.stderr) -> None:
-        self.client = client
-        self.out = out
-        self.counts = [0, 0, 0]
-        self.started = self.drawn = time.monotonic()
-
-    def update(self, status: int) -> None:
-        self.counts[min(status, EXIT_USAGE)] += 1
-        now = time.monotonic()
-        if now - self.drawn >= 0.5:
-            self.drawn = now
-            self.draw(now)
-
-    def draw(self, now: float) -> None:
-        done = sum(self.counts)
-        rate = done / max(now - self.started, 1e-9)
-        workers = len(self.client.scheduler_info().get("workers", {}))
-        self.out.write(
-            f"\r{done} sources checked ({self.counts[EXIT_FAILED]} failed, "
-            f"{self.counts[EXIT_USAGE]} not checked), {rate:,.1f}/s, {workers} workers\x1b[K"
-        )
-        self.out.flush()
-
-    def clear(self) -> None:
-        self.out.write("\r\x1b[K")
-
-    def close(self) -> None:
-        self.draw(time.monotonic())
-        self.out.write("\n")
-        self.out.flush()
-
-
-# -- the command: check --scheduler ------------------------------------------------------
-
-
-@contextmanager
-def _collecting_less() -> Iterator[None]:
-    """While a batch is checked, collect cycles every 100,000 allocations instead of 700,
-    as the ``agui-pipeline`` process does (``cli._collect_less``: the events are freed by
-    reference counting; cycles are rare); the worker's own setting is put back after."""
-    before = gc.get_threshold()
-    gc.set_threshold(100_000, *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
-def _render_batch(batch: _Batch, settings: Settings) -> list[tuple[str, tuple[int, str]]]:
-    """A worker's task for ``check``: each source's name, status and report part."""
-    with _collecting_less():
-        return [
-            (name, render_checked(check_source(name, settings, False), settings))
-            for name in batch.names
-        ]
-
-
-def render_on_cluster(
-    scheduler: str,
-    sources: Iterable[tuple[str, int | None]],
-    settings: Settings,
-    *,
-    progress: bool = False,
-) -> Iterator[tuple[str, tuple[int, str]]]:
-    """``check --scheduler``: each source's name with its status and report part, in the
-    order given, checked on the cluster at ``scheduler`` (see :func:`connect`)."""
-    # SARIF URIs are relative to this process's directory, wherever a worker runs.
-    settings = replace(settings, sarif_root=str(Path(settings.sarif_root or os.getcwd()).resolve()))
-
-    def unchecked(_position: int, name: str, cause: str) -> tuple[str, tuple[int, str]]:
-        return name, render_checked(Checked(name, None, EXIT_USAGE, error=cause), settings)
-
-    with ExitStack() as stack:
-        try:
-            client = stack.enter_context(connect(scheduler))
-        except (OSError, ValueError) as error:  # no scheduler there, or a bad local:N
-            raise UsageError(f"--scheduler {scheduler}: {error}") from error
-        meter = _Progress(client) if progress else None
-        batches = _batches(sources, BATCH_SOURCES)
-        parts = _stream(client, batches, _render_batch, (settings,), unchecked, ordered=True)
-        for name, part in parts:
-            if meter is not None:
-                meter.update(part[0])
-                if "\0" in part[1]:  # check prints why on stderr: on a line of its own
-                    meter.clear()
-            yield name, part
-        if meter is not None:
-            meter.close()
-
-
-# -- the library: check_fleet ------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,27 +128,17 @@ class _FirstRunStarted:
             self.event = next((e for e in events if e.get("type") == "RUN_STARTED"), None)
 
 
-def _judge_batch(
-    batch: _Batch, settings: Settings, producer: ProducerKey | None, version: str
-) -> list[SourceResult]:
-    """A worker's task for :func:`check_fleet`: each source's result, findings grouped."""
-    with _collecting_less():
-        return [
-            _judged(batch, offset, settings, producer, version)
-            for offset in range(len(batch.names))
-        ]
-
-
-def _judged(
-    batch: _Batch, offset: int, settings: Settings, producer: ProducerKey | None, version: str
+def _judge(
+    name: str, settings: Settings, producer: ProducerKey | None, version: str
 ) -> SourceResult:
-    name = batch.names[offset]
+    """A worker's check of one source for :func:`check_fleet`: its findings grouped, its
+    producer and version (its position is the client's to fill in)."""
     started = _FirstRunStarted()
     checked = check_source(name, settings, False, started)
     result = checked.result
     return SourceResult(
-        source=name,
-        position=batch.first + offset,
+        source=checked.name,
+        position=-1,
         status=checked.status,
         outcome=None if result is None else str(result.verdict.outcome),
         findings=ProducerReport()
@@ -625,13 +327,15 @@ def check_fleet(
     framing: str | None = None,
     peer_version: str | None = None,
     rules: Mapping[str, str] | None = None,
-    batch_sources: int = BATCH_SOURCES,
+    batch_sources: int = cluster.BATCH_SOURCES,
 ) -> FleetRun:
     """Check every recording ``sources`` name on a Dask cluster, as ``check`` would.
 
-    ``sources`` are paths, directories, globs or fsspec URLs (:mod:`agui_pipeline.recordings`),
-    listed lazily. ``scheduler`` is an address, ``local:N``, or a :class:`distributed.Client`
-    the caller owns. ``producer`` groups the report by a segment of the path
+    ``sources`` are paths, directories, globs or fsspec URLs, listed lazily as ``check``
+    lists them (:func:`agui_pipeline.cli.recordings.expand`; a directory or glob that
+    names nothing raises :class:`~agui_pipeline.cli.recordings.NothingFound`).
+    ``scheduler`` is an address, ``local:N``, or a :class:`distributed.Client` the caller
+    owns. ``producer`` groups the report by a segment of the path
     (:class:`ProducerFromPath`) or a field of the run (:class:`ProducerFromRun`); ``version``
     is the field of the stream's first ``RUN_STARTED`` it is grouped by as well — by
     default ``protocolVersion``, the version the producer declares it speaks
@@ -661,28 +365,29 @@ def check_fleet(
     if batch_sources < 1:
         raise ValueError("batch_sources must be at least 1")
 
-    def unchecked(position: int, name: str, cause: str) -> SourceResult:
+    def unchecked(name: str, cause: str) -> SourceResult:
         return SourceResult(
-            name, position, EXIT_USAGE, None, ProducerReport(), None, None, 0, error=cause
+            name, -1, EXIT_USAGE, None, ProducerReport(), None, None, 0, error=cause
         )
 
     def results() -> Iterator[SourceResult]:
         listed = (found for source in sources for found in recordings.expand(source))
-        batches = _batches(listed, batch_sources)
         extra = (settings, producer, version)
         with ExitStack() as stack:
             client = (
                 scheduler
                 if isinstance(scheduler, Client)
-                else stack.enter_context(connect(scheduler))
+                else stack.enter_context(cluster.connect(scheduler))
             )
-            yield from _stream(client, batches, _judge_batch, extra, unchecked, ordered=False)
+            for position, _, result in cluster.results(
+                client, listed, _judge, extra, unchecked, ordered=False, batch_sources=batch_sources
+            ):
+                yield replace(result, position=position)
 
     return FleetRun(results())
 
 
 __all__ = [
-    "BATCH_SOURCES",
     "CodeTally",
     "FindingsGroup",
     "FleetReport",
@@ -693,6 +398,4 @@ __all__ = [
     "ProducerKey",
     "SourceResult",
     "check_fleet",
-    "connect",
-    "render_on_cluster",
 ]

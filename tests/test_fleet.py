@@ -16,7 +16,7 @@ from typing import Any
 
 import fsspec
 import pytest
-from agui_pipeline import recordings
+from agui_pipeline.cli import recordings
 from agui_pipeline.fleet import (
     FleetReport,
     ProducerFromPath,
@@ -87,6 +87,28 @@ def test_a_directory_lists_its_recordings_in_path_order_leaving_out_hidden_files
     assert sizes == [Path(name).stat().st_size for name in listed]
 
 
+def test_a_directory_takes_the_json_files_that_hold_a_stream(tmp_path: Path) -> None:
+    (tmp_path / "array.json").write_bytes(encode(CLEAN, "json"))
+    (tmp_path / "lines.json").write_bytes(encode(CLEAN, "jsonl"))
+    write_json(tmp_path / "fixture.json", {"stream": CLEAN, "expect": {}})
+    write_json(tmp_path / "capabilities.json", {"tools": {"supported": True}})
+    write_json(tmp_path / "input.json", RUN_INPUT)
+    for listed in (str(tmp_path), f"file://{tmp_path}"):
+        names = [Path(name).name for name, _ in recordings.expand(listed)]
+        assert names == ["array.json", "fixture.json", "lines.json"]
+
+
+def test_a_directory_or_glob_that_names_nothing_is_refused_before_any_report(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "clean.sse").write_bytes(encode(CLEAN, "sse"))
+    (tmp_path / "empty").mkdir()
+    for nothing in (tmp_path / "empty", tmp_path / "*.jsonl"):
+        refused = agui("check", tmp_path / "clean.sse", nothing, "--scheduler", "local:1")
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert "no recordings under" in refused.stderr or "no file matches" in refused.stderr
+
+
 def test_globs_match_one_segment_with_star_and_any_depth_with_double_star(
     tmp_path: Path,
 ) -> None:
@@ -105,8 +127,9 @@ def test_globs_match_one_segment_with_star_and_any_depth_with_double_star(
         "agent-b/truncated.input.json",
     ]
     assert names(f"{runs}/*/?lean.sse") == ["agent-a/clean.sse"]
-    # A glob that matches nothing is given back, for the check to say so.
-    assert names(f"{runs}/*/nothing-*.sse") == ["*/nothing-*.sse"]
+    # A glob that matches nothing says so once listed (check says it before any report).
+    with pytest.raises(recordings.NothingFound, match="no file matches"):
+        names(f"{runs}/*/nothing-*.sse")
 
 
 def test_file_urls_list_as_the_local_directory_does(tmp_path: Path) -> None:
@@ -301,8 +324,8 @@ def test_the_producer_report_groups_by_source_order_not_by_arrival() -> None:
 
 def _findings(code: str, event_index: int) -> Any:
     from agui_pipeline.catalog import Severity
+    from agui_pipeline.delivery.report import producer_report
     from agui_pipeline.errors import Diagnostic
-    from agui_pipeline.report import producer_report
 
     return producer_report([Diagnostic(code, Severity.WARNING, "m", event_index, "/", "")])
 
@@ -366,7 +389,7 @@ def test_recordings_in_object_storage_are_read_by_the_workers(
 
 def _heavy_archive(root: Path, count: int) -> list[str]:
     """``count`` recordings long enough (40,000 events) to keep a worker busy a while."""
-    from agui_pipeline.workload import encode_sse, events
+    from agui_pipeline.testing.workload import encode_sse, events
 
     body = encode_sse(events(40_000, seed=3))
     names = []

@@ -31,12 +31,11 @@ from agui_pipeline import (
     Pipeline,
     Relay,
     RelayResponse,
-    RunErrorEvent,
     RunResult,
     Source,
     SseSink,
     Stage,
-    TextMessageContentEvent,
+    Tap,
     Upstream,
     Verdict,
     check_run_input,
@@ -47,6 +46,8 @@ from agui_pipeline import (
     run_sync,
 )
 from agui_pipeline.catalog import PARSE_NOT_JSON  # or a Code of your own
+from agui_pipeline.events import RunErrorEvent as RunErrorEvent  # the "alert" handler's type
+from agui_pipeline.events import TextMessageContentEvent
 
 # -- Library -------------------------------------------------------------------------
 
@@ -237,8 +238,7 @@ async def reconciled(source: Source, body: dict[str, Any], path: Path) -> None:
 
 from typing import Any
 
-from agui_pipeline.pytest_plugin import assert_clean
-from agui_pipeline.tap import Tap
+from agui_pipeline.testing.pytest_plugin import assert_clean
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -270,3 +270,13 @@ traced_app = OpenTelemetryMiddleware(Tap(agent_app, telemetry=True))  # request 
 def test_my_agent_streams_conformant_ag_ui(agui_run: Any) -> None:
     result = agui_run(agent_app, {"threadId": "t", "runId": "r", "messages": []})
     assert_clean(result)  # fails listing every diagnostic at warning or above
+
+
+from agui_pipeline.fleet import ProducerFromPath, check_fleet
+
+with check_fleet(
+    ["examples/"], scheduler="local:1", producer=ProducerFromPath("{producer}/*.sse")
+) as run:
+    for result in run:  # a SourceResult as each completes, in any order
+        print(result.source, result.outcome, result.version, result.findings.to_dict())
+print(run.report.render())  # a FleetReport; run.report.to_dict() for JSON
