@@ -38,7 +38,7 @@ from pydantic import (
     field_validator,
 )
 
-from ._json import describe, escape, join_pointer
+from ._json import describe, escape, join_pointer, unescape
 from .declaration import CapabilitiesSource, DeclarationUnusable
 from .events import MAX_SAFE_INTEGER, OpenObject
 
@@ -220,6 +220,19 @@ class AgentCapabilities(_Declared):
     def unrecognised(self) -> list[str]:
         """JSON Pointers of the members this version does not define (nested ones first)."""
         return list(_unrecognised(self, ""))
+
+
+def defined_members(capabilities: AgentCapabilities, pointer: str) -> list[str]:
+    """The members this version defines in the object that holds ``pointer``'s last one
+    (an unrecognised member's known neighbours, one of which it may misspell)."""
+    value: Any = capabilities
+    for token in pointer.split("/")[1:-1]:
+        name = unescape(token)
+        if isinstance(value, list) and name.isdigit() and int(name) < len(value):
+            value = value[int(name)]
+        else:
+            value = getattr(value, name, None) if isinstance(value, BaseModel) else None
+    return list(type(value).model_fields) if isinstance(value, BaseModel) else []
 
 
 def _document(source: object) -> Any:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, ForwardRef, TypeAlias
 
 import orjson
 
+from ._json import unescape
+from ._suggest import did_you_mean
 from .catalog import (
     RECONCILE_DECLARATION_UNRECOGNISED,
     RECONCILE_DECLARATION_UNUSABLE,
@@ -95,7 +97,8 @@ class Declaration:
         notes = tuple(
             DeclarationNote(
                 RECONCILE_DECLARATION_UNRECOGNISED,
-                f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read",
+                f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read"
+                + _suggestion(capabilities, pointer),
                 pointer,
             )
             for pointer in capabilities.unrecognised()
@@ -236,6 +239,14 @@ def _unusable(pointer: str, reason: str) -> DeclarationNote:
         "and the run proceeds as for an agent that declared nothing",
         pointer,
     )
+
+
+def _suggestion(capabilities: AgentCapabilities, pointer: str) -> str:
+    """``" (did you mean humanInTheLoop?)"`` for an unrecognised member close to a known one."""
+    from .capabilities import defined_members
+
+    name = unescape(pointer.rpartition("/")[2])
+    return did_you_mean(name, defined_members(capabilities, pointer))
 
 
 def _unrecognised_reason(pointer: str) -> str:

@@ -51,13 +51,16 @@ def test_junit_carries_a_failure_for_a_truncated_stream(tmp_path: Path) -> None:
     assert system_out is not None and f"{truncated}: truncated" in (system_out.text or "")
 
 
-def test_junit_run_error_fails_its_case_under_fail_on_run_error(tmp_path: Path) -> None:
+def test_junit_run_error_fails_its_case_unless_the_gate_is_the_verdict_alone(
+    tmp_path: Path,
+) -> None:
     (failed_run,) = _files(tmp_path, run_error=RUN_ERROR)
-    lenient = ET.fromstring(agui("check", failed_run, "--format", "junit").stdout)
-    assert lenient.find("testsuite/testcase/failure") is None
-    strict = agui("check", failed_run, "--format", "junit", "--fail-on", "run-error")
-    cases = ET.fromstring(strict.stdout).findall("testsuite/testcase")
-    assert [case.find("failure") is not None for case in cases] == [True, True]
+    lenient = agui("check", failed_run, "--format", "junit", "--fail-on", "verdict").stdout
+    assert ET.fromstring(lenient).find("testsuite/testcase/failure") is None
+    for strict in ([], ["--fail-on", "error"]):  # the default fails it, as the lenient mode
+        report = agui("check", failed_run, "--format", "junit", *strict).stdout
+        cases = ET.fromstring(report).findall("testsuite/testcase")
+        assert [case.find("failure") is not None for case in cases] == [True, True]
 
 
 def test_junit_has_the_shape_pytest_writes(tmp_path: Path) -> None:
@@ -205,7 +208,9 @@ def test_sarif_root_and_files_outside_it(tmp_path: Path) -> None:
     location = log["runs"][0]["artifacts"][0]["location"]
     assert location == {"uri": misspelt.resolve().as_uri()}  # outside the root: absolute
     (result,) = log["runs"][0]["results"]
-    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 3}
+    # At the stripped member's key: 'data: {"type":"TEXT_MESSAGE_START","messageId":"m",' is 51.
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 3, "startColumn": 52}
     inside = json.loads(
         agui("check", misspelt, "--format", "sarif", "--sarif-root", tmp_path).stdout
     )
