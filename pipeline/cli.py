@@ -419,10 +419,11 @@ def _finding_text(source: str, finding: Finding, style: Style) -> str:
         where.append(f"at {diagnostic.pointer or '/'}")
     if diagnostic.declared is not None:
         where.append(f"declaration {diagnostic.declared}")
+    said = [", ".join(where)] if where else []
     if diagnostic.spec:
-        where.append(f"spec: {style.link(catalog.spec_url(diagnostic.spec))}")
-    if where:
-        text += "  " + "; ".join(where) + "\n"
+        said.append(f"spec: {style.link(catalog.spec_url(diagnostic.spec))}")
+    if said:
+        text += "  " + "; ".join(said) + "\n"
     if finding.fix and diagnostic.severity is not Severity.INFO:
         text += f"  fix: {finding.fix} (agui-pipeline explain {diagnostic.code})\n"
     return text

@@ -6,6 +6,7 @@ import gc
 import io
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from agui_pipeline.cli import main
 
 from tests.cli_run import agui, unplaced
 from tests.conftest import ROOT
+from tests.streams import encode
 
 EXAMPLE = ROOT / "examples" / "weather.sse"
 
@@ -261,3 +263,48 @@ def test_the_command_as_a_process_collects_less_and_a_call_leaves_the_collector_
     threshold = gc.get_threshold()
     assert check(str(ROOT / "examples" / "weather.sse"))[0] == 0
     assert gc.get_threshold() == threshold
+
+
+def test_every_command_help_is_plain_text_and_lists_its_exit_statuses() -> None:
+    from agui_pipeline.cli import COMMANDS
+
+    for command in [None, *COMMANDS]:
+        text = agui(*([command] if command else []), "--help").stdout
+        assert "exit status" in text, command
+        assert re.search(r"^  0  ", text, re.MULTILINE), command
+        assert "closed pipe" in text, command
+        for markup in ("``", ":mod:", ":func:", ":class:", ":data:"):
+            assert markup not in text, (command, markup)
+
+
+def test_a_directory_is_checked_for_its_recordings(tmp_path: Path) -> None:
+    run = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    nested = tmp_path / "recordings" / "nested"
+    nested.mkdir(parents=True)
+    (tmp_path / "recordings" / "a.sse").write_bytes(encode(run, "sse"))
+    (nested / "b.jsonl").write_bytes(encode(run, "jsonl"))
+    (nested / "c.json").write_bytes(encode(run, "json"))  # a JSON array: a recording
+    (nested / "d.ndjson").write_bytes(encode(run, "jsonl"))
+    (nested / "capabilities.json").write_text('{"tools": {"supported": true}}')  # not one
+    (nested / "input.json").write_text('{"threadId": "t", "runId": "r", "messages": []}')
+    (nested / "notes.txt").write_text("not a recording")
+    hidden = tmp_path / "recordings" / ".cache"
+    hidden.mkdir()
+    (hidden / "e.sse").write_bytes(b"data: {not json}\n\n")
+    done = agui("check", tmp_path / "recordings", "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{tmp_path / 'recordings' / name}: completed"
+        for name in ("a.sse", "nested/b.jsonl", "nested/c.json", "nested/d.ndjson")
+    ]
+    one = json.loads(agui("check", tmp_path / "recordings" / "nested", "--format", "json").stdout)
+    assert [report["source"] for report in one] == [
+        str(nested / n) for n in ("b.jsonl", "c.json", "d.ndjson")
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = agui("check", empty)
+    assert refused.returncode == 2 and f"no recordings under {empty}" in refused.stderr

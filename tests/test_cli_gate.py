@@ -148,12 +148,14 @@ def test_several_sources_as_one_json_document(tmp_path: Path, jobs: str) -> None
 
 
 def test_help_documents_the_exit_statuses() -> None:
-    for argv in (["--help"], ["check", "--help"]):
-        text = agui(*argv).stdout
-        assert "exit status:" in text
-        assert "0  every source completed" in text
-        assert "1  a source failed" in text
-        assert "2  a usage or I/O error" in text
+    text = agui("check", "--help").stdout
+    assert "exit status:" in text
+    assert "0  every source completed" in text
+    assert "1  a source failed" in text
+    assert "2  a usage or I/O error" in text
+    overall = agui("--help").stdout
+    assert "exit status (each command's --help lists its own):" in overall
+    assert "1  check: a source failed the gate; conformance: a fixture failed" in overall
     check_help = " ".join(agui("check", "--help").stdout.split())
     assert "verdict (a rejection or truncation), error (also a run that ended" in check_help
     assert "warning (also any warning: the default, as a linter)" in check_help

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agui_pipeline.catalog import ALL
 from jsonschema import Draft4Validator
 
 from tests.cli_run import agui
@@ -215,3 +216,34 @@ def test_sarif_root_and_files_outside_it(tmp_path: Path) -> None:
         agui("check", misspelt, "--format", "sarif", "--sarif-root", tmp_path).stdout
     )
     assert inside["runs"][0]["artifacts"][0]["location"]["uri"] == "misspelt.sse"
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+FINDING_FIELDS = ["code", "message", "spec", "fix", "file", "line", "column", "eventIndex"]
+
+
+def test_json_gives_what_where_why_and_fix_as_fields_the_verdict_included(
+    tmp_path: Path,
+) -> None:
+    (misspelt, truncated) = _files(tmp_path, misspelt=MISSPELT, truncated=TRUNCATED)
+    report = json.loads(agui("check", misspelt, "--format", "json").stdout)
+    (stripped,) = report["diagnostics"]
+    assert list(stripped) == [
+        "code", "severity", "message", "eventIndex", "pointer", "spec", "fix", "file", "line",
+        "column",
+    ]  # fmt: skip
+    assert stripped["code"] == "enforce.stripped" and stripped["pointer"] == "/messageID"
+    assert stripped["fix"] == ALL["enforce.stripped"].what_to_do
+    assert (stripped["file"], stripped["line"], stripped["column"]) == (str(misspelt), 3, 52)
+    assert report["verdict"] == {"outcome": "completed"} | dict.fromkeys(
+        [*FINDING_FIELDS, "pointer"]
+    )
+    verdict = json.loads(agui("check", truncated, "--format", "json").stdout)["verdict"]
+    assert list(verdict) == ["outcome", *FINDING_FIELDS, "pointer"]
+    assert verdict["outcome"] == "truncated" and verdict["code"] == "verify.truncated"
+    assert verdict["message"].startswith("expected RUN_FINISHED or RUN_ERROR for run 'r'")
+    assert "verify.truncated" not in verdict["message"] and "/spec/" not in verdict["message"]
+    assert verdict["spec"] == ALL["verify.truncated"].spec
+    assert verdict["fix"] == ALL["verify.truncated"].what_to_do
+    assert (verdict["eventIndex"], verdict["line"]) == (3, None)  # past the last frame

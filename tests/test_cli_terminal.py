@@ -142,3 +142,29 @@ def test_missing_extras_are_named_in_one_line(misspelt: Path) -> None:
         assert completed.returncode == 2
         assert completed.stderr.count("\n") == 1, completed.stderr
         assert f"pip install 'agui-pipeline[{extra}]'" in completed.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["--version"],
+        ["check", "--help"],
+        ["serve", "--help"],
+        ["proxy", "--help"],
+        ["explain", "--help"],
+        ["explain", "--markdown"],
+        ["explain", "enforce.stripped"],
+        ["conformance", "--help"],
+        ["bench", "--help"],
+    ],
+)
+def test_a_closed_pipe_ends_every_command_alike(argv: list[str]) -> None:
+    """The reader is gone before the first byte: status 2, nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([*COMMAND, *argv], stdout=write, stderr=subprocess.PIPE, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (2, b"")
