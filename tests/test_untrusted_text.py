@@ -85,7 +85,10 @@ def test_the_text_report_writes_a_producers_strings_inert(
     report = out.getvalue()
     assert not (ACTED_ON - {"\n"}) & set(report), report
     lines = report.splitlines()
-    assert lines[0].endswith(": completed") and all(line.startswith(" ") for line in lines[1:])
+    # The status line, then indented detail and `path:line:col:` finding lines: no line of
+    # the producer's making (its newlines are escaped).
+    assert lines[0].startswith(f"{path}: run-error")
+    assert all(line.startswith((" ", f"{path}:")) for line in lines[1:]), report
 
 
 def test_a_hostile_run_error_cannot_clear_the_terminal_or_forge_a_line(tmp_path: Path) -> None:
@@ -98,12 +101,16 @@ def test_a_hostile_run_error_cannot_clear_the_terminal_or_forge_a_line(tmp_path:
     assert "/xbad\\x1b[2Jname" in done.stdout
 
 
+CHECK = (sys.executable, "-m", "agui_pipeline", "check")
+
+
 def test_a_file_name_that_is_not_utf8_is_reported_in_every_format(tmp_path: Path) -> None:
     name = os.fsdecode(b"caf\xe9.jsonl")  # Latin-1, surrogate-escaped by Python
     (tmp_path / name).write_bytes(run_error_stream("fine", "extra"))
     for format in ("text", "json", "sarif", "junit"):
         done = subprocess.run(
-            [sys.executable, "-m", "agui_pipeline", "check", name, "--format", format],
+            # The gate aside (the run ended with RUN_ERROR): the name, in every format.
+            [*CHECK, name, "--format", format, "--fail-on", "verdict"],
             capture_output=True,
             cwd=tmp_path,
             timeout=60,
