@@ -298,6 +298,27 @@ def test_the_library_yields_every_source_once_and_sums_up_the_findings(
     assert "fleet report: 6 sources" in report.render()
 
 
+def test_the_command_checks_on_a_standing_cluster_by_its_address(
+    tmp_path: Path, cluster: Client
+) -> None:
+    runs = _archive(tmp_path)
+    address: str = cluster.scheduler_info()["address"]
+    alone = agui("check", runs, "--format", "sarif")
+    remote = agui("check", runs, "--format", "sarif", "--scheduler", address)
+    assert (remote.returncode, remote.stdout) == (alone.returncode, alone.stdout)
+    assert len(cluster.scheduler_info()["workers"]) == 2  # the command left them running
+
+
+def test_a_scheduler_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    clean = tmp_path / "clean.sse"
+    clean.write_bytes(encode(CLEAN, "sse"))
+    quick = {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
+    nowhere = agui("check", clean, "--scheduler", "tcp://127.0.0.1:9", env=quick)
+    assert nowhere.returncode == 2 and nowhere.stdout == ""
+    assert "agui-pipeline: --scheduler tcp://127.0.0.1:9:" in nowhere.stderr
+    assert "Traceback" not in nowhere.stderr
+
+
 def test_producers_can_be_named_by_a_field_of_the_run(tmp_path: Path, cluster: Client) -> None:
     runs = _archive(tmp_path)
     by_field = ProducerFromRun("/metadata/agent")
