@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agui_pipeline import fleet
+from agui_pipeline.cli import cluster
 from agui_pipeline.cli import main as check
 from agui_pipeline.testing.workload import encode_sse, events
 from distributed import Client, LocalCluster
@@ -134,15 +135,15 @@ def main() -> None:
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address="127.0.0.1:0",
-                ) as cluster,
-                Client(cluster) as client,
+                ) as local,
+                Client(local) as client,
             ):
                 up = time.perf_counter() - started
 
                 def workers(client: Client = client) -> float:
                     return float(sum(client.run(_cpu).values()))
 
-                address = cluster.scheduler_address
+                address = local.scheduler_address
                 _check(short[0], "--scheduler", address)()  # the workers' imports
                 _row(
                     f"--scheduler, {count} worker(s)",
