@@ -19,7 +19,9 @@ Each diagnostic is one log record (``WARNING`` for an error or warning,
 ``INFO`` otherwise) whose ``extra`` carries ``agui_code``, ``agui_severity``,
 ``agui_event_index``, ``agui_pointer``, ``agui_spec``, ``agui_thread_id``,
 ``agui_run_id`` and ``agui_path``; the verdict is one more (``agui_outcome``,
-``agui_code``), ``INFO`` when the stream completed and ``ERROR`` otherwise.
+``agui_code``), ``INFO`` when the stream completed and ``ERROR`` otherwise. A message
+is made inert (:func:`~agui_pipeline.escaping.inert`): what the producer sent cannot
+write control characters into a log read on a terminal.
 A bug in the checker is logged with its traceback and ends the checking of that
 response only: the agent's stream goes on untouched.
 
@@ -45,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .engine import Pipeline
 from .errors import Diagnostic
+from .escaping import inert
 
 if TYPE_CHECKING:
     from .telemetry import ResponseTelemetry, Telemetry
@@ -148,7 +151,7 @@ class Tap:
                 "agui_pointer": diagnostic.pointer,
                 "agui_spec": diagnostic.spec,
             }
-            self.logger.log(level, "%s", diagnostic, extra=extra)
+            self.logger.log(level, "%s", inert(str(diagnostic)), extra=extra)
             if traced is not None:
                 traced.diagnostic(extra)
 
@@ -165,7 +168,7 @@ class Tap:
                 logging.INFO if verdict.completed else logging.ERROR,
                 "AG-UI stream %s%s",
                 verdict.outcome,
-                "" if verdict.completed else f": {verdict.message}",
+                "" if verdict.completed else f": {inert(verdict.message or '')}",
                 extra={**ids, "agui_outcome": str(verdict.outcome), "agui_code": verdict.code},
             )
             if traced is not None:
