@@ -202,7 +202,7 @@ class SummarisedLog:
             line = orjson.dumps({key: value for key, value in record.items() if value is not None})
             self.out.write(line.decode() + "\n")
         elif more is None:
-            self.out.write(f"gateway: {cause}: {detail}\n")
+            self.out.write(f"gateway: {cause}: {detail}\n" if detail else f"gateway: {cause}\n")
         else:
             self.out.write(f"gateway: {cause}: {more} more in the last {self.interval:g} s\n")
         self.out.flush()
