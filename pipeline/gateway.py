@@ -228,7 +228,9 @@ class Gateway:
     ``log`` gets the summarised errors; ``metrics`` the counters (``None``: no ``/metrics``).
 
     The relay's ``on_diagnostic`` and ``on_end`` are wrapped so the counters see each run;
-    what they did before they still do.
+    what they did before they still do, and its ``body_timeout`` becomes the settings'.
+    ``descriptor_limit`` is the limit budgeted against; by default the process's soft
+    ``RLIMIT_NOFILE`` is raised to the hard one, and that is it.
     """
 
     def __init__(
