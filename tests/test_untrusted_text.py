@@ -27,7 +27,7 @@ from agui_pipeline.errors import MAX_MESSAGE, Diagnostic, cut_message
 from agui_pipeline.escaping import inert, inert_json, printable_name, quoted
 from agui_pipeline.redaction import redact_in, redact_url
 from agui_pipeline.tap import Tap
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -82,6 +82,7 @@ def run_error_stream(message: str, member: str) -> bytes:
     return encode(events, "jsonl")
 
 
+@settings(deadline=None)  # a file written and a whole check per example: seconds on a busy box
 @given(message=text_with_controls, member=text_with_controls)
 def test_the_text_report_writes_a_producers_strings_inert(
     tmp_path_factory: pytest.TempPathFactory, message: str, member: str
