@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
-from agui_pipeline.cli import EXIT_FAILED, EXIT_USAGE, Settings, Style, cluster, recordings
-from agui_pipeline.cli import _check_source as check_source
+from agui_pipeline.cli import cluster, recordings
+from agui_pipeline.cli.check import _check_source as check_source
+from agui_pipeline.cli.common import EXIT_FAILED, EXIT_USAGE, Settings, Style
 from agui_pipeline.cli.config import Gate, check_rules
 from agui_pipeline.delivery.report import ProducerReport, producer_report
 from agui_pipeline.events import AnyEvent
