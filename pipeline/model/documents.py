@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agui_pipeline._json import copy_json
 from agui_pipeline.catalog import (
     LIMIT_ACTIVITY_BYTES,
     LIMIT_DEPTH,
@@ -26,7 +27,6 @@ from agui_pipeline.model.patch import (
     PatchBudget,
     PatchRefused,
     apply_patch,
-    copy_json,
     size,
 )
 from agui_pipeline.stage import StreamContext
