@@ -5,7 +5,7 @@ between releases. Each entry records its default severity and the spec page
 the rule comes from (paths as the corpus spells them, ``/spec/1.1/...``),
 and what to do about it (its own ``advice``, or its section's in
 :data:`ADVICE`) — ``agui-pipeline explain CODE`` prints it, and
-``docs/diagnostics.md`` is generated from this module.
+the documentation site's reference pages are generated from this module.
 Stages import the entries they emit; nothing else mints a code.
 
 Sections follow the flow of stages. Add a code to its stage's section.
