@@ -35,6 +35,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,8 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RUN = {"python", "console", "bash"}
 SHOWN = {"text", "toml", "json", "yaml", "xml", "proto"}
 
-FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", flags=re.DOTALL | re.MULTILINE)
+FENCE = re.compile(r"^([ \t]*)```([^\n`]*)\n(.*?)^\1```[ \t]*$", flags=re.DOTALL | re.MULTILINE)
+"""A fenced block, at the margin or indented (in a list item) as a whole."""
 NAMED = re.compile(r"\*`(?P<name>[\w.-]+\.py)`(?P<continued>, continued)?\*")
 AGAINST = re.compile(r"\*Against `agui-pipeline serve (?P<args>[^`]+)`, at `url`:\*")
 NOT_RUN = re.compile(r"\*Not run here: (?P<reason>.+)\*")
@@ -93,7 +95,8 @@ def blocks(document: Path) -> Iterator[Block]:
         line = text.count("\n", 0, fence.start()) + 1
         before = text[: fence.start()].rstrip("\n").rpartition("\n")[2].strip()
         caption = before if before.startswith("*") and before.endswith("*") else ""
-        kind, code, program = fence[1].split(" ")[0], fence[2], fence[2]
+        kind, code = fence[2].split(" ")[0], textwrap.dedent(fence[3])
+        program = code
         named = NAMED.fullmatch(caption)
         if named and not named["name"].startswith("test_"):
             if named["continued"]:
@@ -127,9 +130,11 @@ def cases() -> list[object]:
 def test_every_block_says_what_it_is_and_most_run() -> None:
     unnamed = [block.where for block in ALL if block.kind not in RUN | SHOWN]
     assert not unnamed, f"fences with no kind, or one this test does not know: {unnamed}"
-    left_out = [block for block in ALL if block.kind in RUN and skipped_reason(block)]
+    fences = sum(len(re.findall(r"^[ \t]*```\w", d.read_text("utf-8"), re.M)) for d in DOCUMENTS)
+    assert len(ALL) == fences  # every opening fence was read as a block
     assert len(cases()) >= 40
-    assert len(left_out) <= 8, [(b.where, skipped_reason(b)) for b in left_out]
+    not_run = [b for b in ALL if b.kind in RUN and NOT_RUN.fullmatch(b.caption)]
+    assert len(not_run) <= 8, [(b.where, skipped_reason(b)) for b in not_run]
 
 
 @pytest.mark.parametrize("block", cases())
@@ -148,10 +153,11 @@ def _python(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     named = NAMED.fullmatch(block.caption)
     name = named["name"] if named else "example.py"
     script = tmp_path / name
-    if name.startswith("test_"):
+    if name.startswith("test_"):  # from the root, under a configuration of its own
         script.write_text(block.code, encoding="utf-8")
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name]
-        return _run(command, cwd=tmp_path)
+        (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        config = ["-c", str(tmp_path / "pytest.ini"), "-p", "no:cacheprovider"]
+        return _run([sys.executable, "-m", "pytest", "-q", *config, str(script)], cwd=ROOT)
     against = AGAINST.fullmatch(block.caption)
     if against is None:
         return _run(_interpreter(block.program, script), cwd=ROOT)
