@@ -2,7 +2,7 @@
 
 A CI job runs ``check`` as a process: start-up counts as much as throughput.
 Each round runs, one after the other, on the same realistic SSE file
-(:mod:`agui_pipeline.workload`):
+(:mod:`agui_pipeline.testing.workload`):
 
 - ``agui-pipeline check FILE`` — the whole default pipeline, its report printed;
 - ``python benchmarks/sdk_check.py FILE`` — ag-ui-protocol's

@@ -17,7 +17,9 @@ import argparse
 import copy
 
 import anyio
-from agui_pipeline.stage import Batch, Event, Options, Stage, StreamContext
+from agui_pipeline.batch import Batch, Event
+from agui_pipeline.options import Options
+from agui_pipeline.stage import Stage, StreamContext
 from agui_pipeline.stages.compat import Compat
 from agui_pipeline.stages.parse import Parse
 

@@ -36,9 +36,10 @@ from weakref import WeakKeyDictionary
 
 import anyio
 import httpx
-from agui_pipeline.client import HttpAgent
-from agui_pipeline.engine import Pipeline
-from agui_pipeline.stage import Batch, Stage, StreamContext
+from agui_pipeline._engine.pipeline import Pipeline
+from agui_pipeline.batch import Batch
+from agui_pipeline.http.client import HttpAgent
+from agui_pipeline.stage import Stage, StreamContext
 from agui_pipeline.stages.parse import Parse
 
 from .memory import _peak_rss_mb

@@ -18,8 +18,10 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 
-from agui_pipeline.conversation import Conversation
-from agui_pipeline.stage import Batch, Event, Options, StreamContext
+from agui_pipeline.batch import Batch, Event
+from agui_pipeline.model.conversation import Conversation
+from agui_pipeline.options import Options
+from agui_pipeline.stage import StreamContext
 from agui_pipeline.stages.metadata import Metadata
 
 from .workload import events

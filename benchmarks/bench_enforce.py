@@ -21,7 +21,9 @@ import copy
 from functools import partial
 
 import anyio
-from agui_pipeline.stage import Batch, Options, StreamContext
+from agui_pipeline.batch import Batch
+from agui_pipeline.options import Options
+from agui_pipeline.stage import StreamContext
 from agui_pipeline.stages.enforce import Enforce
 from agui_pipeline.stages.parse import Parse
 

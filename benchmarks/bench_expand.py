@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from agui_pipeline.stage import Event, Stage
+from agui_pipeline.batch import Event
+from agui_pipeline.stage import Stage
 from agui_pipeline.stages.expand import Expand
 
 from .bench_compat import batches_of, through

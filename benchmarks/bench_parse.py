@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import partial
 
 import orjson
-from agui_pipeline.stage import Options, StreamContext
+from agui_pipeline.options import Options
+from agui_pipeline.stage import StreamContext
 from agui_pipeline.stages.parse import Parse
 
 from .timing import median, ratio, rounds

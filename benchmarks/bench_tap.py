@@ -1,4 +1,4 @@
-"""The tap's cost: what wrapping an agent's app with :class:`~agui_pipeline.tap.Tap` adds.
+"""The tap's cost: what wrapping an agent's app with :class:`~agui_pipeline.http.tap.Tap` adds.
 
 In one process, no network: an ASGI app sends the benchmark workload as SSE, one
 ``http.response.body`` message per event, to a ``send`` that does nothing, once
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from agui_pipeline.tap import Tap
+from agui_pipeline.http.tap import Tap
 from starlette.types import Message, Receive, Scope, Send
 
 from .workload import encode_sse, events
@@ -70,7 +70,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def with_telemetry() -> Callable[[Any], Tap]:
     """A tap recording to the OpenTelemetry SDK in memory (the ``otel`` extra and the SDK)."""
-    from agui_pipeline.telemetry import Telemetry
+    from agui_pipeline.http.telemetry import Telemetry
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
@@ -102,7 +102,7 @@ def main() -> None:
         for event in workload[:: args.stray_every]:
             event["strayMember"] = True
     frames = [encode_sse([event]) for event in workload]
-    quiet = logging.getLogger("agui_pipeline.tap")
+    quiet = logging.getLogger("agui_pipeline.http.tap")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     rows: list[tuple[str, Callable[[Any], Any]]] = [("bare", lambda app: app), ("tapped", Tap)]

@@ -17,7 +17,9 @@ import argparse
 import tracemalloc
 
 import anyio
-from agui_pipeline.stage import Batch, Options, Stage, StreamContext
+from agui_pipeline.batch import Batch
+from agui_pipeline.options import Options
+from agui_pipeline.stage import Stage, StreamContext
 from agui_pipeline.stages.verify import Verify
 
 from .bench_compat import batches_of, through

@@ -35,7 +35,7 @@ import anyio
 import anyio.lowlevel
 import httpcore
 import httpx
-from agui_pipeline.serve import _echo_ids, _encode
+from agui_pipeline.http.serve import _echo_ids, _encode
 
 from .bench_live import ACCEPT
 from .workload import DECLARATION, events

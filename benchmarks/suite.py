@@ -44,7 +44,7 @@ from typing import Any
 
 import anyio
 from agui_pipeline import Pipeline, Source
-from agui_pipeline.cli_bench import stage_alone
+from agui_pipeline.cli.bench import stage_alone
 from agui_pipeline.stage import StageFactory
 
 from . import peers

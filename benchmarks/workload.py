@@ -1,7 +1,7 @@
-"""The benchmark workload: it lives in the package (``agui_pipeline.workload``), so that
+"""The benchmark workload: it lives in the package (``agui_pipeline.testing.workload``), so that
 ``agui-pipeline bench`` can run it where ``benchmarks/`` is not installed."""
 
-from agui_pipeline.workload import (
+from agui_pipeline.testing.workload import (
     _TOOLS,
     DECLARATION,
     MIN_EVENTS,

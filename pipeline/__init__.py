@@ -9,21 +9,28 @@ The public API::
     result.events               # what application code may see, as AnyEvent
     result.diagnostics          # what was stripped, translated, noticed
 
-Everything importable from this module is the stable API, typed: the events
-are the ``TypedDict``\\ s of :mod:`agui_pipeline.events` (one per event type,
-their union :data:`AnyEvent`, and the messages, content parts and outcomes they
-carry), and every error raised on purpose is an :class:`AguiPipelineError`.
-Submodules are the implementation.
+Everything importable from this module is the stable API, typed, and so is
+:mod:`agui_pipeline.events`: a ``TypedDict`` per event type, their union
+:data:`AnyEvent` (exported here too), and the messages, content parts and
+outcomes they carry. Every error raised on purpose is an
+:class:`AguiPipelineError`. Other modules are the implementation: their names
+may move between releases.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from .catalog import Code, Severity
-from .conversation import Conversation
-from .declaration import Declaration, DeclarationUnusable, check_run_input
-from .engine import EventStream, Outcome, Pipeline, RunResult, Verdict, run_sync
-from .errors import (
+from agui_pipeline import events
+from agui_pipeline._engine.incremental import Incremental
+from agui_pipeline._engine.pipeline import Pipeline, run_sync
+from agui_pipeline._engine.result import Outcome, RunResult, Verdict
+from agui_pipeline._engine.sources import Source
+from agui_pipeline._engine.stream import EventStream
+from agui_pipeline.batch import Batch, Event
+from agui_pipeline.catalog import Code, Severity
+from agui_pipeline.delivery.report import FindingGroup, ProducerReport, producer_report
+from agui_pipeline.errors import (
     AguiPipelineError,
+    DeclarationUnusable,
     Diagnostic,
     HandlerFailed,
     InputRejected,
@@ -31,87 +38,21 @@ from .errors import (
     StreamTruncated,
     UsageError,
 )
-from .events import (
-    ActivityDeltaEvent,
-    ActivityMessage,
-    ActivitySnapshotEvent,
-    AnyEvent,
-    AssistantMessage,
-    AudioPart,
-    ContentPart,
-    CustomEvent,
-    DataSource,
-    DeveloperMessage,
-    DocumentPart,
-    EventType,
-    FileSource,
-    FunctionCall,
-    ImagePart,
-    Interrupt,
-    Message,
-    MessagesSnapshotEvent,
-    RawEvent,
-    ReasoningEncryptedValueEvent,
-    ReasoningEndEvent,
-    ReasoningMessage,
-    ReasoningMessageChunkEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
-    ResumeEntry,
-    RunErrorEvent,
-    RunFinishedCancelledOutcome,
-    RunFinishedEvent,
-    RunFinishedInterruptOutcome,
-    RunFinishedOutcome,
-    RunFinishedSuccessOutcome,
-    RunStartedEvent,
-    StateDeltaEvent,
-    StateSnapshotEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    SubagentErrorEvent,
-    SubagentFinishedEvent,
-    SubagentFinishedOutcome,
-    SubagentFinishedSuccessOutcome,
-    SubagentFinishedSuspendedOutcome,
-    SubagentStartedEvent,
-    SystemMessage,
-    TextMessageChunkEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    TextPart,
-    TokenUsage,
-    Tool,
-    ToolCall,
-    ToolCallArgsEvent,
-    ToolCallChunkEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-    ToolMessage,
-    UrlSource,
-    UserMessage,
-    VideoPart,
-)
-from .incremental import Incremental
-from .options import Limits, Options
-from .report import FindingGroup, ProducerReport, producer_report
-from .sources import Source
-from .stage import (
-    Batch,
+from agui_pipeline.events import AnyEvent, EventType, Message
+from agui_pipeline.model.conversation import Conversation
+from agui_pipeline.model.declared import check_run_input
+from agui_pipeline.options import Limits, Options
+from agui_pipeline.stage import (
     Counters,
     Decoder,
-    Event,
     RunRecord,
     RunStatus,
     Stage,
+    StageFactory,
     StreamContext,
     reject_after,
 )
-from .subscribers import (
+from agui_pipeline.subscribers import (
     EventHandler,
     Handlers,
     JsonLinesSink,
@@ -124,39 +65,50 @@ from .subscribers import (
 )
 
 if TYPE_CHECKING:
-    from .agent_resource import AgentResourceError, capabilities_from_agent_resource
-    from .aiohttp_transport import AiohttpTransport
-    from .capabilities import AgentCapabilities
-    from .client import HttpAgent, HttpStatusError, HttpxTransport, RequestFailed, Transport
-    from .conformance import load_fixture, run_fixture
-    from .relay import Relay, RelayResponse, Upstream
-    from .resume import pending_interrupts, resume_input
-    from .run_input import PreparedInput, RunAgentInput, prepare_input
-    from .serve import BackgroundServer, Replay, ReplayServer
+    from agui_pipeline.delivery.resume import pending_interrupts, resume_input
+    from agui_pipeline.http.aiohttp_transport import AiohttpTransport
+    from agui_pipeline.http.client import (
+        HttpAgent,
+        HttpStatusError,
+        HttpxTransport,
+        RequestFailed,
+        Transport,
+    )
+    from agui_pipeline.http.relay import Relay, RelayResponse, Upstream
+    from agui_pipeline.http.serve import BackgroundServer, Replay, ReplayServer
+    from agui_pipeline.http.tap import Tap
+    from agui_pipeline.model.agent_resource import (
+        AgentResourceError,
+        capabilities_from_agent_resource,
+    )
+    from agui_pipeline.model.capabilities import AgentCapabilities
+    from agui_pipeline.model.run_input import PreparedInput, RunAgentInputModel, prepare_input
+    from agui_pipeline.testing.conformance import load_fixture, run_fixture
 
 _LAZY = {
-    "AgentCapabilities": "capabilities",
-    "AgentResourceError": "agent_resource",
-    "capabilities_from_agent_resource": "agent_resource",
-    "PreparedInput": "run_input",
-    "RunAgentInput": "run_input",
-    "prepare_input": "run_input",
-    "AiohttpTransport": "aiohttp_transport",
-    "HttpAgent": "client",
-    "HttpStatusError": "client",
-    "HttpxTransport": "client",
-    "RequestFailed": "client",
-    "Transport": "client",
-    "load_fixture": "conformance",
-    "run_fixture": "conformance",
-    "pending_interrupts": "resume",
-    "resume_input": "resume",
-    "Relay": "relay",
-    "RelayResponse": "relay",
-    "Upstream": "relay",
-    "BackgroundServer": "serve",
-    "Replay": "serve",
-    "ReplayServer": "serve",
+    "AgentCapabilities": "model.capabilities",
+    "AgentResourceError": "model.agent_resource",
+    "capabilities_from_agent_resource": "model.agent_resource",
+    "PreparedInput": "model.run_input",
+    "RunAgentInputModel": "model.run_input",
+    "prepare_input": "model.run_input",
+    "AiohttpTransport": "http.aiohttp_transport",
+    "HttpAgent": "http.client",
+    "HttpStatusError": "http.client",
+    "HttpxTransport": "http.client",
+    "RequestFailed": "http.client",
+    "Transport": "http.client",
+    "Relay": "http.relay",
+    "RelayResponse": "http.relay",
+    "Upstream": "http.relay",
+    "BackgroundServer": "http.serve",
+    "Replay": "http.serve",
+    "ReplayServer": "http.serve",
+    "Tap": "http.tap",
+    "pending_interrupts": "delivery.resume",
+    "resume_input": "delivery.resume",
+    "load_fixture": "testing.conformance",
+    "run_fixture": "testing.conformance",
 }
 """Names imported on first use, by module: they need the ``http``, ``aiohttp`` or ``serve``
 extra, or pydantic (the models of a declaration and of a run input), whose import costs
@@ -171,132 +123,82 @@ def __getattr__(name: str) -> Any:
     if module is not None:
         from importlib import import_module
 
-        return getattr(import_module(f".{module}", __name__), name)
+        return getattr(import_module(f"agui_pipeline.{module}"), name)
     raise AttributeError(f"module 'agui_pipeline' has no attribute {name!r}")
 
 
 __all__ = [
-    "ActivityDeltaEvent",
-    "ActivityMessage",
-    "ActivitySnapshotEvent",
+    # the producer's side: declarations, run input, findings
     "AgentCapabilities",
     "AgentResourceError",
+    # verdicts, diagnostics, errors
     "AguiPipelineError",
+    # HTTP: the client, the gateway, serving and tapping
     "AiohttpTransport",
+    # what application code receives
     "AnyEvent",
-    "AssistantMessage",
-    "AudioPart",
     "BackgroundServer",
+    # writing a stage
     "Batch",
     "Code",
-    "ContentPart",
     "Conversation",
     "Counters",
-    "CustomEvent",
-    "DataSource",
-    "Declaration",
     "DeclarationUnusable",
     "Decoder",
-    "DeveloperMessage",
     "Diagnostic",
-    "DocumentPart",
     "Event",
     "EventHandler",
+    # running a stream
     "EventStream",
     "EventType",
-    "FileSource",
     "FindingGroup",
-    "FunctionCall",
     "HandlerFailed",
     "Handlers",
     "HttpAgent",
     "HttpStatusError",
     "HttpxTransport",
-    "ImagePart",
     "Incremental",
     "InputRejected",
-    "Interrupt",
     "JsonLinesSink",
+    # settings
     "Limits",
     "Message",
-    "MessagesSnapshotEvent",
     "Options",
     "Outcome",
     "Pipeline",
     "PreparedInput",
     "ProducerReport",
     "ProtoSink",
-    "RawEvent",
-    "ReasoningEncryptedValueEvent",
-    "ReasoningEndEvent",
-    "ReasoningMessage",
-    "ReasoningMessageChunkEvent",
-    "ReasoningMessageContentEvent",
-    "ReasoningMessageEndEvent",
-    "ReasoningMessageStartEvent",
-    "ReasoningStartEvent",
     "Relay",
     "RelayResponse",
     "Replay",
     "ReplayServer",
     "RequestFailed",
-    "ResumeEntry",
-    "RunAgentInput",
-    "RunErrorEvent",
-    "RunFinishedCancelledOutcome",
-    "RunFinishedEvent",
-    "RunFinishedInterruptOutcome",
-    "RunFinishedOutcome",
-    "RunFinishedSuccessOutcome",
+    "RunAgentInputModel",
     "RunRecord",
     "RunResult",
-    "RunStartedEvent",
     "RunStatus",
     "Severity",
     "Sink",
     "Source",
     "SseSink",
     "Stage",
-    "StateDeltaEvent",
-    "StateSnapshotEvent",
-    "StepFinishedEvent",
-    "StepStartedEvent",
+    "StageFactory",
     "StreamContext",
     "StreamRejected",
     "StreamTruncated",
-    "SubagentErrorEvent",
-    "SubagentFinishedEvent",
-    "SubagentFinishedOutcome",
-    "SubagentFinishedSuccessOutcome",
-    "SubagentFinishedSuspendedOutcome",
-    "SubagentStartedEvent",
-    "SystemMessage",
-    "TextMessageChunkEvent",
-    "TextMessageContentEvent",
-    "TextMessageEndEvent",
-    "TextMessageStartEvent",
-    "TextPart",
-    "TokenUsage",
-    "Tool",
-    "ToolCall",
-    "ToolCallArgsEvent",
-    "ToolCallChunkEvent",
-    "ToolCallEndEvent",
-    "ToolCallResultEvent",
-    "ToolCallStartEvent",
-    "ToolMessage",
+    "Tap",
     "Transport",
     "Upstream",
-    "UrlSource",
     "UsageError",
-    "UserMessage",
     "Verdict",
-    "VideoPart",
     "capabilities_from_agent_resource",
     "check_run_input",
     "encode_json_lines",
     "encode_proto",
     "encode_sse",
+    "events",
+    # conformance fixtures
     "load_fixture",
     "pending_interrupts",
     "prepare_input",

@@ -1,5 +1,5 @@
 """``python -m agui_pipeline``: the command line, as ``agui-pipeline``."""
 
-from .cli import run
+from agui_pipeline.cli import run
 
 run()

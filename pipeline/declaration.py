@@ -1,52 +1,36 @@
-"""A capabilities declaration as the pipeline holds it, read without pydantic until there is one.
+"""A capabilities declaration as the pipeline holds it: usable or not, and what was noticed.
 
 :class:`Declaration` is what ``Pipeline(capabilities=...)`` keeps and the
-reconcile stage reads; :func:`check_run_input` warns before sending. The model
-itself, :class:`~agui_pipeline.AgentCapabilities`, is a pydantic model
-(:mod:`agui_pipeline.capabilities`), and importing pydantic costs about 0.2 s of
-start-up: it is imported when a declaration is read, so a pipeline without one
+reconcile stage reads. It names no pydantic type: the model,
+:class:`~agui_pipeline.AgentCapabilities` (:mod:`agui_pipeline.model.capabilities`),
+costs about 0.2 s of start-up to import, so it is read only when there is a
+declaration to read (``read_declaration``), and a pipeline without one
 (``agui-pipeline check FILE``) never pays for it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, ForwardRef, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeAlias
 
-import orjson
+from agui_pipeline.catalog import Code
 
-from .catalog import (
-    RECONCILE_DECLARATION_UNRECOGNISED,
-    RECONCILE_DECLARATION_UNUSABLE,
-    RECONCILE_INPUT_MODALITY,
-    RECONCILE_INPUT_REFUSED,
-    Code,
-)
-from .errors import AguiPipelineError, Diagnostic
 
-if TYPE_CHECKING:
-    from .capabilities import AgentCapabilities
-else:
-    # Named by its module, so that typing.get_type_hints resolves the hints below once
-    # agui_pipeline.capabilities is loaded, without this module loading it.
-    AgentCapabilities = ForwardRef("AgentCapabilities", module="agui_pipeline.capabilities")
+class CapabilitiesModel(Protocol):
+    """An ``AgentCapabilities`` model, as this module needs to know it (structurally)."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    def unrecognised(self) -> list[str]: ...
 
 
 CapabilitiesSource: TypeAlias = (
-    AgentCapabilities | Mapping[str, Any] | bytes | str | os.PathLike[str]
+    CapabilitiesModel | Mapping[str, Any] | bytes | str | os.PathLike[str]
 )
-"""A declaration as the caller has it: a model, a dict, JSON bytes or text, or a file path."""
-
-
-class DeclarationUnusable(AguiPipelineError, ValueError):
-    """A known field of the declaration carries a value the schema rejects."""
-
-    def __init__(self, pointer: str, reason: str) -> None:
-        self.pointer = pointer
-        self.reason = reason
-        super().__init__(f"declaration {pointer or '/'}: {reason}")
+"""A declaration as the caller has it: an ``AgentCapabilities`` model, a dict, JSON bytes or
+text, or a file path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +46,11 @@ class DeclarationNote:
 class Declaration:
     """A declaration as the pipeline holds it: usable or not, with what was noticed reading it.
 
-    Reading never raises for the document's content: an unusable declaration
-    has ``capabilities = None`` — the run proceeds as for an agent that
-    declared nothing (``/spec/1.1/basic/capabilities``, Error Handling) — and a
-    note saying which field and why.
+    Reading never raises for the document's content
+    (:func:`~agui_pipeline.model.capabilities.read_declaration`): an unusable
+    declaration has ``capabilities = None`` — the run proceeds as for an agent
+    that declared nothing (``/spec/1.1/basic/capabilities``, Error Handling) —
+    and a note saying which field and why.
     """
 
     __slots__ = ("capabilities", "notes")
@@ -73,34 +58,10 @@ class Declaration:
     NONE: ClassVar[Declaration]
 
     def __init__(
-        self, capabilities: AgentCapabilities | None, notes: tuple[DeclarationNote, ...] = ()
+        self, capabilities: CapabilitiesModel | None, notes: tuple[DeclarationNote, ...] = ()
     ) -> None:
         self.capabilities = capabilities
         self.notes = notes
-
-    @classmethod
-    def read(cls, source: Declaration | CapabilitiesSource | None) -> Declaration:
-        if source is None:
-            return cls.NONE
-        if isinstance(source, Declaration):
-            return source
-        from .capabilities import AgentCapabilities  # pydantic: only for a declaration to read
-
-        try:
-            capabilities = AgentCapabilities.load(source)
-        except DeclarationUnusable as exc:
-            return cls(None, (_unusable(exc.pointer, exc.reason),))
-        except (OSError, orjson.JSONDecodeError) as exc:
-            return cls(None, (_unusable("", f"cannot be read: {exc}"),))
-        notes = tuple(
-            DeclarationNote(
-                RECONCILE_DECLARATION_UNRECOGNISED,
-                f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read",
-                pointer,
-            )
-            for pointer in capabilities.unrecognised()
-        )
-        return cls(capabilities, notes)
 
     @property
     def usable(self) -> bool:
@@ -111,134 +72,3 @@ class Declaration:
 
 
 Declaration.NONE = Declaration(None)
-
-
-def declared_value(capabilities: AgentCapabilities, field: str) -> Any:
-    """The value at ``field`` (``/tools/parallelCalls``); ``None`` when undeclared."""
-    value: Any = capabilities
-    for name in field.split("/")[1:]:
-        value = getattr(value, name, None)
-        if value is None:
-            return None
-    return value
-
-
-# -- the run input against multimodal.input -------------------------------------------
-
-_PART_MODALITY = {"image": "image", "audio": "audio", "video": "video"}
-_PDF = "application/pdf"
-
-
-def input_modalities(run_input: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """``(declaration field, pointer into the run input)`` for each media part it carries.
-
-    User messages and the tool messages answering frontend calls carry parts
-    (``/spec/1.1/basic/run-input``, messages). A ``document`` part counts as
-    ``pdf`` only when its source says ``application/pdf``; no part type is an
-    "arbitrary file", so ``file`` is never inferred.
-    """
-    messages = run_input.get("messages")
-    if type(messages) is not list:
-        return
-    for m, message in enumerate(messages):
-        content = message.get("content") if type(message) is dict else None
-        if type(content) is not list:
-            continue
-        for p, part in enumerate(content):
-            if type(part) is not dict:
-                continue
-            kind = part.get("type")
-            modality = _PART_MODALITY.get(kind) if type(kind) is str else None
-            if modality is None and kind == "document":
-                source = part.get("source")
-                if type(source) is dict and source.get("mimeType") == _PDF:
-                    modality = "pdf"
-            if modality is not None:
-                yield f"/multimodal/input/{modality}", f"/messages/{m}/content/{p}"
-
-
-def check_run_input(
-    declaration: Declaration | AgentCapabilities | None, run_input: Mapping[str, Any]
-) -> list[Diagnostic]:
-    """Warnings for the application *before it sends* ``run_input``: what it offers that the
-    agent declared it does not take.
-
-    - a media part under ``multimodal.input.<modality>: false``
-      (``reconcile.input-modality``): an agent that cannot use a part skips it
-      rather than failing the run (``/spec/1.1/basic/run-input``), so it would
-      be silently ignored;
-    - tools under ``tools.clientProvided: false``, resume entries under
-      ``humanInTheLoop.interrupts: false``, an ``editedArgs`` answer under
-      ``humanInTheLoop.approveWithEdits: false`` (``reconcile.input-refused``).
-
-    Only an explicit ``false`` is warned about, never an omitted field; nothing
-    is changed or blocked.
-    """
-    capabilities = declaration.capabilities if isinstance(declaration, Declaration) else declaration
-    if capabilities is None:
-        return []
-    found: list[Diagnostic] = []
-
-    def warn(code: Code, field: str, pointer: str, message: str) -> None:
-        found.append(Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field))
-
-    if capabilities.multimodal is not None:
-        for field, pointer in input_modalities(run_input):
-            if declared_value(capabilities, field) is False:
-                modality = field.rsplit("/", 1)[1]
-                warn(
-                    RECONCILE_INPUT_MODALITY,
-                    field,
-                    pointer,
-                    f"run input {pointer} is a {modality} part, but the declaration sets "
-                    f"{field} to false: the agent will likely skip it",
-                )
-    tools, resume = run_input.get("tools"), run_input.get("resume")
-    if tools and declared_value(capabilities, "/tools/clientProvided") is False:
-        warn(
-            RECONCILE_INPUT_REFUSED,
-            "/tools/clientProvided",
-            "/tools",
-            "run input /tools offers the application's tools, but the declaration sets "
-            "/tools/clientProvided to false: the agent does not take them",
-        )
-    if resume and declared_value(capabilities, "/humanInTheLoop/interrupts") is False:
-        warn(
-            RECONCILE_INPUT_REFUSED,
-            "/humanInTheLoop/interrupts",
-            "/resume",
-            "run input /resume answers interrupts, but the declaration sets "
-            "/humanInTheLoop/interrupts to false: the agent does not take part in "
-            "interrupt and resume",
-        )
-    if (
-        type(resume) is list
-        and declared_value(capabilities, "/humanInTheLoop/approveWithEdits") is False
-    ):
-        for position, entry in enumerate(resume):
-            payload = entry.get("payload") if type(entry) is dict else None
-            if type(payload) is dict and "editedArgs" in payload:
-                pointer = f"/resume/{position}/payload/editedArgs"
-                warn(
-                    RECONCILE_INPUT_REFUSED,
-                    "/humanInTheLoop/approveWithEdits",
-                    pointer,
-                    f"run input {pointer} edits a tool call's arguments, but the declaration "
-                    "sets /humanInTheLoop/approveWithEdits to false",
-                )
-    return found
-
-
-def _unusable(pointer: str, reason: str) -> DeclarationNote:
-    return DeclarationNote(
-        RECONCILE_DECLARATION_UNUSABLE,
-        f"declaration {pointer or '/'} is malformed ({reason}); the declaration is not used "
-        "and the run proceeds as for an agent that declared nothing",
-        pointer,
-    )
-
-
-def _unrecognised_reason(pointer: str) -> str:
-    if pointer == "/multiAgent/subAgents":
-        return "the retired spelling of subagents, which this version does not read"
-    return "a member this version of AgentCapabilities does not define"

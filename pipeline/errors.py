@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .catalog import HANDLER_FAILED, Code, Severity
+from agui_pipeline.catalog import HANDLER_FAILED, Code, Severity
 
 if TYPE_CHECKING:
-    from .stage import Batch
+    from agui_pipeline.batch import Batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,15 @@ class AguiPipelineError(Exception):
     misused stream, and nothing that is a bug (a ``KeyError`` in a stage of
     yours surfaces as itself).
     """
+
+
+class DeclarationUnusable(AguiPipelineError, ValueError):
+    """A known field of the declaration carries a value the schema rejects."""
+
+    def __init__(self, pointer: str, reason: str) -> None:
+        self.pointer = pointer
+        self.reason = reason
+        super().__init__(f"declaration {pointer or '/'}: {reason}")
 
 
 class UsageError(AguiPipelineError, RuntimeError):

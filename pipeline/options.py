@@ -10,13 +10,13 @@ stream repeats that work.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final
+from typing import Final
 
-from .declaration import CapabilitiesSource, Declaration
-from .errors import Diagnostic
-from .subscribers import HandlerMap, Handlers, Sink
+from agui_pipeline.declaration import CapabilitiesSource, Declaration
+from agui_pipeline.errors import Diagnostic
+from agui_pipeline.subscribers import HandlerMap, Handlers, Sink
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class Limits:
     arguments, in characters."""
     max_conversation_chars: int = 32 * 1024 * 1024
     """Most text the Conversation holds at once, all messages together: content (a
-    tool result's list of parts as its JSON size, :func:`agui_pipeline.patch.size`) and
+    tool result's list of parts as its JSON size, :func:`agui_pipeline.model.patch.size`) and
     tool call arguments, in characters, streamed or restated. A message a
     ``MESSAGES_SNAPSHOT`` replaces or drops gives its text back."""
     max_items: int = 100_000
@@ -58,7 +58,7 @@ class Limits:
     max_state_bytes: int = 16 * 1024 * 1024
     """Largest state document the Conversation holds, as JSON bytes (to within a
     sixteenth: the state is measured when what patches inserted reaches the limit).
-    Measured from its structure (:func:`agui_pipeline.patch.size`: a string counts its
+    Measured from its structure (:func:`agui_pipeline.model.patch.size`: a string counts its
     characters), never by serialising it, so the limit holds at any depth."""
     max_activity_bytes: int = 16 * 1024 * 1024
     """Largest total the Conversation holds in the content of all its activity messages,
@@ -130,25 +130,3 @@ class Unset(Enum):
 
 UNSET: Final = Unset.UNSET
 """A setting the caller did not pass: the pipeline keeps the value it has (or the default)."""
-
-
-def changed(options: Options, settings: dict[str, Any]) -> Options:
-    """``options`` with the settings that were passed (not :data:`UNSET`), read once."""
-    given = {name: value for name, value in settings.items() if value is not UNSET}
-    return settled(replace(options, **given) if given else options)
-
-
-def settled(options: Options) -> Options:
-    """What a pipeline keeps: the declaration read, the handlers and sinks frozen.
-
-    Reading the declaration here (a file, JSON, a model) is once per pipeline,
-    not once per stream; the handler registry is closed so that no copy of the
-    pipeline, and no stream already running, sees a handler appear.
-    """
-    capabilities = options.capabilities
-    if capabilities is not None and not isinstance(capabilities, Declaration):
-        capabilities = Declaration.read(capabilities)
-    handlers = None if options.handlers is None else Handlers.of(options.handlers).closed()
-    return replace(
-        options, capabilities=capabilities, handlers=handlers, sinks=tuple(options.sinks)
-    )

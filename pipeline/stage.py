@@ -10,7 +10,7 @@ as which messages are open), built by calling a *stage factory* with the
 stream's :class:`StreamContext`. A stage class whose ``__init__`` takes the
 context is its own factory.
 
-The contract, kept by the engine (``agui_pipeline.engine``) rather than by
+The contract, kept by the engine (``agui_pipeline._engine.pipeline``) rather than by
 each stage: a stage *returns* the events it keeps, and when it rejects part
 way through a batch it says what it kept before the fault with
 :func:`reject_after`. Anything else it raises is a bug and surfaces as
@@ -19,165 +19,15 @@ itself, with the stage's name in a note.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from .catalog import LIMIT_DIAGNOSTICS, Code, Severity
-from .errors import Diagnostic, HandlerFailed, StreamRejected
-from .events import EventType
-from .item_metadata import ItemMetadata
-from .options import Limits as Limits
-from .options import Options as Options
-
-if TYPE_CHECKING:
-    from .conversation import Conversation
-    from .stages.parse import IntegerSearch
-
-T = TypeVar("T")
-
-Event = dict[str, Any]
-"""An event at run time: the plain dict the JSON decoder produced.
-
-:mod:`agui_pipeline.events` has a ``TypedDict`` per event type for static typing.
-"""
-
-
-class Batch:
-    """Events in stream order, each with the index of the frame it came from.
-
-    ``indices[i]`` is the position (from 0) of the frame ``events[i]`` was
-    read from; an event a stage synthesizes carries the index of the event it
-    was made from, so every diagnostic can point back at the bytes.
-    ``types``, when given, is each event's ``type`` (see :attr:`types`);
-    ``objects`` says every event is known to be a ``dict`` (see :attr:`objects`).
-    """
-
-    __slots__ = ("_objects", "_types", "events", "indices")
-
-    def __init__(
-        self,
-        events: list[Event],
-        indices: list[int],
-        types: list[Any] | None = None,
-        *,
-        objects: bool = False,
-    ) -> None:
-        self.events = events
-        self.indices = indices
-        self._types = types
-        self._objects = objects
-
-    @property
-    def types(self) -> list[Any]:
-        """Each event's ``type`` member (``None`` where it has none, or is not an object).
-
-        Read once per batch and shared: several stages choose what to do by
-        type, and a pass over the events costs as much as the choice. A stage
-        that changes an event's ``type`` (or an event) in place and returns the
-        same batch calls :meth:`changed`. Your own stages need not: the engine
-        forgets both caches after every stage that is not a built-in one, and a
-        test (``tests/test_fault_delivery.py``) holds the built-in ones to it.
-        """
-        types = self._types
-        if types is None:
-            types = self._types = _types_of(self.events)
-        return types
-
-    @property
-    def objects(self) -> bool:
-        """Every event is known to be a ``dict``: the decoder made the batch from JSON
-        objects and no stage has changed it since (enforce then skips asking)."""
-        return self._objects
-
-    def by_type(self, table: Mapping[str, T], start: int = 0) -> Sequence[T | None]:
-        """``table``'s entry for the type of each event from ``start`` on (``None`` for none).
-
-        The batch pre-scan compat, expand, reconcile and lint open with: the
-        lookups run in C, and most events (the deltas) have no entry, so the
-        stage's own Python loop visits only the few that do
-        (``itertools.compress``). A table made by :func:`type_table` has an
-        entry for every event type, so one ``itemgetter`` over the batch's types
-        reads it into a tuple: measured (callgrind, a 1,000-event batch), 182
-        instructions an event against 301 for ``list(map(table.get, ...))``,
-        which is the fallback for a type the table lacks (one enforce would
-        drop). A type that is not a string has no entry.
-        """
-        types = self._types
-        if types is None:
-            types = self.types
-        if start:
-            types = types[start:]
-        try:
-            if len(types) > 1:  # itemgetter of one key gives the entry, not a tuple
-                try:
-                    return itemgetter(*types)(table)  # type: ignore[no-any-return]
-                except KeyError:
-                    pass
-            elif types:
-                # One event: what a live read usually carries, asked by four stages.
-                # The entry alone, no map and list around it: 5,200 -> 2,500
-                # instructions a call (callgrind), 11,000 a live read over httpx.
-                return (table.get(types[0]),)
-            return list(map(table.get, types))
-        except TypeError:  # an unhashable type (a list, an object): only before enforce
-            get = table.get
-            return [get(kind) if type(kind) is str else None for kind in types]
-
-    def changed(self) -> None:
-        """Forget what :attr:`types` and :attr:`objects` knew: events changed in place."""
-        self._types = None
-        self._objects = False
-
-    def __len__(self) -> int:
-        return len(self.events)
-
-    def before(self, event_index: int | None) -> Batch:
-        """The events that came from frames read before ``event_index``."""
-        if event_index is None:
-            return Batch([], [])
-        cut = bisect_left(self.indices, event_index)  # indices never decrease
-        return Batch(self.events[:cut], self.indices[:cut])
-
-    def __add__(self, other: Batch) -> Batch:
-        return Batch(self.events + other.events, self.indices + other.indices)
-
-    def __repr__(self) -> str:
-        return f"Batch({len(self.events)} events, indices {self.indices[:1]}..)"
-
-
-def type_table(entries: Mapping[str, T]) -> dict[str, T | None]:
-    """``entries``, with ``None`` for every AG-UI event type they leave out: a table
-    :meth:`Batch.by_type` reads without a miss on any stream enforce passed."""
-    table: dict[str, T | None] = dict.fromkeys(map(str, EventType))
-    table.update(entries)
-    return table
-
-
-_type_of = itemgetter("type")
-
-
-def read_types(events: list[Event]) -> list[Any] | None:
-    """Each event's ``type`` in one pass in C; ``None`` when an event has no ``type`` or
-    cannot be indexed by a string (of what a JSON decoder makes, only a non-object)."""
-    try:
-        return list(map(_type_of, events))
-    except (KeyError, TypeError):
-        return None
-
-
-def _types_of(events: list[Event]) -> list[Any]:
-    types = read_types(events)
-    if types is None:  # an event without a type, or not an object
-        return [event.get("type") if type(event) is dict else None for event in events]
-    return types
-
-
-def empty_batch() -> Batch:
-    return Batch([], [])
+from agui_pipeline.batch import Batch, empty_batch
+from agui_pipeline.catalog import LIMIT_DIAGNOSTICS, Code, Severity
+from agui_pipeline.errors import Diagnostic, HandlerFailed, StreamRejected
+from agui_pipeline.options import Options
 
 
 @dataclass(slots=True)
@@ -251,6 +101,54 @@ class RunRecord:
         }
 
 
+# -- what stages share on the context --------------------------------------------------
+
+Merged = dict[str, Any]
+
+
+class ItemMetadata:
+    """The merged metadata of every item so far, by id: filled by the metadata stage as
+    events arrive (``/spec/1.1/basic/metadata``, "Merging"), read by the Conversation.
+
+    ``messages`` is keyed by message id (text, reasoning, tool and activity
+    messages share that namespace), ``tool_calls`` by tool call id. Only items
+    that have metadata have an entry. The dicts are this object's own copies,
+    updated in place as events arrive; never the producer's objects.
+    """
+
+    __slots__ = ("messages", "tool_calls")
+
+    def __init__(self) -> None:
+        self.messages: dict[str, Merged] = {}
+        self.tool_calls: dict[str, Merged] = {}
+
+    def message(self, message_id: str) -> Merged | None:
+        return self.messages.get(message_id)
+
+    def tool_call(self, tool_call_id: str) -> Merged | None:
+        return self.tool_calls.get(tool_call_id)
+
+
+class Materialiser(Protocol):
+    """What the context holds in ``conversation``: the object dispatch hands every delivered
+    batch to (the :class:`~agui_pipeline.Conversation`; typed by what the stages use of it,
+    so that the contract does not import the model)."""
+
+    def apply(self, batch: Batch) -> None: ...
+
+
+class FrameHandover(Protocol):
+    """Where parse hands each read's frames when a later stage chooses which of them to
+    search for integers past 64 bits (enforce's ``IntegerSearch``, ``stages/parse.py``)."""
+
+    @property
+    def FEWEST_FRAMES(self) -> int:
+        """Reads of fewer frames parse searches itself (handing them over costs more)."""
+        ...
+
+    def hold(self, batch: Batch, frames: list[bytes], region: bytes) -> None: ...
+
+
 class StreamContext:
     """Per-stream state every stage can see: options, diagnostics, accounting.
 
@@ -292,11 +190,11 @@ class StreamContext:
         self.bytes_read = 0
         """Bytes of the stream's body parse has been fed (after any content decoding): what a
         stage holding events may size its holding by."""
-        self.conversation: Conversation | None = None
+        self.conversation: Materialiser | None = None
         """The materialised conversation, once dispatch provides one (``Options.conversation``)."""
         self.item_metadata: ItemMetadata | None = None
         """Each item's merged metadata, once the metadata stage provides it."""
-        self.integer_search: IntegerSearch | None = None
+        self.integer_search: FrameHandover | None = None
         """Set by enforce, whose checks choose which frames to search for integers past
         64 bits: parse then hands it each read's frames. ``None``: parse searches every
         read itself."""

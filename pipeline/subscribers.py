@@ -24,9 +24,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast, overload
 
 import orjson
-
-from .errors import UsageError
-from .events import (
+from agui_pipeline.errors import UsageError
+from agui_pipeline.events import (
     ActivityDeltaEvent,
     ActivitySnapshotEvent,
     AnyEvent,
@@ -306,7 +305,7 @@ def encode_proto(events: Iterable[Mapping[str, Any]]) -> bytes:
     ``/spec/1.1/basic/transports/http-protobuf``: a 4-byte big-endian length,
     then one encoded event; a member the wire schema does not model is not sent.
     """
-    from ._proto.codec import encode_frames
+    from agui_pipeline._proto.codec import encode_frames
 
     return encode_frames(events)
 

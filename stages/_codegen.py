@@ -12,13 +12,12 @@ the nodes.
 
 Every generated function's source is kept, to read or debug::
 
-    python -m agui_pipeline.stages._codegen            # all of it
-    python -m agui_pipeline.stages._codegen scan       # the functions named scan*
+    python -m agui_pipeline.stages.enforce            # all of it
+    python -m agui_pipeline.stages.enforce scan       # the functions named scan*
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -35,18 +34,3 @@ def define(label: str, lines: list[str], namespace: dict[str, Any]) -> Callable[
     generated[label] = source
     function: Callable[..., Any] = namespace[name]
     return function
-
-
-def main(argv: list[str]) -> None:
-    # By name: run with -m, this file is __main__, not the module enforce fills.
-    from agui_pipeline.stages import _codegen, enforce
-
-    enforce.generate_all()  # each object's check is otherwise made on first use
-
-    for label, source in _codegen.generated.items():
-        if not argv or any(label.startswith(prefix) for prefix in argv):
-            print(f"# {label}\n{source}\n")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -19,8 +19,8 @@ replacement:
   events (``rawEvent``, ``parentMessageId`` on ``TOOL_CALL_START`` and
   ``TOOL_CALL_CHUNK``, ``outcome`` and ``result`` on ``RUN_FINISHED``,
   ``result`` on ``SUBAGENT_FINISHED``) and inside the documents events carry
-  (:mod:`agui_pipeline.retired`).
-- legacy ``binary`` content parts become media parts (:mod:`agui_pipeline.retired`).
+  (:mod:`agui_pipeline.model.retired`).
+- legacy ``binary`` content parts become media parts (:mod:`agui_pipeline.model.retired`).
 
 Version-gated, when ``Options.peer_max_protocol_version`` says the peer is at
 or below a shim's version: 0.0.57 drops the ``SUBAGENT_*`` events (a lossy
@@ -28,7 +28,7 @@ downgrade, so each drop warns) and strips ``subagentRunId`` from the events
 that survive and from the messages and interrupts inside them (lossless: the
 work flattens into one thread, said once). The 0.0.45 shim translates
 ``THINKING_*``, which the always-on boundary already does; 0.0.39 and the
-binary upgrade concern the outgoing input (:mod:`agui_pipeline.run_input`).
+binary upgrade concern the outgoing input (:mod:`agui_pipeline.model.run_input`).
 
 Version negotiation (``/spec/1.1/basic/versioning``, "Version negotiation"):
 ``RUN_STARTED.protocolVersion`` is compared numerically with the version this
@@ -44,6 +44,7 @@ from itertools import compress, count, repeat
 from typing import Any, ClassVar
 
 from agui_pipeline._json import MISSING, shown
+from agui_pipeline.batch import Batch, Event, type_table
 from agui_pipeline.catalog import (
     COMPAT_PEER_DROPPED,
     COMPAT_PEER_STRIPPED,
@@ -53,9 +54,8 @@ from agui_pipeline.catalog import (
     COMPAT_VERSION_NEWER,
     COMPAT_VERSION_UNINTERPRETABLE,
 )
-from agui_pipeline.retired import Note, upgrade_input, upgrade_messages, upgrade_parts
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, type_table
-from agui_pipeline.versions import (
+from agui_pipeline.model.retired import Note, upgrade_input, upgrade_messages, upgrade_parts
+from agui_pipeline.model.versions import (
     GATE_SUBAGENTS,
     PROTOCOL_VERSION,
     SPOKEN,
@@ -63,6 +63,7 @@ from agui_pipeline.versions import (
     parse_version,
     peer_version,
 )
+from agui_pipeline.stage import Stage, StreamContext
 
 _EVENT_NULLS: dict[str, tuple[str, ...]] = {
     "TOOL_CALL_START": ("parentMessageId",),

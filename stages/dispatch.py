@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from inspect import isawaitable
 from typing import Any, ClassVar
 
-from agui_pipeline.conversation import Conversation
+from agui_pipeline.batch import Batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected
 from agui_pipeline.events import AnyEvent
-from agui_pipeline.stage import Batch, Stage, StreamContext, reject_after
+from agui_pipeline.model.conversation import Conversation
+from agui_pipeline.stage import Stage, StreamContext, reject_after
 from agui_pipeline.subscribers import EVERY, Handler, Handlers, delivered
 
 
@@ -35,9 +36,8 @@ class Dispatch(Stage):
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)
         options = ctx.options
-        if options.conversation:
-            ctx.conversation = Conversation(ctx)
-        self._conversation: Conversation | None = ctx.conversation
+        self._conversation = Conversation(ctx) if options.conversation else None
+        ctx.conversation = self._conversation
         table = dict(Handlers.of(options.handlers).by_type)
         self._every: tuple[Handler, ...] = table.pop(EVERY, ())
         # Each type's handlers then the "*" ones, joined once rather than per event.

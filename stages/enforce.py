@@ -49,6 +49,7 @@ from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Uni
 
 from agui_pipeline import events as schema
 from agui_pipeline._json import MISSING, describe, escape, shown
+from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
     ENFORCE_DROPPED,
     ENFORCE_MALFORMED,
@@ -58,10 +59,9 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, reject_after
-
-from ._codegen import define
-from .parse import IntegerSearch
+from agui_pipeline.stage import Stage, StreamContext, reject_after
+from agui_pipeline.stages._codegen import define, generated
+from agui_pipeline.stages.parse import IntegerSearch
 
 # --- what a walk raises ---------------------------------------------------------
 
@@ -807,6 +807,15 @@ def generate_all() -> None:
     _scan_collecting()
 
 
+def print_generated(prefixes: list[str]) -> None:
+    """Print the source of every generated check (``python -m agui_pipeline.stages.enforce
+    [PREFIX...]``: those whose label starts with a prefix)."""
+    generate_all()
+    for label, source in generated.items():
+        if not prefixes or any(label.startswith(prefix) for prefix in prefixes):
+            print(f"# {label}\n{source}\n")
+
+
 def would_deliver(event: Any) -> bool:
     """Whether enforce delivers ``event`` (perhaps stripped) rather than drop or reject it.
 
@@ -838,9 +847,11 @@ class Enforce(Stage):
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)
-        if ctx.integer_search is None:  # parse hands its frames over from now on
-            ctx.integer_search = IntegerSearch(ctx)
-        self._integers = ctx.integer_search
+        # Parse hands its frames over from now on (one search per stream, whichever stage
+        # made it).
+        held = ctx.integer_search
+        self._integers = held if isinstance(held, IntegerSearch) else IntegerSearch(ctx)
+        ctx.integer_search = self._integers
 
     async def process(self, batch: Batch) -> Batch:
         integers = self._integers  # parse's frames of these events, if it left them:
@@ -936,3 +947,12 @@ class Enforce(Stage):
             )
         ctx.counters.stripped += len(removed)
         return True
+
+
+if __name__ == "__main__":
+    import sys
+
+    # Run with -m this file is __main__: print what the module enforce filled.
+    from agui_pipeline.stages.enforce import print_generated
+
+    print_generated(sys.argv[1:])

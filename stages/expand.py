@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from itertools import compress, islice
 from typing import Any, ClassVar
 
+from agui_pipeline.batch import Batch, Event, empty_batch, type_table
 from agui_pipeline.catalog import (
     EXPAND_AMBIGUOUS,
     EXPAND_CONFLICTING_REPEAT,
@@ -55,15 +56,7 @@ from agui_pipeline.catalog import (
     EXPAND_OWNER_CONFLICT,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import (
-    Batch,
-    Event,
-    Stage,
-    StreamContext,
-    empty_batch,
-    reject_after,
-    type_table,
-)
+from agui_pipeline.stage import Stage, StreamContext, reject_after
 
 Owner = str | None
 """A lane: the ``subagentRunId`` that owns it, ``None`` for the parent agent."""

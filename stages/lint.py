@@ -58,7 +58,7 @@ warning with the event index, a pointer and the spec page:
   call's last ``TOOL_CALL_END``; empty text (a call without arguments) passes.
 
 At the end of a run that had findings, ``lint.run-report`` (information)
-counts them by code; :func:`agui_pipeline.report.producer_report` groups a
+counts them by code; :func:`agui_pipeline.delivery.report.producer_report` groups a
 whole result's findings.
 
 Cost: one dict lookup by event type per event, for the whole batch at C
@@ -77,6 +77,7 @@ from operator import is_, itemgetter
 from typing import Any, ClassVar
 
 import orjson
+from agui_pipeline.batch import Batch, Event, type_table
 from agui_pipeline.catalog import (
     LINT_ARGUMENTS_NOT_JSON,
     LINT_HISTORY_RESTREAMED,
@@ -103,7 +104,7 @@ from agui_pipeline.catalog import (
     LINT_USAGE_ARITHMETIC,
     Code,
 )
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, type_table
+from agui_pipeline.stage import Stage, StreamContext
 
 Handler = Callable[[Event, int], None]
 

@@ -25,7 +25,7 @@ Where the merge lands. The page puts the merged value on the *item*; an
 event's own ``metadata`` stays "the event's own, visible to middleware and to
 whatever observes the stream". So this stage writes nothing onto events —
 every delivered event carries exactly the metadata its producer sent — and
-keeps the merged value per item in :class:`~agui_pipeline.item_metadata.ItemMetadata`
+keeps the merged value per item in :class:`~agui_pipeline.model.item_metadata.ItemMetadata`
 (``ctx.item_metadata``),
 which the Conversation puts on the messages and tool calls it materialises.
 
@@ -42,8 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from agui_pipeline.item_metadata import ItemMetadata, Merged
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext
+from agui_pipeline.batch import Batch, Event
+from agui_pipeline.stage import ItemMetadata, Merged, Stage, StreamContext
 
 _MESSAGE, _CALL, _ACTIVITY = 0, 1, 2
 

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import orjson
 from agui_pipeline._json import describe, join_pointer, shown, walk
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
+from agui_pipeline.batch import Batch, Event, empty_batch, read_types
 from agui_pipeline.catalog import (
     LIMIT_DEPTH,
     LIMIT_FRAME_SIZE,
@@ -47,15 +48,7 @@ from agui_pipeline.catalog import (
     PARSE_UNPAIRED_SURROGATE,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import (
-    Batch,
-    Decoder,
-    Event,
-    StreamContext,
-    empty_batch,
-    read_types,
-    reject_after,
-)
+from agui_pipeline.stage import Decoder, StreamContext, reject_after
 
 FRAMINGS = ("sse", "jsonl", "json", "proto")
 _BLANK = b" \t\r\n"

@@ -53,6 +53,7 @@ from itertools import compress
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agui_pipeline._json import shown
+from agui_pipeline.batch import Batch, Event, empty_batch, type_table
 from agui_pipeline.catalog import (
     ALL,
     RECONCILE_CLIENT_TOOL,
@@ -64,18 +65,19 @@ from agui_pipeline.catalog import (
     RECONCILE_UNLISTED_TOOL,
     Code,
 )
-from agui_pipeline.declaration import (
-    Declaration,
+from agui_pipeline.model.declared import (
     check_run_input,
     declared_value,
     input_modalities,
+    model_of,
 )
-from agui_pipeline.stage import Batch, Event, Stage, StreamContext, empty_batch, type_table
+from agui_pipeline.stage import Stage, StreamContext
 
 if TYPE_CHECKING:
-    from agui_pipeline.capabilities import AgentCapabilities  # pydantic: the model, for types
+    from agui_pipeline.model.capabilities import AgentCapabilities  # pydantic: the model, for types
 
-from .enforce import would_deliver
+from agui_pipeline.model.declared import read_declaration
+from agui_pipeline.stages.enforce import would_deliver
 
 OBSERVABLE = (
     "/transport/streaming",
@@ -153,10 +155,10 @@ class Reconcile(Stage):
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)
-        declaration = Declaration.read(ctx.options.capabilities)
+        declaration = read_declaration(ctx.options.capabilities)
         for note in declaration.notes:
             ctx.report(note.code, note.message, declared=note.pointer)
-        capabilities = declaration.capabilities
+        capabilities = model_of(declaration)
         self._active = capabilities is not None
         if capabilities is None:
             return

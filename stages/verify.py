@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
 from agui_pipeline._json import MISSING
+from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
     LIMIT_ITEMS,
     LIMIT_OPEN_ITEMS,
@@ -72,18 +73,8 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.errors import StreamRejected, StreamTruncated
-from agui_pipeline.stage import (
-    Batch,
-    Event,
-    RunRecord,
-    RunStatus,
-    Stage,
-    StreamContext,
-    empty_batch,
-    reject_after,
-)
-
-from .enforce import would_deliver
+from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext, reject_after
+from agui_pipeline.stages.enforce import would_deliver
 
 Owner = str | None
 """Who produced an item: a ``subagentRunId``, or ``None`` for the parent agent."""

@@ -26,7 +26,7 @@ from agui_pipeline import Pipeline, RunResult
 from hypothesis import settings
 
 if TYPE_CHECKING:
-    from agui_pipeline.client import HttpAgent
+    from agui_pipeline.http.client import HttpAgent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,10 +208,10 @@ async def http_agent(
     closed on exit. ``plain``: over httpx, a client that never loads CA certificates
     (plain HTTP only; loading them costs ~70 ms a client)."""
     import httpx
-    from agui_pipeline.client import HttpAgent
+    from agui_pipeline.http.client import HttpAgent
 
     if transport == "aiohttp":
-        from agui_pipeline.aiohttp_transport import AiohttpTransport
+        from agui_pipeline.http.aiohttp_transport import AiohttpTransport
 
         async with HttpAgent(url, transport=AiohttpTransport(), **options) as agent:
             yield agent

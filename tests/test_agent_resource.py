@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Pipeline
-from agui_pipeline.agent_resource import (
+from agui_pipeline.model.agent_resource import (
     AgentResourceError,
     capabilities_from_agent_resource,
     declaration_document,

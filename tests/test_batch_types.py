@@ -13,7 +13,8 @@ from typing import ClassVar
 
 import orjson
 from agui_pipeline import Pipeline, StreamRejected
-from agui_pipeline.stage import Batch, Stage
+from agui_pipeline.batch import Batch
+from agui_pipeline.stage import Stage
 
 from tests.conftest import run
 
@@ -80,7 +81,8 @@ class Subclassing(Stage):
 
 
 def test_parse_knows_its_events_are_objects_and_a_change_forgets_it() -> None:
-    from agui_pipeline.stage import Options, StreamContext
+    from agui_pipeline.options import Options
+    from agui_pipeline.stage import StreamContext
     from agui_pipeline.stages.parse import Parse
 
     batch = Parse(StreamContext(Options())).feed(jsonl(START, END))
@@ -103,7 +105,7 @@ def test_an_event_swapped_in_place_by_middleware_is_judged_again() -> None:
 def test_by_type_reads_a_complete_table_and_falls_back_for_a_type_it_lacks() -> None:
     """A ``type_table`` read by ``itemgetter`` gives what a lookup per event gives, for a
     batch of one, of many, and with a type no table knows (the ``map`` fallback)."""
-    from agui_pipeline.stage import type_table
+    from agui_pipeline.batch import type_table
 
     entries = {"TEXT_MESSAGE_START": "start", "RUN_FINISHED": "finish"}
     table = type_table(entries)

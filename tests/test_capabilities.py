@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agui_pipeline.capabilities import AgentCapabilities
-from agui_pipeline.declaration import Declaration, DeclarationUnusable, check_run_input
+from agui_pipeline.declaration import Declaration
+from agui_pipeline.errors import DeclarationUnusable
+from agui_pipeline.model.capabilities import AgentCapabilities
+from agui_pipeline.model.declared import check_run_input, model_of, read_declaration
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -146,7 +148,7 @@ def test_a_malformed_known_field_makes_the_declaration_unusable(
     with pytest.raises(DeclarationUnusable) as caught:
         AgentCapabilities.load(document)
     assert caught.value.pointer == pointer
-    declaration = Declaration.read(document)
+    declaration = read_declaration(document)
     assert declaration.capabilities is None
     (note,) = declaration.notes
     assert note.code.id == "reconcile.declaration-unusable"
@@ -171,8 +173,9 @@ def test_unrecognised_members_are_kept_and_named_never_rejected() -> None:
         },
         "multiAgent": {"subAgents": [{"name": "old"}]},
     }
-    declaration = Declaration.read(document)
-    capabilities = declaration.capabilities
+    declaration = read_declaration(document)
+    capabilities = model_of(declaration)
+    assert capabilities is not None
     assert capabilities is not None
     assert capabilities.unrecognised() == [
         "/tools/items/0/futureMember",
@@ -206,12 +209,12 @@ def test_sources_file_bytes_text_dict(tmp_path: Path) -> None:
     path.write_text(json.dumps(FULL))
     for source in (path, json.dumps(FULL).encode(), json.dumps(FULL), FULL):
         assert AgentCapabilities.load(source).to_json() == FULL
-    unreadable = Declaration.read(tmp_path / "missing.json")
+    unreadable = read_declaration(tmp_path / "missing.json")
     assert unreadable.capabilities is None
     assert "cannot be read" in unreadable.notes[0].message
-    not_json = Declaration.read(b"{nope")
+    not_json = read_declaration(b"{nope")
     assert not_json.capabilities is None
-    not_object = Declaration.read(b"[]")
+    not_object = read_declaration(b"[]")
     assert not_object.capabilities is None and not_object.notes[0].pointer == ""
 
 
@@ -229,7 +232,7 @@ def test_check_run_input_warns_before_sending_only_on_explicit_false() -> None:
         ],
     }
     refused = {"multimodal": {"input": {"image": False, "pdf": False}}}
-    found = check_run_input(Declaration.read(refused), run_input)
+    found = check_run_input(read_declaration(refused), run_input)
     assert [(d.pointer, d.declared) for d in found] == [
         ("/messages/0/content/1", "/multimodal/input/image"),
         ("/messages/0/content/2", "/multimodal/input/pdf"),
@@ -237,12 +240,12 @@ def test_check_run_input_warns_before_sending_only_on_explicit_false() -> None:
     assert all(d.code == "reconcile.input-modality" for d in found)
     # Undeclared (omitted) or accepted modalities: nothing to say.
     assert (
-        check_run_input(Declaration.read({"multimodal": {"input": {"audio": False}}}), run_input)
+        check_run_input(read_declaration({"multimodal": {"input": {"audio": False}}}), run_input)
         == []
     )
-    assert check_run_input(Declaration.read({"multimodal": {"input": {}}}), run_input) == []
+    assert check_run_input(read_declaration({"multimodal": {"input": {}}}), run_input) == []
     assert (
-        check_run_input(Declaration.read({"multimodal": {"input": {"image": True}}}), run_input)
+        check_run_input(read_declaration({"multimodal": {"input": {"image": True}}}), run_input)
         == []
     )
 
@@ -344,11 +347,11 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
     document: Any,
 ) -> None:
     if document is None:  # in Python, None is "no declaration", not the JSON null
-        assert Declaration.read(None) is Declaration.NONE
-        assert not Declaration.read(b"null").usable
+        assert read_declaration(None) is Declaration.NONE
+        assert not read_declaration(b"null").usable
         return
     expected = validator().is_valid(strip_unrecognised(document, defs()["AgentCapabilities"]))
-    declaration = Declaration.read(document)
+    declaration = read_declaration(document)
     assert declaration.usable == expected, (document, declaration.notes)
     if not expected:
         # The diagnostic names a field the schema itself faults (or, for a missing
@@ -386,7 +389,7 @@ def test_check_run_input_refused_tools_resume_and_edits() -> None:
         "tools": {"clientProvided": False},
         "humanInTheLoop": {"interrupts": False, "approveWithEdits": False},
     }
-    found = check_run_input(Declaration.read(refusing), run_input)
+    found = check_run_input(read_declaration(refusing), run_input)
     assert [(d.code, d.pointer, d.declared) for d in found] == [
         ("reconcile.input-refused", "/tools", "/tools/clientProvided"),
         ("reconcile.input-refused", "/resume", "/humanInTheLoop/interrupts"),
@@ -400,13 +403,13 @@ def test_check_run_input_refused_tools_resume_and_edits() -> None:
         group = "tools" if field == "clientProvided" else "humanInTheLoop"
         omitted = copy.deepcopy(refusing)
         del omitted[group][field]
-        remaining = {d.declared for d in check_run_input(Declaration.read(omitted), run_input)}
+        remaining = {d.declared for d in check_run_input(read_declaration(omitted), run_input)}
         assert f"/{group}/{field}" not in remaining
         assert len(remaining) == 2
     # Nothing offered, nothing to say; an absent list is the same as an empty one.
     assert (
         check_run_input(
-            Declaration.read(refusing), {"threadId": "t", "runId": "r", "messages": [], "tools": []}
+            read_declaration(refusing), {"threadId": "t", "runId": "r", "messages": [], "tools": []}
         )
         == []
     )

@@ -140,24 +140,24 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 ONLY_WHEN_ASKED = {
     "pydantic",  # the run input's and a declaration's models: --input, --capabilities
-    "agui_pipeline.run_input",
-    "agui_pipeline.capabilities",
-    "agui_pipeline.junit",  # --format junit
-    "agui_pipeline.sarif",  # --format sarif
+    "agui_pipeline.model.run_input",
+    "agui_pipeline.model.capabilities",
+    "agui_pipeline.delivery.junit",  # --format junit
+    "agui_pipeline.delivery.sarif",  # --format sarif
     "concurrent.futures.process",  # --jobs
     "importlib.metadata",  # --version
-    "agui_pipeline.workload",  # bench
+    "agui_pipeline.testing.workload",  # bench
     # An event loop: a URL's or stdin's (a file goes through the sync shell).
     "asyncio",
     "anyio",
     "ssl",
     "concurrent.futures",
-    "agui_pipeline.client",  # a URL
+    "agui_pipeline.http.client",  # a URL
     "httpx",
     # The other commands' modules: only the command named gets a parser.
-    "agui_pipeline.conformance",  # a fixture (a file that is a JSON object with "stream")
-    "agui_pipeline.cli_bench",
-    "agui_pipeline.cli_explain",
+    "agui_pipeline.testing.conformance",  # a fixture (a file that is a JSON object with "stream")
+    "agui_pipeline.cli.bench",
+    "agui_pipeline.cli.explain",
     "difflib",  # a did-you-mean for an unknown code
     "tomllib",  # a ./pyproject.toml (the probe runs where there is none)
 }
@@ -189,7 +189,11 @@ def test_check_on_a_file_imports_only_what_it_needs(tmp_path: Path) -> None:
     asked = ["check", str(recording), "--input", str(run_input), "--format", "junit"]
     # The same probe sees them once an option needs them.
     with_options = modules_imported_by(asked, tmp_path)
-    assert {"pydantic", "agui_pipeline.run_input", "agui_pipeline.junit"} <= with_options
+    assert {
+        "pydantic",
+        "agui_pipeline.model.run_input",
+        "agui_pipeline.delivery.junit",
+    } <= with_options
     # A file with a run input, a declaration or as a fixture still needs no event loop.
     declared = ["--capabilities", str(ROOT / "examples" / "weather.capabilities.json")]
     fixture = tmp_path / "fixture.json"

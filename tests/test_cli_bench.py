@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from agui_pipeline.stage import Batch, Stage, StreamContext
-from agui_pipeline.workload import encode_sse, events
+from agui_pipeline.batch import Batch
+from agui_pipeline.stage import Stage, StreamContext
+from agui_pipeline.testing.workload import encode_sse, events
 
 
 class Tagging(Stage):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from agui_pipeline.cli import main
-from agui_pipeline.sarif import frame_lines
+from agui_pipeline.delivery.sarif import frame_lines
 
 from tests.conftest import ROOT
 from tests.streams import encode

@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from agui_pipeline._engine.result import Outcome
 from agui_pipeline.cli import main
-from agui_pipeline.engine import Outcome
-from agui_pipeline.serve import Replay, ReplayServer
+from agui_pipeline.http.serve import Replay, ReplayServer
 from agui_pipeline.subscribers import encode_json_lines, encode_sse
 
 from tests.conftest import ROOT, http_agent

@@ -24,7 +24,7 @@ from agui_pipeline import (
     StreamContext,
     prepare_input,
 )
-from agui_pipeline.stage import Event
+from agui_pipeline.batch import Event
 from agui_pipeline.stages.compat import Compat
 from hypothesis import given, settings
 from hypothesis import strategies as st

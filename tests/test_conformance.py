@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline.cli import main
-from agui_pipeline.conformance import (
+from agui_pipeline.testing.conformance import (
     CHECKS,
     DEVIATIONS,
     Fixture,
-    Report,
+    FixtureReport,
     check_fixture,
     fixture_paths,
     load_fixture,
@@ -46,14 +46,14 @@ def test_the_corpus_is_all_there_and_each_fixture_is_named_for_its_file() -> Non
 # -- each checker can fail ----------------------------------------------------------------
 
 
-def mutated(name: str, **expect: Any) -> Report:
+def mutated(name: str, **expect: Any) -> FixtureReport:
     """Run fixture ``name`` with its ``expect`` changed; the report."""
     fixture = load_fixture(corpus_file(name))
     changed = replace(fixture, expect={**copy.deepcopy(fixture.expect), **expect})
     return check_fixture(run_fixture(changed))
 
 
-def failed_keys(report: Report) -> list[str]:
+def failed_keys(report: FixtureReport) -> list[str]:
     return [failure.key for failure in report.failures]
 
 

@@ -21,8 +21,8 @@ from agui_pipeline.catalog import (
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
 )
-from agui_pipeline.conversation import _JOIN_AT, Conversation
-from agui_pipeline.patch import json_equal
+from agui_pipeline.model.conversation import _JOIN_AT, Conversation
+from agui_pipeline.model.patch import json_equal
 from agui_pipeline.stages.metadata import Metadata
 from hypothesis import given
 from hypothesis import strategies as st

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Outcome, Pipeline
-from agui_pipeline.client import RequestFailed
-from agui_pipeline.serve import Replay, ReplayServer
+from agui_pipeline.http.client import RequestFailed
+from agui_pipeline.http.serve import Replay, ReplayServer
 
 from tests.conftest import http_agent
 

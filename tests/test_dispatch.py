@@ -8,16 +8,10 @@ from typing import Any
 
 import anyio
 import pytest
-from agui_pipeline import (
-    AnyEvent,
-    EventType,
-    HandlerFailed,
-    Outcome,
-    Pipeline,
-    TextMessageContentEvent,
-)
+from agui_pipeline import AnyEvent, EventType, HandlerFailed, Outcome, Pipeline
+from agui_pipeline.batch import Event
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Event
+from agui_pipeline.events import TextMessageContentEvent
 from agui_pipeline.subscribers import (
     Handlers,
     JsonLinesSink,
@@ -224,8 +218,7 @@ async def test_a_handler_sees_the_conversation_up_to_its_own_event() -> None:
         async for _ in stream:
             pass
     assert seen == ["Hello, ", "Hello, world."]  # both deltas arrived in one read
-    assert stream.context.conversation is not None
-    assert stream.context.conversation.messages[-1]["content"] == "Hello, world."
+    assert stream.result([]).conversation.messages[-1]["content"] == "Hello, world."
 
 
 def test_the_conversation_can_be_turned_off() -> None:

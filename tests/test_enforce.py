@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from agui_pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected
-from agui_pipeline.engine import CANONICAL_ORDER
+from agui_pipeline._engine.pipeline import CANONICAL_ORDER
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
 

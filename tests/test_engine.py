@@ -18,8 +18,8 @@ from agui_pipeline import (
     UsageError,
     run_sync,
 )
+from agui_pipeline._engine.pipeline import CANONICAL_ORDER
 from agui_pipeline.catalog import PARSE_NOT_JSON
-from agui_pipeline.engine import CANONICAL_ORDER
 from agui_pipeline.stage import reject_after
 
 pytestmark = pytest.mark.anyio

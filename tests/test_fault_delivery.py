@@ -9,9 +9,10 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 from agui_pipeline import Outcome, Pipeline
+from agui_pipeline._engine.pipeline import CANONICAL_ORDER
+from agui_pipeline.batch import Batch, Event
 from agui_pipeline.catalog import PARSE_NOT_JSON
-from agui_pipeline.engine import CANONICAL_ORDER
-from agui_pipeline.stage import Batch, Event, Stage, reject_after
+from agui_pipeline.stage import Stage, reject_after
 from agui_pipeline.stages.parse import Parse
 from agui_pipeline.stages.reconcile import Reconcile
 from agui_pipeline.stages.verify import Verify

@@ -16,7 +16,7 @@ import anyio
 import orjson
 from agui_pipeline import Limits, Outcome, Pipeline, RunResult
 from agui_pipeline.catalog import ALL
-from agui_pipeline.patch import size
+from agui_pipeline.model.patch import size
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 

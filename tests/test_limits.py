@@ -20,7 +20,7 @@ import anyio
 import orjson
 import pytest
 from agui_pipeline import Limits, Outcome, Pipeline
-from agui_pipeline.patch import size
+from agui_pipeline.model.patch import size
 
 from tests.conftest import ROOT, run
 from tests.streams import encode

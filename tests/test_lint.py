@@ -16,8 +16,8 @@ import pytest
 from agui_pipeline import Outcome, Pipeline, RunResult
 from agui_pipeline import catalog as c
 from agui_pipeline.cli import main
+from agui_pipeline.delivery.report import producer_report
 from agui_pipeline.errors import Diagnostic
-from agui_pipeline.report import producer_report
 from hypothesis import given
 from hypothesis import strategies as st
 

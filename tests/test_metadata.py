@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 import orjson
 from agui_pipeline import Batch, Options, Pipeline, StreamContext
-from agui_pipeline.conversation import Conversation
-from agui_pipeline.item_metadata import ItemMetadata
+from agui_pipeline.model.conversation import Conversation
+from agui_pipeline.stage import ItemMetadata
 from agui_pipeline.stages.metadata import Metadata
 
 Event = dict[str, Any]

@@ -9,7 +9,9 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Options, Pipeline, StreamContext, StreamRejected, run_sync
-from agui_pipeline.stage import Batch, Limits, Stage
+from agui_pipeline.batch import Batch
+from agui_pipeline.options import Limits
+from agui_pipeline.stage import Stage
 from agui_pipeline.stages import parse as parse_module
 from agui_pipeline.stages.parse import Parse, _LongIntegerSearch
 from hypothesis import HealthCheck, given, settings

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from agui_pipeline.patch import (
+from agui_pipeline.model.patch import (
     Allowance,
     PatchBudget,
     PatchFailed,

@@ -21,8 +21,8 @@ from agui_pipeline import Outcome, Pipeline, ProtoSink, RunResult
 from agui_pipeline._proto import MEDIA_TYPE, admits, agui_pb2, generate
 from agui_pipeline._proto.codec import decode, encode, encode_frames
 from agui_pipeline.cli import main as cli_main
-from agui_pipeline.client import HttpAgent
-from agui_pipeline.serve import Replay, ReplayServer
+from agui_pipeline.http.client import HttpAgent
+from agui_pipeline.http.serve import Replay, ReplayServer
 from agui_pipeline.subscribers import encode_sse
 from hypothesis import given
 from hypothesis import strategies as st

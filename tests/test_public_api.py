@@ -37,9 +37,9 @@ from agui_pipeline import (
     run_sync,
 )
 from agui_pipeline.catalog import HANDLER_FAILED
-from agui_pipeline.conformance import FixtureError
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.subscribers import encode_sse
+from agui_pipeline.testing.conformance import FixtureError
 
 from tests.conftest import ROOT, run
 
@@ -115,7 +115,7 @@ def test_the_exported_events_are_the_schema_typed_dicts() -> None:
     assert len(members) == len(EventType) == 31
     for event in members:
         assert typing.is_typeddict(event)
-        assert getattr(agui_pipeline, event.__name__) is event
+        assert getattr(agui_pipeline.events, event.__name__) is event
 
 
 # -- settings ----------------------------------------------------------------------
@@ -358,7 +358,8 @@ def test_the_readme_examples_pass_mypy_strict() -> None:
 
 
 MISTYPED = """
-from agui_pipeline import Handlers, RunErrorEvent
+from agui_pipeline import Handlers
+from agui_pipeline.events import RunErrorEvent
 
 handlers = Handlers()
 

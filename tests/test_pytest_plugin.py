@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Relay, RunResult, resume_input
-from agui_pipeline.pytest_plugin import assert_clean
+from agui_pipeline.testing.pytest_plugin import assert_clean
 
 pytest_plugins = ("pytester",)
 
@@ -71,7 +71,7 @@ def test_the_plugin_loads_from_its_entry_point_in_a_users_test_file(
 ) -> None:
     pytester.makepyfile(
         test_agent="""
-        from agui_pipeline.pytest_plugin import assert_clean
+        from agui_pipeline.testing.pytest_plugin import assert_clean
 
         RUN = [
             {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},

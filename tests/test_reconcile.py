@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Pipeline, RunResult
-from agui_pipeline.declaration import Declaration
+from agui_pipeline.model.declared import read_declaration
 from agui_pipeline.stages.reconcile import Reconcile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -509,7 +509,7 @@ def test_a_declaration_changes_nothing_but_diagnostics(
     extra = [d for d in declared.diagnostics if d not in plain.diagnostics]
     assert all(d.code.startswith("reconcile.") for d in extra)
     assert all(d.severity != "error" for d in extra)
-    if declaration is not None and not Declaration.read(declaration).usable:
+    if declaration is not None and not read_declaration(declaration).usable:
         assert [d.code for d in extra] == ["reconcile.declaration-unusable"]
 
 

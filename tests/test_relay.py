@@ -16,15 +16,8 @@ import anyio
 import httpx
 import orjson
 import pytest
-from agui_pipeline import (
-    BackgroundServer,
-    HttpAgent,
-    Relay,
-    Replay,
-    ReplayServer,
-    Upstream,
-)
-from agui_pipeline.serve import read_recording
+from agui_pipeline import BackgroundServer, HttpAgent, Relay, Replay, ReplayServer, Upstream
+from agui_pipeline.http.serve import read_recording
 
 from tests.conftest import ROOT
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Pipeline, RunResult
+from agui_pipeline.delivery.resume import pending_interrupts, resume_input
 from agui_pipeline.errors import InputRejected
-from agui_pipeline.resume import pending_interrupts, resume_input
-from agui_pipeline.run_input import prepare_input
+from agui_pipeline.model.run_input import prepare_input
 from agui_pipeline.subscribers import encode_sse
 
 from tests.conftest import run

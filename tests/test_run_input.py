@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from agui_pipeline import InputRejected, PreparedInput, RunAgentInput, prepare_input
+from agui_pipeline import InputRejected, PreparedInput, RunAgentInputModel, prepare_input
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -200,7 +200,7 @@ def test_a_conformant_input_goes_out_unchanged_and_quietly() -> None:
     assert prepared.body == {**FULL, "protocolVersion": "1.1"}
     assert raw == FULL  # the caller's mapping is not touched
     assert _input_schema().is_valid(prepared.body)
-    RunAgentInput.model_validate(prepared.body)
+    RunAgentInputModel.model_validate(prepared.body)
 
 
 def test_the_body_is_a_copy() -> None:
@@ -671,7 +671,7 @@ def test_the_boundary_agrees_with_the_schema(raw: dict[str, Any]) -> None:
 
 
 def test_a_model_instance_can_be_sent() -> None:
-    model = RunAgentInput.model_validate(FULL)
+    model = RunAgentInputModel.model_validate(FULL)
     assert prepare_input(model).body == {**FULL, "protocolVersion": "1.1"}
 
 

@@ -16,11 +16,12 @@ import typing
 from typing import Annotated, Any, Literal, NotRequired, Required, Union
 
 import pytest
-from agui_pipeline import capabilities, events, run_input
+from agui_pipeline import events
+from agui_pipeline.model import capabilities, run_input
 from pydantic import BaseModel, JsonValue
 
 MIRRORS: dict[type[BaseModel], Any] = {
-    run_input.RunAgentInput: events.RunAgentInput,
+    run_input.RunAgentInputModel: events.RunAgentInput,
     run_input.InputTextPart: events.TextPart,
     run_input.InputImagePart: events.ImagePart,
     run_input.InputAudioPart: events.AudioPart,
@@ -139,5 +140,5 @@ def reachable(hint: Any, seen: set[Any]) -> set[Any]:
 
 def test_every_shape_of_the_run_input_has_a_model() -> None:
     typed_dicts = reachable(events.RunAgentInput, set())
-    models = reachable(run_input.RunAgentInput, set())
+    models = reachable(run_input.RunAgentInputModel, set())
     assert {MIRRORS[model] for model in models} == typed_dicts

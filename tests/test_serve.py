@@ -15,7 +15,7 @@ import httpx
 import orjson
 import pytest
 from agui_pipeline import HttpAgent, Pipeline, Replay, ReplayServer, resume_input
-from agui_pipeline.serve import BackgroundServer, ReplayApp, read_conversation
+from agui_pipeline.http.serve import BackgroundServer, ReplayApp, read_conversation
 from agui_pipeline.subscribers import encode_sse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from agui_pipeline import BackgroundServer
+from agui_pipeline.http.tap import Tap, tap_extra
 from agui_pipeline.subscribers import encode_sse
-from agui_pipeline.tap import Tap, tap_extra
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -57,7 +57,7 @@ class Records(logging.Handler):
 @pytest.fixture
 def records() -> Iterator[list[logging.LogRecord]]:
     handler = Records()
-    logger = logging.getLogger("agui_pipeline.tap")
+    logger = logging.getLogger("agui_pipeline.http.tap")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     yield handler.records

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from agui_pipeline import BackgroundServer
+from agui_pipeline.http.tap import Tap, tap_extra
+from agui_pipeline.http.telemetry import Telemetry
 from agui_pipeline.subscribers import encode_sse
-from agui_pipeline.tap import Tap, tap_extra
-from agui_pipeline.telemetry import Telemetry
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Sum
@@ -64,7 +64,7 @@ class Collected:
         for resource in data.resource_metrics:
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
-                    if scope.scope.name == "agui_pipeline.tap" and metric.name == name:
+                    if scope.scope.name == "agui_pipeline.http.tap" and metric.name == name:
                         assert isinstance(metric.data, Sum) and metric.data.is_monotonic
                         for point in metric.data.data_points:
                             counted[frozenset((point.attributes or {}).items())] = point.value
@@ -82,7 +82,7 @@ def collected() -> Iterator[Collected]:
 @pytest.fixture
 def records() -> Iterator[list[logging.LogRecord]]:
     handler = Records()
-    logger = logging.getLogger("agui_pipeline.tap")
+    logger = logging.getLogger("agui_pipeline.http.tap")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     yield handler.records
@@ -189,7 +189,7 @@ def test_a_truncated_stream_marks_its_span_as_an_error(collected: Collected) -> 
 SERVED = f"""
 import httpx, logging, sys
 from agui_pipeline import BackgroundServer
-from agui_pipeline.tap import Tap
+from agui_pipeline.http.tap import Tap
 from starlette.applications import Starlette
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
@@ -205,9 +205,9 @@ def misbehaving_app():
     return Starlette(routes=[Route("/run", endpoint, methods=["POST"])])
 
 found = []
-logging.getLogger("agui_pipeline.tap").addHandler(logging.Handler())
-logging.getLogger("agui_pipeline.tap").handlers[0].emit = found.append
-logging.getLogger("agui_pipeline.tap").setLevel(logging.INFO)
+logging.getLogger("agui_pipeline.http.tap").addHandler(logging.Handler())
+logging.getLogger("agui_pipeline.http.tap").handlers[0].emit = found.append
+logging.getLogger("agui_pipeline.http.tap").setLevel(logging.INFO)
 
 def request(tap):
     with BackgroundServer(tap) as server:

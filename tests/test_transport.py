@@ -27,13 +27,13 @@ import httpx
 import orjson
 import pytest
 from agui_pipeline import Outcome, Pipeline
-from agui_pipeline.client import BODY_EXCERPT, HttpAgent, HttpStatusError, RequestFailed
-from agui_pipeline.conformance import Fixture, check_fixture, load_fixture, replay_fixture
-from agui_pipeline.conformance import Replay as ConformanceReplay
+from agui_pipeline.delivery.resume import pending_interrupts, resume_input
 from agui_pipeline.errors import InputRejected, UsageError
-from agui_pipeline.resume import pending_interrupts, resume_input
-from agui_pipeline.serve import BackgroundServer, Replay, ReplayServer
+from agui_pipeline.http.client import BODY_EXCERPT, HttpAgent, HttpStatusError, RequestFailed
+from agui_pipeline.http.serve import BackgroundServer, Replay, ReplayServer
 from agui_pipeline.subscribers import SseSink, encode_sse
+from agui_pipeline.testing.conformance import Fixture, check_fixture, load_fixture, replay_fixture
+from agui_pipeline.testing.conformance import FixtureReplay as ConformanceReplay
 from starlette.types import Receive, Scope, Send
 
 from tests.conftest import ROOT, corpus_paths, http_agent, unavailable
@@ -283,7 +283,7 @@ def aiohttp_transport() -> Any:
     """:class:`AiohttpTransport`, or the test skips (fails in the full tier) without aiohttp."""
     if importlib.util.find_spec("aiohttp") is None:
         unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e '.[test]' pins it)")
-    from agui_pipeline.aiohttp_transport import AiohttpTransport
+    from agui_pipeline.http.aiohttp_transport import AiohttpTransport
 
     return AiohttpTransport
 
@@ -567,7 +567,7 @@ def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory(transp
         resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
         import sys
         import anyio
-        from agui_pipeline.serve import BackgroundServer
+        from agui_pipeline.http.serve import BackgroundServer
         from tests.conftest import http_agent
         from tests.test_limits import peak_mb
         from tests.test_transport import INPUT, encoded_app, gzip_bomb

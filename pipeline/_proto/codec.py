@@ -30,13 +30,12 @@ from typing import Any
 from agui_pipeline._json import join_pointer, walk
 
 try:
+    from agui_pipeline._proto import agui_pb2
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
     from google.protobuf.descriptor_pb2 import FieldDescriptorProto
     from google.protobuf.message import DecodeError, Message
     from google.protobuf.struct_pb2 import Struct, Value
     from google.protobuf.unknown_fields import UnknownFieldSet
-
-    from . import agui_pb2
 except ImportError as missing:  # the runtime is the optional ``proto`` extra
     raise ImportError(
         "the HTTP + Protobuf binding needs the protobuf runtime: pip install 'agui-pipeline[proto]'"

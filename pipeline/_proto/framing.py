@@ -27,6 +27,8 @@ from __future__ import annotations
 from math import isnan
 from typing import ClassVar
 
+from agui_pipeline._proto.codec import DecodeError, FrameInvalid, NonFinite, UnknownArm, decode
+from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
     LIMIT_FRAME_SIZE,
     PARSE_NUMBER_RANGE,
@@ -36,9 +38,7 @@ from agui_pipeline.catalog import (
     Code,
 )
 from agui_pipeline.errors import StreamRejected
-from agui_pipeline.stage import Batch, Decoder, Event, StreamContext, empty_batch, reject_after
-
-from .codec import DecodeError, FrameInvalid, NonFinite, UnknownArm, decode
+from agui_pipeline.stage import Decoder, StreamContext, reject_after
 
 HEADER = 4
 """Bytes of a frame's length header."""

@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 from agui_pipeline import RunResult
-from agui_pipeline.client import HttpAgent
-from agui_pipeline.serve import BackgroundServer
+from agui_pipeline.http.client import HttpAgent
+from agui_pipeline.http.serve import BackgroundServer
 
 NODE_DIR = Path(__file__).with_name("node")
 """The TypeScript servers and their pinned packages (``package-lock.json``)."""

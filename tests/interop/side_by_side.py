@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 import orjson
-from agui_pipeline.run_input import prepare_input
-from agui_pipeline.serve import BackgroundServer
+from agui_pipeline.http.serve import BackgroundServer
+from agui_pipeline.model.run_input import prepare_input
 
 from tests.interop.servers import drive_url, node_server, run_input, user
 

@@ -31,12 +31,11 @@ from agui_pipeline import (
     Pipeline,
     Relay,
     RelayResponse,
-    RunErrorEvent,
     RunResult,
     Source,
     SseSink,
     Stage,
-    TextMessageContentEvent,
+    Tap,
     Upstream,
     Verdict,
     check_run_input,
@@ -48,6 +47,8 @@ from agui_pipeline import (
     run_sync,
 )
 from agui_pipeline.catalog import PARSE_NOT_JSON  # or a Code of your own
+from agui_pipeline.events import RunErrorEvent as RunErrorEvent  # the "alert" handler's type
+from agui_pipeline.events import TextMessageContentEvent
 
 # -- Library -------------------------------------------------------------------------
 
@@ -256,8 +257,7 @@ async def reconciled(source: Source, body: dict[str, Any]) -> None:
 
 from typing import Any
 
-from agui_pipeline.pytest_plugin import assert_clean
-from agui_pipeline.tap import Tap
+from agui_pipeline.testing.pytest_plugin import assert_clean
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response

@@ -1,0 +1,159 @@
+"""The sync shell: one stream fed by hand, no event loop, over the same stages.
+
+The stages are async by contract (``Stage.process`` is a coroutine), but none of
+the built-in ones ever waits: each is plain code per batch. So a coroutine
+that runs them can be stepped once, by hand, and finishes without a loop —
+which works from a worker thread, a Flask or Django view, and inside a running
+asyncio or trio loop alike (nothing here touches a loop)::
+
+    stream = Pipeline().incremental()
+    for chunk in response.iter_bytes():        # any source of bytes
+        for event in stream.feed(chunk):        # the events this read delivered
+            ...
+    result = stream.close()                     # the verdict, diagnostics, Conversation
+
+What cannot work without a loop is something that really waits: an ``async``
+handler or sink that awaits I/O, or middleware that does. The sync shell
+refuses it the moment it waits, with :class:`~agui_pipeline.UsageError`
+naming the async API to use instead; an ``async def`` handler that never
+awaits anything that suspends runs fine.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from agui_pipeline._engine.core import (
+    StagePlan,
+    _Ended,
+    _read,
+    _reopen_discarded,
+    _verdict_of,
+    build,
+)
+from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
+from agui_pipeline.errors import UsageError
+from agui_pipeline.events import AnyEvent
+from agui_pipeline.subscribers import delivered
+
+T = TypeVar("T")
+
+
+class Incremental:
+    """One stream through a pipeline, fed bytes from synchronous code.
+
+    :meth:`feed` takes the next bytes as they arrive (any split: half a frame,
+    many frames) and returns the events delivered for them; :meth:`close` ends
+    the stream and returns its :class:`~agui_pipeline.RunResult`. When a fault
+    ends the stream early (a rejection, a handler that raised), the
+    :meth:`feed` that met it returns what was delivered before it, :attr:`ended`
+    turns true, and feeding more raises :class:`~agui_pipeline.UsageError`.
+    The fault-delivery rule is the engine's own (``engine._after_fault``).
+    """
+
+    def __init__(self, pipeline: StagePlan, *, run_input: dict[str, Any] | None = None) -> None:
+        self.context = ctx = pipeline.context(run_input)
+        self._decoder, self._stages = build(pipeline, ctx)
+        self._verdict: Verdict | None = None
+        self._closing: list[AnyEvent] = []
+        self._through = -1
+        """The event index of the last event delivered (as ``EventStream._run`` keeps it)."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has ended (closed, or ended early by a fault)."""
+        return self._verdict is not None
+
+    @property
+    def verdict(self) -> Verdict:
+        """How the stream was judged; :class:`~agui_pipeline.UsageError` before its end."""
+        if self._verdict is None:
+            raise UsageError("the stream has not ended: call close() at the end of its bytes")
+        return self._verdict
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[AnyEvent]:
+        """Decode and process the next bytes; the events they delivered, in order."""
+        if self._verdict is not None:
+            raise UsageError(
+                f"the stream has ended ({self._verdict.outcome}): it reads nothing more; "
+                "see .verdict, or close() for the result"
+            )
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"feed() takes bytes, not {type(data).__name__}")
+        return self._step(bytes(data))
+
+    def close(self) -> RunResult:
+        """End the stream (its open runs are judged) and return the result.
+
+        ``events`` on the result holds the events delivered by the end itself
+        (usually none: every earlier event was returned by :meth:`feed`).
+        """
+        if self._verdict is None:
+            self._closing = self._step(None)
+        return result_of(self.context, self.verdict, self._closing)
+
+    def _step(self, chunk: bytes | None) -> list[AnyEvent]:
+        fault = None
+        try:
+            batch = run_without_loop(_read(self._decoder, self._stages, chunk))
+        except _Ended as ended:
+            fault, batch = ended.fault, ended.delivered
+        if batch.events:
+            self._through = batch.indices[-1]
+        if fault is not None:
+            self._verdict = _verdict_of(fault)
+            # As the async shell does: a run whose end was discarded, not delivered, is open.
+            _reopen_discarded(self.context.runs, self._through)
+        elif chunk is None:
+            self._verdict = Verdict(Outcome.COMPLETED)
+        self.context.counters.delivered += len(batch.events)
+        return delivered(batch.events)
+
+
+def run_without_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never waits to its end, by stepping it once.
+
+    Raises :class:`~agui_pipeline.UsageError` if it does wait — an ``async``
+    handler, sink or stage awaiting I/O — since there is no loop to wait in.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    coroutine.close()
+    raise UsageError(
+        "a handler, sink or stage awaited something that waits (I/O, a sleep, a lock): "
+        "the sync shell has no event loop to wait in. Use the async API — "
+        "`async with pipeline.open(source) as stream` or `await pipeline.run(source)` — "
+        "or make the handler synchronous"
+    )
+
+
+def in_event_loop() -> bool:
+    """Whether this thread is running an asyncio or trio event loop right now.
+
+    Each is asked only if imported: a loop cannot run without its module, and so the
+    sync shell never imports asyncio itself.
+    """
+    asyncio: Any = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return True
+    trio: Any = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            return False
+        return True
+    return False
+
+
+__all__ = ["Incremental"]

@@ -1,0 +1,334 @@
+"""The async shell: one stream read as it arrives, under a clock for live sources."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from contextlib import aclosing
+from types import TracebackType
+
+from agui_pipeline._engine.core import (
+    StagePlan,
+    _Ended,
+    _read,
+    _reopen_discarded,
+    _verdict_of,
+    build,
+    built_in_stages,
+)
+from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
+from agui_pipeline._engine.sources import (
+    Source,
+    SourceTimedOut,
+    check_source,
+    may_stall,
+    open_reads,
+)
+from agui_pipeline.batch import Batch, Event
+from agui_pipeline.catalog import SOURCE_IDLE_TIMEOUT, SOURCE_MAX_DURATION
+from agui_pipeline.errors import UsageError
+from agui_pipeline.events import AnyEvent
+from agui_pipeline.options import Options
+from agui_pipeline.stage import StreamContext
+from agui_pipeline.subscribers import delivered
+
+# anyio (and asyncio under it, with ssl, sockets, threads: about a fifth of `check FILE`'s
+# start-up) is imported only by what waits: this shell's read loop, its clock and
+# `run_sync` outside a loop. The sync shell (`Pipeline.incremental`), which `check` runs a
+# file through, never imports it.
+
+
+class EventStream:
+    """One stream going through a pipeline, read as it arrives.
+
+    Read it inside ``async with``, which closes the source however the block
+    ends (a ``break``, an exception, a cancellation); the verdict is there once
+    the stream has been read to its end::
+
+        async with pipeline.open(source) as stream:
+            async for event in stream:     # each delivered event, an AnyEvent
+                ...
+        print(stream.verdict.outcome)
+
+    :meth:`batches` gives the lists as each read delivers them instead, and
+    :meth:`drain` judges a stream without keeping its events (no ``async with``
+    needed). Iterating outside ``async with`` raises
+    :class:`~agui_pipeline.UsageError` before anything is opened, so an
+    abandoned loop cannot leave a file or a connection open.
+    """
+
+    def __init__(
+        self,
+        pipeline: StagePlan,
+        source: Source,
+        ctx: StreamContext,
+        *,
+        opened_at: float | None = None,
+        source_timeout: float | None = None,
+    ) -> None:
+        """``opened_at`` (``anyio.current_time()``) is when ``max_duration`` starts to
+        count — an HTTP client passes when it sent the request; by default, the first
+        read. ``source_timeout`` says the source bounds each read's wait itself, raising
+        :class:`~agui_pipeline._engine.sources.SourceTimedOut` when one waits that long (an HTTP
+        client's read timeout); the engine then adds no timer of its own while that
+        bound is within the idle window.
+        """
+        check_source(source)
+        self._opened_at = opened_at
+        self._source_timeout = source_timeout
+        self._pipeline = pipeline
+        self._source = source
+        self.context = ctx
+        self._verdict: Verdict | None = None
+        self._entered = False
+        self._closed = False
+        self._batches: AsyncGenerator[Batch, None] | None = None
+        self._pending: Iterator[AnyEvent] = iter(())
+
+    # -- reading ------------------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has been read to its end (and so has a :attr:`verdict`)."""
+        return self._verdict is not None
+
+    @property
+    def verdict(self) -> Verdict:
+        """How the consumer judged the stream; :class:`~agui_pipeline.UsageError` before its end."""
+        if self._verdict is None:
+            if self._closed:
+                raise UsageError(
+                    "the stream was closed before its end (the loop stopped early): "
+                    "it has no verdict"
+                )
+            raise UsageError("the stream has not ended: read it to the end or use drain()")
+        return self._verdict
+
+    def batches(self) -> AsyncIterator[Batch]:
+        """Delivered events, one batch per read (inside ``async with``, like iteration)."""
+        if self._closed:
+            raise UsageError("the stream was closed: a stream is read once, inside async with")
+        if self._batches is None:
+            if not self._entered:
+                raise UsageError(
+                    "read an EventStream inside `async with pipeline.open(source) as "
+                    "stream:`, which closes the source when the block ends; or use "
+                    "await pipeline.run(source) or await stream.drain()"
+                )
+            self._batches = self._run()
+        return self._batches
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> AnyEvent:
+        for event in self._pending:
+            return event
+        async for batch in self._batches or self.batches():
+            # The delivered events, typed: subscribers.delivered() without a call per read.
+            self._pending = iter(batch.events)  # type: ignore[arg-type]
+            for event in self._pending:
+                return event
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """Close the source (a file, a connection, your iterator); reading stops here."""
+        self._closed = True
+        self._pending = iter(())
+        if self._batches is not None:
+            batches, self._batches = self._batches, None  # batches() now says it was closed
+            await batches.aclose()
+
+    async def drain(self) -> RunResult:
+        """Read the stream to its end keeping none of its events, and close it.
+
+        For judging a stream rather than using it: the result has the verdict,
+        the diagnostics, the accounting and the Conversation, and ``events`` is
+        empty — so a stream of any length takes only the memory its open items
+        (and the Conversation, unless it is turned off) need.
+        """
+        async with self:
+            async for _batch in self.batches():
+                pass
+        return self.result([])
+
+    def result(self, events: list[Event]) -> RunResult:
+        """The :class:`RunResult` of this stream once read to its end, with ``events`` delivered."""
+        return result_of(self.context, self.verdict, delivered(events))
+
+    async def __aenter__(self) -> EventStream:
+        if self._closed:
+            raise UsageError("the stream was closed: a stream is read once")
+        self._entered = True
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- the engine ---------------------------------------------------------
+
+    async def _run(self) -> AsyncGenerator[Batch, None]:
+        import anyio  # here, not at the top: see the imports
+
+        ctx = self.context
+        decoder, stages = build(self._pipeline, ctx)
+        built_in = built_in_stages()
+        foreign = any(type(stage) not in built_in for stage in stages)
+        # Bytes in memory and files cannot stall: the clock only guards what can.
+        clock = (
+            _Clock.of(ctx.options, self._opened_at, self._source_timeout)
+            if may_stall(self._source)
+            else None
+        )
+        counters = ctx.counters
+        through = -1  # the event index of the last event delivered
+        try:
+            async with aclosing(open_reads(self._source)) as chunks:
+                read = chunks.__anext__
+                while True:
+                    try:
+                        if clock is None:
+                            chunk = await read()
+                        elif clock.covered():
+                            chunk = await read()  # the source's own read timeout bounds it
+                        else:
+                            # A bare scope, not fail_after: no context-manager generator.
+                            with anyio.CancelScope(deadline=clock.deadline()) as scope:
+                                chunk = await read()
+                            if scope.cancelled_caught:
+                                raise SourceTimedOut
+                    except StopAsyncIteration:
+                        break
+                    except SourceTimedOut:
+                        _Clock.report(clock, ctx)
+                        break
+                    seen = counters.read
+                    batch = await _read(decoder, stages, chunk, foreign=foreign)
+                    if clock is not None:
+                        if counters.read != seen:
+                            clock.waited = 0.0  # an event: the idle window starts again
+                        else:
+                            clock.stop()  # none: the read's time counts toward the window
+                    if batch.events:
+                        counters.delivered += len(batch.events)
+                        through = batch.indices[-1]
+                        yield batch
+                batch = await _read(decoder, stages, None)
+                if batch.events:
+                    counters.delivered += len(batch.events)
+                    yield batch
+        except _Ended as ended:
+            # Set before the last yield: a consumer may stop reading right there.
+            self._verdict = _verdict_of(ended.fault)
+            if ended.delivered.events:
+                through = ended.delivered.indices[-1]
+            _reopen_discarded(ctx.runs, through)
+            if ended.delivered.events:
+                counters.delivered += len(ended.delivered.events)
+                yield ended.delivered
+            return
+        self._verdict = Verdict(Outcome.COMPLETED)
+
+
+class _Clock:
+    """When a live stream is given up: after ``idle_timeout`` seconds spent waiting on
+    the source since its last event, or ``max_duration`` seconds after it was opened,
+    whichever comes first.
+
+    Idle counts from the last *event* decoded, not the last byte: a producer that sends
+    keep-alive comments, or one byte a second, completes no frame and so cannot hold
+    the stream open past the window. Only the time spent waiting for the source
+    counts, so a consumer that is slow between reads is not taken for a stalled producer.
+
+    A read waits under a cancel scope whose deadline is the budget left — unless the
+    source bounds its own reads (``source_timeout``: an HTTP client's read timeout) no
+    later than that budget, which is the common case of a healthy stream (an event on
+    every read, no ``max_duration``). A cancel scope per read costs about 8 µs, as much
+    as the rest of the engine's work on a one-event read (``benchmarks/bench_live.py``).
+    """
+
+    __slots__ = ("end", "idle", "now", "source_timeout", "started", "waited")
+
+    def __init__(self, idle: float, end: float, source_timeout: float | None) -> None:
+        self.idle = idle
+        self.end = end
+        self.source_timeout = source_timeout
+        self.waited = 0.0
+        self.started = 0.0
+        self.now = _time_source()
+
+    @classmethod
+    def of(
+        cls, options: Options, opened_at: float | None, source_timeout: float | None
+    ) -> _Clock | None:
+        idle, most = options.idle_timeout, options.max_duration
+        if idle is None and most is None:
+            return None
+        import anyio
+
+        opened = anyio.current_time() if opened_at is None else opened_at
+        end = math.inf if most is None else opened + most
+        return cls(math.inf if idle is None else idle, end, source_timeout)
+
+    def covered(self) -> bool:
+        """Whether the source's own read timeout fires within the budget left (and the
+        read about to start is timed for :meth:`stop`)."""
+        self.started = now = self.now()
+        timeout = self.source_timeout
+        return (
+            timeout is not None and timeout <= self.idle - self.waited and now + timeout <= self.end
+        )
+
+    def deadline(self) -> float:
+        """The deadline of the read about to wait (timed for :meth:`stop`)."""
+        self.started = now = self.now()
+        return min(now + self.idle - self.waited, self.end)
+
+    def stop(self) -> None:
+        """After a read that brought no event (a keep-alive comment, part of a frame) and
+        its decoding: the time since it started counts toward the idle window. A read
+        with an event sets ``waited`` to 0 instead, without reading the clock: once per
+        read then, not twice."""
+        self.waited += self.now() - self.started
+
+    @staticmethod
+    def report(clock: _Clock | None, ctx: StreamContext) -> None:
+        """Say which fired: the deadline, or the idle window (also a source's own timeout)."""
+        index = ctx.counters.read
+        if clock is not None and clock.now() >= clock.end:
+            ctx.report(
+                SOURCE_MAX_DURATION,
+                f"the stream was still open after {ctx.options.max_duration:g} s "
+                "(max_duration); it was ended there and is judged as it stands",
+                event_index=index,
+            )
+        else:
+            idle = ctx.options.idle_timeout
+            ctx.report(
+                SOURCE_IDLE_TIMEOUT,
+                f"no event for {idle:g} s (idle_timeout: keep-alive comments and "
+                "partial frames do not count); the stream was ended there and is judged "
+                "as it stands",
+                event_index=index,
+            )
+
+
+def _time_source() -> Callable[[], float]:
+    """The running loop's clock, the one cancel scope deadlines are on.
+
+    ``anyio.current_time`` looks the backend up on every call (~1 µs); the asyncio
+    loop's own ``time`` is the same clock without that. Other backends go through anyio.
+    """
+    import asyncio
+
+    import anyio
+
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        return anyio.current_time

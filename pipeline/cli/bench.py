@@ -1,0 +1,285 @@
+"""``agui-pipeline bench``: the installed pipeline's throughput, on your recordings and setup.
+
+``benchmarks/`` (the project's comparison suite) is not installed; this is what
+a user can run: the default pipeline, with their middleware
+(``--middleware module:Class``) and declaration (``--capabilities F``), over
+their recordings (``SOURCE...``) or the built-in realistic workload
+(:mod:`agui_pipeline.testing.workload`). It reports events/s for the whole pipeline,
+µs/event for each stage alone, and peak memory; ``--live`` adds the per-event
+CPU of ``--runs`` runs read at once over HTTP from a local ``agui-pipeline
+serve`` (the ``http`` and ``serve`` extras), one frame per write. Text, or
+``--format json`` for a CI job to track. Times are this process's CPU time, the
+median of ``--repeat`` rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import resource
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agui_pipeline._engine.pipeline import Pipeline
+from agui_pipeline.cli.http import add_transport_option, transport_named
+from agui_pipeline.stage import Stage, StageFactory
+
+if TYPE_CHECKING:
+    from agui_pipeline.http.client import Transport
+
+
+def add_command(commands: Any) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="measure the installed pipeline on your recordings (events/s, per stage, memory)",
+        description=(__doc__ or "").split("\n\n")[1].replace("\n", " "),
+    )
+    bench.add_argument("sources", nargs="*", metavar="SOURCE", help="recorded streams (files)")
+    bench.add_argument(
+        "--middleware",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="a stage factory to insert as middleware (repeatable, in order)",
+    )
+    bench.add_argument("--capabilities", metavar="F", help="the agent's declaration (JSON)")
+    bench.add_argument(
+        "--events", type=int, default=100_000, help="built-in workload length (100,000)"
+    )
+    bench.add_argument("--repeat", type=int, default=3, help="rounds, the median kept (3)")
+    bench.add_argument("--live", action="store_true", help="also read runs at once over HTTP")
+    bench.add_argument("--runs", type=int, default=100, help="with --live: runs at once (100)")
+    bench.add_argument(
+        "--live-events", type=int, default=450, help="with --live: events per run (450)"
+    )
+    bench.add_argument("--format", choices=("text", "json"), default="text")
+    add_transport_option(bench, "with --live, each run")
+
+
+def run_bench(args: argparse.Namespace, out: TextIO) -> int:
+    """The command; misuse (a missing file, a middleware that does not load) raises
+    ``ValueError``, which the command line reports as a usage error (exit 2)."""
+    # Imported here, as statistics, subprocess and tempfile below: every command builds
+    # this one's parser, and `check` need not pay for what only bench uses.
+    from agui_pipeline.testing.workload import DECLARATION, encode_sse, events
+
+    if args.repeat < 1 or args.events < 1 or args.runs < 1 or args.live_events < 1:
+        raise ValueError("--repeat, --events, --runs and --live-events must be at least 1")
+    middleware = [_load(spec) for spec in args.middleware]
+    capabilities: Any = Path(args.capabilities) if args.capabilities else None
+    if capabilities is None and not args.sources:
+        capabilities = DECLARATION  # the workload's own agent
+    pipeline = Pipeline(middleware=middleware, capabilities=capabilities)
+    report: dict[str, Any] = {"stages": pipeline.stage_names, "sources": []}
+    named = [(name, _read(name)) for name in args.sources] or [
+        (f"built-in workload ({args.events:,} events)", encode_sse(events(args.events)))
+    ]
+    for name, body in named:
+        report["sources"].append({"source": name, **_batch(pipeline, body, args.repeat)})
+    if args.live:
+        body = named[0][1] if args.sources else encode_sse(events(args.live_events))
+        report["live"] = _live(pipeline, body, args.runs, args.repeat, args.transport)
+    report["peak RSS MiB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out.write(json.dumps(report, indent=2) + "\n" if args.format == "json" else _text(report))
+    return 0
+
+
+def _load(spec: str) -> StageFactory:
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ValueError(f"--middleware expects MODULE:CLASS, got {spec!r}")
+    try:
+        factory: StageFactory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"--middleware {spec}: {error}") from None
+    return factory
+
+
+def _read(name: str) -> bytes:
+    try:
+        return Path(name).read_bytes()
+    except OSError as error:
+        raise ValueError(f"cannot read {name}: {error}") from None
+
+
+def _cpu(work: Any) -> float:
+    """CPU seconds of ``anyio.run(work)``, the cyclic collector off (as a tuned server)."""
+    import anyio  # in the functions that run a loop: the parser of every command imports this
+
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.process_time()
+        anyio.run(work)
+        return time.process_time() - started
+    finally:
+        gc.enable()
+
+
+def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
+    """The whole pipeline over ``body`` in 64 KiB reads, then each stage alone."""
+    import statistics
+
+    import anyio
+    from agui_pipeline.testing.workload import chunks
+
+    reads = chunks(body)
+    counted: list[int] = []
+
+    async def whole() -> None:
+        count = 0
+        async with pipeline.open(reads) as stream:
+            async for batch in stream.batches():
+                count += len(batch)
+        counted.append(stream.context.counters.read)
+
+    seconds = statistics.median(_cpu(whole) for _ in range(repeat))
+    read = max(counted[-1], 1)
+    stage_us: dict[str, float] = {}
+    parse_seconds = []
+    for _ in range(repeat):
+        parser = pipeline.decoder(pipeline.context())
+        started = time.process_time()
+        for piece in reads:
+            parser.feed(piece)
+        parser.finish()
+        parse_seconds.append(time.process_time() - started)
+    stage_us["parse"] = statistics.median(parse_seconds) / read * 1e6
+    for name, factory in zip(pipeline.stage_names[1:], pipeline.stage_factories, strict=True):
+        times = [anyio.run(stage_alone, pipeline, factory, reads) for _ in range(repeat)]
+        stage_us[name] = statistics.median(times) / read * 1e6
+    return {
+        "events": counted[-1],
+        "events/s": round(read / seconds) if seconds else None,
+        "µs/event": round(seconds / read * 1e6, 3),
+        "µs/event by stage (alone)": {name: round(us, 3) for name, us in stage_us.items()},
+    }
+
+
+async def stage_alone(pipeline: Pipeline, factory: StageFactory, reads: list[bytes]) -> float:
+    """CPU seconds of one stage over the batches parse makes of ``reads`` (parsed untimed,
+    afresh: a stage may change the events it is given)."""
+    ctx = pipeline.context()
+    parser = pipeline.decoder(ctx)
+    batches = [parser.feed(piece) for piece in reads] + [parser.finish()]
+    stage: Stage = factory(ctx)
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.process_time()
+        for batch in batches:
+            if batch.events:
+                await stage.process(batch)
+        await stage.finish()
+        return time.process_time() - started
+    finally:
+        gc.enable()
+
+
+def _live(
+    pipeline: Pipeline, body: bytes, runs: int, repeat: int, transport: str
+) -> dict[str, Any]:
+    """``runs`` runs at once from a local ``agui-pipeline serve``, read through
+    ``transport`` (httpx or aiohttp): client CPU per event."""
+    import statistics
+    import subprocess
+    import tempfile
+
+    import anyio
+
+    try:
+        from agui_pipeline.http.client import HttpAgent
+    except ModuleNotFoundError as error:
+        raise ValueError(f"--live needs the 'http' and 'serve' extras ({error})") from None
+    transport_named(transport)  # a missing extra is told before the server starts
+    with tempfile.TemporaryDirectory() as folder:
+        recording = Path(folder) / "run.sse"
+        recording.write_bytes(body)
+        command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording)]
+        server = subprocess.Popen(
+            [*command, "--port", "0", "--pause", "0.005"], stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert server.stderr is not None
+            line = server.stderr.readline()
+            if " at " not in line:
+                raise ValueError(f"the local server did not start: {line.strip()!r}")
+            url = line.rsplit(" at ", 1)[1].strip()
+            seen: list[int] = []
+
+            async def all_runs() -> None:
+                async with (
+                    _pooled(transport, runs) as pool,
+                    HttpAgent(url, pipeline=pipeline, transport=pool) as agent,
+                ):
+
+                    async def one(number: int) -> None:
+                        body = {"threadId": f"t-{number}", "runId": f"r-{number}", "messages": []}
+                        result = await agent.run(body)
+                        seen.append(result.counters.delivered)
+
+                    async with anyio.create_task_group() as group:
+                        for number in range(runs):
+                            group.start_soon(one, number)
+
+            per_event = []
+            for _ in range(repeat):
+                seen.clear()
+                cpu = _cpu(all_runs)
+                per_event.append(cpu / max(sum(seen), 1) * 1e6)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return {
+        "runs": runs,
+        "transport": transport,
+        "events per run": max(seen, default=0),
+        "client CPU µs/event": round(statistics.median(per_event), 2),
+    }
+
+
+@asynccontextmanager
+async def _pooled(transport: str, runs: int) -> AsyncIterator[Transport]:
+    """A transport with a connection per run and none kept alive, as a gateway opening
+    runs would (``agui-pipeline serve`` closes idle connections after 5 s)."""
+    if transport == "aiohttp":
+        import aiohttp
+        from agui_pipeline.http.aiohttp_transport import AiohttpTransport
+
+        connector = aiohttp.TCPConnector(limit=runs, force_close=True)
+        timeout = aiohttp.ClientTimeout(total=None, connect=60)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            yield AiohttpTransport(session)
+        return
+    import httpx
+    from agui_pipeline.http.client import HttpxTransport
+
+    limits = httpx.Limits(max_connections=runs, max_keepalive_connections=0)
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None, connect=60)) as client:
+        yield HttpxTransport(client)
+
+
+def _text(report: dict[str, Any]) -> str:
+    lines = ["stages: " + " → ".join(report["stages"])]
+    for row in report["sources"]:
+        lines.append(
+            f"{row['source']}: {row['events']:,} events, {row['events/s']:,} events/s, "
+            f"{row['µs/event']:.2f} µs/event"
+        )
+        for name, us in row["µs/event by stage (alone)"].items():
+            lines.append(f"  {name:<12} {us:8.3f} µs/event")
+    live = report.get("live")
+    if live:
+        lines.append(
+            f"live: {live['runs']} runs at once over {live['transport']}, "
+            f"{live['events per run']} events each, one frame per write, 5 ms apart: "
+            f"{live['client CPU µs/event']:.2f} µs/event client CPU"
+        )
+    lines.append(f"peak RSS: {report['peak RSS MiB']} MiB")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,182 @@
+"""How ``check`` turns a result into an exit status: ``--fail-on``, ``--max-warnings``
+and per-code tuning (``--rule``, ``--off``, ``[tool.agui-pipeline]`` in pyproject.toml).
+
+Tuning changes the severity of diagnostics, as a linter's rule configuration
+does; it never touches a verdict. A code whose catalog severity is ``error``
+names a rejection, so tuning one is a usage error rather than silently
+ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agui_pipeline import catalog
+from agui_pipeline._engine.result import Outcome, RunResult
+from agui_pipeline.errors import Diagnostic
+from agui_pipeline.stage import RunStatus
+
+OFF = "off"
+LEVELS = (OFF, "info", "warning", "error")
+"""What ``--rule CODE=LEVEL`` accepts."""
+
+FAIL_ON = ("verdict", "run-error", "warning", "info")
+"""``--fail-on`` levels, each failing on everything the one before it does, and more:
+``verdict`` (the default) a rejection or truncation; ``run-error`` also a run that
+ended with ``RUN_ERROR``; ``warning`` also any warning; ``info`` also any info."""
+
+
+class ConfigError(ValueError):
+    """A tuning that cannot apply: an unknown code, a rejection's code, a bad level."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What fails a check, beyond a verdict that is not ``completed``."""
+
+    fail_on: str = "verdict"
+    max_warnings: int | None = None
+    rules: Mapping[str, str] = field(default_factory=dict)
+    """Code → ``off``/``info``/``warning``/``error``."""
+
+    def tune(self, result: RunResult) -> None:
+        """Apply ``rules`` to ``result``'s diagnostics in place (``off`` removes them)."""
+        if not self.rules:
+            return
+        tuned: list[Diagnostic] = []
+        for diagnostic in result.diagnostics:
+            level = self.rules.get(diagnostic.code)
+            if level is None:
+                tuned.append(diagnostic)
+            elif level != OFF:
+                tuned.append(replace(diagnostic, severity=catalog.Severity(level)))
+        result.diagnostics = tuned
+        result.suppressed = {
+            code: count for code, count in result.suppressed.items() if self.rules.get(code) != OFF
+        }
+
+    def failures(self, result: RunResult) -> list[str]:
+        """Why ``result`` fails the check (empty: it passes); ``result`` is already tuned."""
+        reasons: list[str] = []
+        if result.verdict.outcome is not Outcome.COMPLETED:
+            code = result.verdict.code
+            reasons.append(
+                f"the stream was {result.verdict.outcome}" + (f" ({code})" if code else "")
+            )
+        counts = self.counts(result)
+        if counts["error"]:
+            reasons.append(f"{counts['error']} diagnostic(s) raised to error by --rule")
+        rank = FAIL_ON.index(self.fail_on)
+        if rank >= FAIL_ON.index("run-error"):
+            failed = result.run_counts.get(str(RunStatus.ERROR), 0)  # listed or not
+            if failed:
+                reasons.append(f"{failed} run(s) ended with RUN_ERROR")
+        if rank >= FAIL_ON.index("warning") and counts["warning"]:
+            reasons.append(f"{counts['warning']} warning(s) (--fail-on {self.fail_on})")
+        if rank >= FAIL_ON.index("info") and counts["info"]:
+            reasons.append(f"{counts['info']} info diagnostic(s) (--fail-on info)")
+        if self.max_warnings is not None and counts["warning"] > self.max_warnings:
+            limit = self.max_warnings
+            reasons.append(f"{counts['warning']} warning(s), over --max-warnings {limit}")
+        return reasons
+
+    def counts(self, result: RunResult) -> dict[str, int]:
+        """Diagnostics by severity, counting those over the limit by their code's severity."""
+        counts = {"error": 0, "warning": 0, "info": 0}
+        for diagnostic in result.diagnostics:
+            counts[str(diagnostic.severity)] += 1
+        for code, count in result.suppressed.items():
+            level = self.rules.get(code) or _catalog_severity(code)
+            if level in counts:
+                counts[level] += count
+        return counts
+
+
+def _catalog_severity(code: str) -> str:
+    entry = catalog.ALL.get(code)
+    return "warning" if entry is None else str(entry.severity)
+
+
+def parse_rules(rules: Iterable[str], off: Iterable[str]) -> dict[str, str]:
+    """``--rule CODE=LEVEL`` and ``--off CODE`` as one code → level map (checked)."""
+    tuned: dict[str, str] = {}
+    for rule in rules:
+        code, equals, level = rule.partition("=")
+        if not equals:
+            raise ConfigError(f"--rule expects CODE=LEVEL, got {rule!r}")
+        tuned[code.strip()] = level.strip()
+    for code in off:
+        tuned[code.strip()] = OFF
+    return check_rules(tuned, "--rule")
+
+
+def check_rules(rules: Mapping[str, Any], where: str) -> dict[str, str]:
+    """Every code known and tunable, every level one of :data:`LEVELS`."""
+    for code, level in rules.items():
+        if level not in LEVELS:
+            raise ConfigError(f"{where}: {code} = {level!r}: expected one of {', '.join(LEVELS)}")
+        entry = catalog.ALL.get(code)
+        if entry is None:
+            import difflib
+
+            near = difflib.get_close_matches(code, list(catalog.ALL), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ConfigError(f"{where}: no diagnostic code {code!r}{hint}")
+        if entry.severity is catalog.Severity.ERROR:
+            raise ConfigError(
+                f"{where}: {code} is a rejection's code: a verdict cannot be tuned, "
+                "only diagnostics can"
+            )
+    return dict(rules)
+
+
+def read_pyproject(path: Path) -> dict[str, Any]:
+    """The ``[tool.agui-pipeline]`` table of ``path`` (empty when there is none).
+
+    Keys: ``fail-on``, ``max-warnings``, and ``rules`` (a table of code = level).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    import tomllib  # only when there is a file to parse: about 2 ms of start-up
+
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    table = document.get("tool", {}).get("agui-pipeline", {})
+    where = f"{path} [tool.agui-pipeline]"
+    unknown = set(table) - {"fail-on", "max-warnings", "rules"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    if "fail-on" in table and table["fail-on"] not in FAIL_ON:
+        raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_ON)}")
+    limit = table.get("max-warnings")
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise ConfigError(f"{where}: max-warnings must be a whole number of at least 0")
+    rules = table.get("rules", {})
+    if not isinstance(rules, dict):
+        raise ConfigError(f"{where}: rules must be a table of code = level")
+    return {**table, "rules": check_rules(rules, f"{where} rules")}
+
+
+def build_gate(
+    pyproject: Path,
+    fail_on: str | None,
+    max_warnings: int | None,
+    rules: Sequence[str],
+    off: Sequence[str],
+) -> Gate:
+    """The gate from pyproject.toml, with the command line's options taking precedence."""
+    table = read_pyproject(pyproject)
+    return Gate(
+        fail_on=fail_on or table.get("fail-on", "verdict"),
+        max_warnings=max_warnings if max_warnings is not None else table.get("max-warnings"),
+        rules={**table.get("rules", {}), **parse_rules(rules, off)},
+    )

@@ -1,0 +1,320 @@
+"""The command line's HTTP half: ``check URL``, ``serve FILE`` and ``proxy``.
+
+Kept apart from :mod:`agui_pipeline.cli` so the file commands never import the
+``http`` and ``serve`` extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agui_pipeline.errors import Diagnostic
+from agui_pipeline.events import AnyEvent
+
+if TYPE_CHECKING:
+    from agui_pipeline.http.client import Transport
+
+TRANSPORTS = ("httpx", "aiohttp")
+"""What ``--transport`` names: the HTTP client a URL is read through (httpx, the default)."""
+
+
+def add_transport_option(parser: Any, what: str) -> None:
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="httpx",
+        help=f"the HTTP client {what} is read through: httpx (the default) or aiohttp, "
+        "about half the CPU per live read (needs the 'aiohttp' extra)",
+    )
+
+
+def transport_named(name: str) -> Transport | None:
+    """The transport ``--transport NAME`` asks for (``None``: the agent's default, httpx);
+    raises ``ValueError`` naming the extra when aiohttp is not installed."""
+    if name == "httpx":
+        return None
+    try:
+        from agui_pipeline.http.aiohttp_transport import AiohttpTransport
+    except ModuleNotFoundError as error:
+        raise ValueError(
+            f"--transport aiohttp needs the 'aiohttp' extra (no module {error.name!r}): "
+            "pip install 'agui-pipeline[aiohttp]'"
+        ) from None
+    return AiohttpTransport()
+
+
+def parse_headers(values: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, colon, content = value.partition(":")
+        if not colon or not name.strip():
+            raise ValueError(f"--header expects NAME:VALUE, got {value!r}")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+class Progress:
+    """A one-line status on stderr while a stream runs: events/s, current run, diagnostics.
+
+    Used as a sink, so it costs one call per batch, and redraws at most every
+    ``interval`` seconds.
+    """
+
+    def __init__(self, out: TextIO, interval: float = 0.5, *, forced: bool = False) -> None:
+        self.out = out
+        self.interval = interval
+        self.forced = forced
+        """Draw the last line even when the stream ended before the first redraw."""
+        self.shown = False
+        self.events = 0
+        self.diagnostics = 0
+        self.run_id = "-"
+        self.started = self.drawn = time.monotonic()
+
+    def diagnostic(self, _diagnostic: Diagnostic) -> None:
+        self.diagnostics += 1
+
+    async def write(self, events: Sequence[AnyEvent]) -> None:
+        self.events += len(events)
+        for event in events:
+            if event.get("type") == "RUN_STARTED":
+                self.run_id = str(event.get("runId"))
+        now = time.monotonic()
+        if now - self.drawn >= self.interval:
+            self.drawn = now
+            self.draw(now)
+
+    def draw(self, now: float) -> None:
+        self.shown = True
+        rate = self.events / max(now - self.started, 1e-9)
+        self.out.write(
+            f"\r{self.events} events, {rate:,.0f}/s, run {self.run_id}, "
+            f"{self.diagnostics} diagnostics\x1b[K"
+        )
+        self.out.flush()
+
+    def close(self) -> None:
+        if not (self.shown or self.forced):
+            return  # a short stream: no line to finish
+        self.draw(time.monotonic())
+        self.out.write("\n")
+        self.out.flush()
+
+
+def check_url(
+    url: str,
+    *,
+    framing: str | None,
+    peer_version: str | None,
+    headers: Sequence[str],
+    run_input: dict[str, Any] | None,
+    capabilities: Any = None,
+    progress: Progress | None = None,
+    idle_timeout: float | None = 300.0,
+    max_duration: float | None = None,
+    transport: str = "httpx",
+) -> Any:
+    """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse).
+
+    ``run_input`` is POSTed (a minimal one for a fresh thread when ``None``);
+    ``capabilities`` is the agent's declaration, to reconcile the stream with;
+    ``idle_timeout`` and ``max_duration`` are the pipeline's (``--idle-timeout``,
+    ``--max-duration``); ``transport`` names the HTTP client (``--transport``).
+    """
+    from agui_pipeline._engine.pipeline import Pipeline
+    from agui_pipeline.http.client import HttpAgent
+    from agui_pipeline.subscribers import Sink
+
+    sinks: list[Sink] = [progress] if progress else []
+    # --framing proto asks the agent for the binary binding; the response's Content-Type
+    # then picks the parser (an agent without the binding answers SSE).
+    binary = framing == "proto"
+    pipeline = Pipeline(
+        framing=None if binary else framing,
+        peer_max_protocol_version=peer_version,
+        capabilities=capabilities,
+        sinks=sinks,
+        on_diagnostic=progress.diagnostic if progress else None,
+        idle_timeout=idle_timeout,
+        max_duration=max_duration,
+    )
+    body = run_input if run_input is not None else fresh_input()
+    chosen = transport_named(transport)
+
+    async def main() -> Any:
+        async with (
+            HttpAgent(
+                url,
+                pipeline=pipeline,
+                headers=parse_headers(headers),
+                binary=binary,
+                transport=chosen,
+            ) as agent,
+            agent.open(body) as stream,
+        ):
+            return await stream.drain()  # the report needs no events: keep none
+
+    import anyio  # only a URL needs an event loop: `check FILE` never imports it
+
+    try:
+        return anyio.run(main)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def fresh_input() -> dict[str, Any]:
+    """A minimal run input for a fresh thread (``check URL`` without ``--input``)."""
+    import uuid
+
+    return {"threadId": f"thread-{uuid.uuid4()}", "runId": f"run-{uuid.uuid4()}", "messages": []}
+
+
+def add_serve(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="replay a recorded stream as an HTTP + SSE agent endpoint",
+        description="Answer every POST with the recorded stream FILE (any framing check "
+        "reads), as text/event-stream. Needs the 'serve' extra.",
+    )
+    serve.add_argument(
+        "file",
+        help="a recorded stream (SSE, JSON lines or a JSON array); or a conversation, "
+        "answered turn by turn: a directory of recordings (in name order) or a JSON list "
+        "of runs",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    serve.add_argument("--split", type=int, metavar="N", help="write frames in pieces of N bytes")
+    serve.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds to wait between writes (frames, or pieces with --split)",
+    )
+    serve.add_argument(
+        "--keepalive",
+        type=float,
+        metavar="S",
+        help="send ': keep-alive' every S seconds while pausing between frames",
+    )
+    serve.add_argument(
+        "--drop-after", type=int, metavar="N", help="drop the connection after N events"
+    )
+    serve.add_argument("--status", type=int, default=200, help="answer with this HTTP status")
+    serve.add_argument(
+        "--content-type", default="text/event-stream", help="the response Content-Type"
+    )
+    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
+    serve.add_argument(
+        "--echo-ids",
+        action="store_true",
+        help="serve the recording under the request's ids: every run's threadId, and the "
+        "requested (last) run's runId on RUN_STARTED, RUN_FINISHED, an echoed input and any "
+        "parentRunId naming it; earlier runs keep their runIds",
+    )
+    serve.add_argument(
+        "--max-body",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="answer a larger request body with 413, unread (1048576)",
+    )
+    serve.add_argument(
+        "--proto",
+        action="store_true",
+        help="answer in protobuf frames when the request's Accept admits "
+        "application/vnd.ag-ui.event+proto (SSE otherwise); needs the 'proto' extra",
+    )
+
+
+def run_serve(args: argparse.Namespace) -> None:
+    from agui_pipeline.http.serve import Replay, read_conversation, serve
+
+    path = Path(args.file)
+    if not path.exists():
+        raise ValueError(f"no such file: {args.file}")
+    if args.split is not None and args.split < 1:
+        raise ValueError("--split must be at least 1")
+    try:
+        turns = read_conversation(path)
+    except ValueError as error:
+        raise ValueError(f"{args.file}: {error}") from None
+    events = [event for turn in turns for event in turn]
+    replay = Replay(
+        turns[0],
+        turns=turns if len(turns) > 1 else (),
+        echo_ids=args.echo_ids,
+        max_body=args.max_body,
+        split=args.split,
+        pause=args.pause,
+        keepalive=args.keepalive,
+        drop_after=args.drop_after,
+        status=args.status,
+        content_type=args.content_type,
+        token=args.token,
+        proto=args.proto,
+    )
+
+    for turn in turns:  # encoded here, once, before the first client waits on it
+        replay.frames(False, turn)
+
+    def listening(url: str) -> None:
+        played = f"{len(turns)} turns, " if len(turns) > 1 else ""
+        print(
+            f"serving {args.file} ({played}{len(events)} events) at {url}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    serve(replay, args.host, args.port, on_listening=listening)
+
+
+def add_proxy(commands: Any) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        help="a validating gateway: relay each POSTed run to an agent through the pipeline",
+        description="Relay every POSTed RunAgentInput to the agent at --upstream, read its "
+        "stream through the default pipeline, and answer with what the pipeline delivered, "
+        "as text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
+        "the rejection, an upstream error status is answered 502. Each run's diagnostics "
+        "are printed on stderr as they happen. Needs the 'http' and 'serve' extras.",
+    )
+    proxy.add_argument("--upstream", required=True, metavar="URL", help="the agent's URL")
+    proxy.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    proxy.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    proxy.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="each diagnostic and verdict on stderr as a text line or a JSON line (text)",
+    )
+    add_transport_option(proxy, "each upstream run")
+
+
+def run_proxy(args: argparse.Namespace, capabilities: Any) -> None:
+    from agui_pipeline._engine.pipeline import Pipeline
+    from agui_pipeline.http.proxy import RunLog, proxy
+
+    if not args.upstream.startswith(("http://", "https://")):
+        raise ValueError(f"--upstream expects an http:// or https:// URL, got {args.upstream!r}")
+
+    def listening(url: str) -> None:
+        print(f"relaying {url} to {args.upstream}", file=sys.stderr, flush=True)
+
+    transport = transport_named(args.transport)
+    proxy(
+        args.upstream,
+        transport=transport,
+        host=args.host,
+        port=args.port,
+        pipeline=Pipeline(capabilities=capabilities),
+        log=RunLog(sys.stderr, args.log_format),
+        on_listening=listening,
+    )

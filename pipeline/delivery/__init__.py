@@ -1,0 +1,1 @@
+"""What leaves the pipeline for people and tools: the producer report, SARIF and JUnit."""

@@ -1,0 +1,207 @@
+"""What a capabilities declaration says, read without pydantic until there is one.
+
+:func:`read_declaration` reads one leniently into the
+:class:`~agui_pipeline.declaration.Declaration` a pipeline holds;
+:func:`declared_value` reads a field of it; :func:`check_run_input` warns the
+application before it sends a run input the declaration refuses. The model,
+:class:`~agui_pipeline.AgentCapabilities` (:mod:`agui_pipeline.model.capabilities`),
+is a pydantic model whose import costs about 0.2 s of start-up: it is imported
+when there is a declaration to read, so ``agui-pipeline check FILE`` never pays for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from agui_pipeline.catalog import (
+    RECONCILE_DECLARATION_UNRECOGNISED,
+    RECONCILE_DECLARATION_UNUSABLE,
+    RECONCILE_INPUT_MODALITY,
+    RECONCILE_INPUT_REFUSED,
+    Code,
+)
+from agui_pipeline.declaration import (
+    CapabilitiesModel,
+    CapabilitiesSource,
+    Declaration,
+    DeclarationNote,
+)
+from agui_pipeline.errors import DeclarationUnusable, Diagnostic
+
+if TYPE_CHECKING:
+    from agui_pipeline.model.capabilities import AgentCapabilities
+
+
+def read_declaration(source: Declaration | CapabilitiesSource | None) -> Declaration:
+    """A declaration as the pipeline holds it, read leniently: never raises for the content.
+
+    A malformed known field makes it unusable (``capabilities`` is ``None``) with a note
+    naming the field; unrecognised members are kept and noted
+    (``/spec/1.1/basic/capabilities``, Error Handling).
+    """
+    if source is None:
+        return Declaration.NONE
+    if isinstance(source, Declaration):
+        return source
+    from agui_pipeline.model.capabilities import AgentCapabilities  # pydantic: only now
+
+    try:
+        capabilities = AgentCapabilities.load(source)
+    except DeclarationUnusable as exc:
+        return Declaration(None, (_unusable(exc.pointer, exc.reason),))
+    except (OSError, orjson.JSONDecodeError) as exc:
+        return Declaration(None, (_unusable("", f"cannot be read: {exc}"),))
+    notes = tuple(
+        DeclarationNote(
+            RECONCILE_DECLARATION_UNRECOGNISED,
+            f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read",
+            pointer,
+        )
+        for pointer in capabilities.unrecognised()
+    )
+    return Declaration(capabilities, notes)
+
+
+def model_of(declaration: Declaration | CapabilitiesModel | None) -> AgentCapabilities | None:
+    """The ``AgentCapabilities`` a declaration holds (``None``: none, or unusable)."""
+    model = declaration.capabilities if isinstance(declaration, Declaration) else declaration
+    if model is None:
+        return None
+    from agui_pipeline.model.capabilities import AgentCapabilities  # loaded with the model
+
+    if isinstance(model, AgentCapabilities):
+        return model
+    raise TypeError(f"a Declaration holds an AgentCapabilities, not {type(model).__name__}")
+
+
+def declared_value(capabilities: AgentCapabilities, field: str) -> Any:
+    """The value at ``field`` (``/tools/parallelCalls``); ``None`` when undeclared."""
+    value: Any = capabilities
+    for name in field.split("/")[1:]:
+        value = getattr(value, name, None)
+        if value is None:
+            return None
+    return value
+
+
+# -- the run input against multimodal.input -------------------------------------------
+
+_PART_MODALITY = {"image": "image", "audio": "audio", "video": "video"}
+_PDF = "application/pdf"
+
+
+def input_modalities(run_input: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(declaration field, pointer into the run input)`` for each media part it carries.
+
+    User messages and the tool messages answering frontend calls carry parts
+    (``/spec/1.1/basic/run-input``, messages). A ``document`` part counts as
+    ``pdf`` only when its source says ``application/pdf``; no part type is an
+    "arbitrary file", so ``file`` is never inferred.
+    """
+    messages = run_input.get("messages")
+    if type(messages) is not list:
+        return
+    for m, message in enumerate(messages):
+        content = message.get("content") if type(message) is dict else None
+        if type(content) is not list:
+            continue
+        for p, part in enumerate(content):
+            if type(part) is not dict:
+                continue
+            kind = part.get("type")
+            modality = _PART_MODALITY.get(kind) if type(kind) is str else None
+            if modality is None and kind == "document":
+                source = part.get("source")
+                if type(source) is dict and source.get("mimeType") == _PDF:
+                    modality = "pdf"
+            if modality is not None:
+                yield f"/multimodal/input/{modality}", f"/messages/{m}/content/{p}"
+
+
+def check_run_input(
+    declaration: Declaration | CapabilitiesModel | None, run_input: Mapping[str, Any]
+) -> list[Diagnostic]:
+    """Warnings for the application *before it sends* ``run_input``: what it offers that the
+    agent declared it does not take.
+
+    - a media part under ``multimodal.input.<modality>: false``
+      (``reconcile.input-modality``): an agent that cannot use a part skips it
+      rather than failing the run (``/spec/1.1/basic/run-input``), so it would
+      be silently ignored;
+    - tools under ``tools.clientProvided: false``, resume entries under
+      ``humanInTheLoop.interrupts: false``, an ``editedArgs`` answer under
+      ``humanInTheLoop.approveWithEdits: false`` (``reconcile.input-refused``).
+
+    Only an explicit ``false`` is warned about, never an omitted field; nothing
+    is changed or blocked.
+    """
+    capabilities = model_of(declaration)
+    if capabilities is None:
+        return []
+    found: list[Diagnostic] = []
+
+    def warn(code: Code, field: str, pointer: str, message: str) -> None:
+        found.append(Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field))
+
+    if capabilities.multimodal is not None:
+        for field, pointer in input_modalities(run_input):
+            if declared_value(capabilities, field) is False:
+                modality = field.rsplit("/", 1)[1]
+                warn(
+                    RECONCILE_INPUT_MODALITY,
+                    field,
+                    pointer,
+                    f"run input {pointer} is a {modality} part, but the declaration sets "
+                    f"{field} to false: the agent will likely skip it",
+                )
+    tools, resume = run_input.get("tools"), run_input.get("resume")
+    if tools and declared_value(capabilities, "/tools/clientProvided") is False:
+        warn(
+            RECONCILE_INPUT_REFUSED,
+            "/tools/clientProvided",
+            "/tools",
+            "run input /tools offers the application's tools, but the declaration sets "
+            "/tools/clientProvided to false: the agent does not take them",
+        )
+    if resume and declared_value(capabilities, "/humanInTheLoop/interrupts") is False:
+        warn(
+            RECONCILE_INPUT_REFUSED,
+            "/humanInTheLoop/interrupts",
+            "/resume",
+            "run input /resume answers interrupts, but the declaration sets "
+            "/humanInTheLoop/interrupts to false: the agent does not take part in "
+            "interrupt and resume",
+        )
+    if (
+        type(resume) is list
+        and declared_value(capabilities, "/humanInTheLoop/approveWithEdits") is False
+    ):
+        for position, entry in enumerate(resume):
+            payload = entry.get("payload") if type(entry) is dict else None
+            if type(payload) is dict and "editedArgs" in payload:
+                pointer = f"/resume/{position}/payload/editedArgs"
+                warn(
+                    RECONCILE_INPUT_REFUSED,
+                    "/humanInTheLoop/approveWithEdits",
+                    pointer,
+                    f"run input {pointer} edits a tool call's arguments, but the declaration "
+                    "sets /humanInTheLoop/approveWithEdits to false",
+                )
+    return found
+
+
+def _unusable(pointer: str, reason: str) -> DeclarationNote:
+    return DeclarationNote(
+        RECONCILE_DECLARATION_UNUSABLE,
+        f"declaration {pointer or '/'} is malformed ({reason}); the declaration is not used "
+        "and the run proceeds as for an agent that declared nothing",
+        pointer,
+    )
+
+
+def _unrecognised_reason(pointer: str) -> str:
+    if pointer == "/multiAgent/subAgents":
+        return "the retired spelling of subagents, which this version does not read"
+    return "a member this version of AgentCapabilities does not define"

@@ -1,0 +1,1 @@
+"""For testing agents and consumers: the pytest plugin, the conformance runner, workloads."""
