@@ -5,7 +5,7 @@ workload with a pause between frames (so every run stays open for seconds),
 ``agui-pipeline proxy`` relays to it, and this process opens ``--runs`` runs
 at once through the proxy (plain httpx streams, counting frames: the client
 does no checking of its own). Reported: runs that ended with every frame and
-no RUN_ERROR, the wall time, and the proxy's peak RSS.
+no RUN_ERROR, the wall time, the proxy's peak RSS and the size of its log.
 
     python -m benchmarks.bench_proxy [--runs 500] [--events 50] [--pause 0.05]
 """
@@ -16,23 +16,33 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import anyio
 import httpx
+from agui_pipeline.testing.workload import encode_sse, events
 
-from .workload import encode_sse, events
 
-
-def start(*argv: str) -> tuple[subprocess.Popen[str], str]:
+def start(*argv: str) -> tuple[subprocess.Popen[str], str, list[int]]:
+    """A command started with its stderr drained by a thread (a run log left unread fills
+    the pipe and stalls the process on its next write), its URL, and its log's size."""
     process = subprocess.Popen(
         [sys.executable, "-m", "agui_pipeline", *argv], stderr=subprocess.PIPE, text=True
     )
     assert process.stderr is not None
     line = process.stderr.readline()
     url = next(word for word in line.split() if word.startswith("http://"))
-    return process, url
+    logged = [0]
+
+    def drain(stream: IO[str]) -> None:
+        for text in stream:
+            logged[0] += len(text)
+
+    threading.Thread(target=drain, args=(process.stderr,), daemon=True).start()
+    return process, url, logged
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -79,8 +89,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         recording = Path(folder) / "run.sse"
         recording.write_bytes(encode_sse(workload))
-        agent, agent_url = start("serve", str(recording), "--port", "0", "--pause", str(args.pause))
-        proxy, proxy_url = start("proxy", "--upstream", agent_url, "--port", "0")
+        agent, agent_url, _ = start(
+            "serve", str(recording), "--port", "0", "--pause", str(args.pause)
+        )
+        proxy, proxy_url, logged = start("proxy", "--upstream", agent_url, "--port", "0")
         try:
             started = time.monotonic()
             ok = anyio.run(many, proxy_url, args.runs, len(workload))
@@ -91,7 +103,8 @@ def main() -> None:
             agent.terminate()
     print(
         f"{ok}/{args.runs} runs relayed whole ({len(workload)} events each, "
-        f"{args.pause:g} s apart) in {wall:.1f} s; proxy peak RSS {rss:.0f} MB"
+        f"{args.pause:g} s apart) in {wall:.1f} s; proxy peak RSS {rss:.0f} MB, "
+        f"its log {logged[0] / 1024:.0f} kB"
     )
 
 

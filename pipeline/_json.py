@@ -6,12 +6,13 @@
 - :func:`describe` and :func:`shown`: a value named in a message, cut short,
   since a producer's value can be of any size;
 - :func:`copy_json`: a deep copy of a JSON value, at any depth;
-- :func:`walk`: every member name and value under a value, with its path.
+- :func:`read_document`: a JSON document's file, read no further than ``MAX_DOCUMENT``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -19,6 +20,29 @@ import orjson
 
 MISSING: Any = object()
 """The absence of a value (``dict.get(key, MISSING)``), where ``None`` is JSON ``null``."""
+
+MAX_DOCUMENT = 16 * 1024 * 1024
+"""The largest capabilities declaration, agent resource or run input read from a file
+(16 MiB, the relay's request cap): a larger file is refused before it is read whole."""
+
+
+class DocumentTooLarge(OSError):
+    """A document's file is over ``MAX_DOCUMENT``: refused, never read whole."""
+
+
+def read_document(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a JSON document's file, refused past ``MAX_DOCUMENT`` bytes (a file that
+    grows while read, or a pipe, is cut at the cap and refused too)."""
+    with open(path, "rb") as file:
+        data = file.read(MAX_DOCUMENT + 1)
+    if len(data) > MAX_DOCUMENT:
+        size = os.stat(path).st_size
+        said = f"{size:,} bytes" if size > MAX_DOCUMENT else f"more than {MAX_DOCUMENT:,} bytes"
+        raise DocumentTooLarge(
+            f"{os.fsdecode(path)} holds {said}, over the {MAX_DOCUMENT:,}-byte cap on a "
+            "declaration, agent resource or run input (MAX_DOCUMENT)"
+        )
+    return data
 
 
 def escape(token: str) -> str:

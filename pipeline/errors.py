@@ -18,6 +18,18 @@ from agui_pipeline.catalog import HANDLER_FAILED, Code, Severity
 if TYPE_CHECKING:
     from agui_pipeline.batch import Batch
 
+MAX_MESSAGE = 2000
+"""The longest message a diagnostic or a rejection keeps, in characters: a longer one (an
+HTTP library's error quoting a whole response, a value quoted whole) is cut there and says
+how long it was, so one finding cannot fill a report."""
+
+
+def cut_message(message: str) -> str:
+    """``message``, or its first ``MAX_MESSAGE`` characters saying how long it was."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}… (cut at {MAX_MESSAGE} of {len(message):,} characters)"
+
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
@@ -38,6 +50,10 @@ class Diagnostic:
     declared: str | None = None
     """For a reconcile finding: the capabilities field it is about, as a JSON Pointer into
     the ``AgentCapabilities`` declaration (``/tools/parallelCalls``)."""
+
+    def __post_init__(self) -> None:
+        if len(self.message) > MAX_MESSAGE:
+            object.__setattr__(self, "message", cut_message(self.message))
 
     def __str__(self) -> str:
         return _render(self.code, self.message, self.event_index, self.pointer, self.spec)
@@ -114,6 +130,7 @@ class StreamRejected(AguiPipelineError):
         event_index: int | None = None,
         pointer: str | None = None,
     ) -> None:
+        message = cut_message(message)
         self.code = code.id
         self.spec = code.spec
         self.detail = message

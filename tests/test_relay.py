@@ -277,6 +277,6 @@ def test_the_proxy_reconciles_with_the_declaration_and_logs_text() -> None:
                 proxy.terminate()
             logged = proxy.stderr.read().splitlines(keepends=True)  # all of it, once it exits
     assert result.verdict.completed and len(result.events) == 21
-    assert logged[0].startswith("run r-1 (thread t-1): reconcile.false-contradicted")
+    assert logged[0].startswith('run "r-1" (thread "t-1"): reconcile.false-contradicted')
     assert "/state/deltas" in logged[0] and "reconcile.run-summary" in logged[1]
-    assert logged[2:] == ["run r-1 (thread t-1): completed\n"]
+    assert logged[2:] == ['run "r-1" (thread "t-1"): completed\n']

@@ -30,6 +30,8 @@ from agui_pipeline._engine.sources import Source, iter_chunks_sync, may_stall
 from agui_pipeline.cli import http as cli_http
 from agui_pipeline.cli.config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
 from agui_pipeline.declaration import Declaration
+from agui_pipeline.delivery.escaping import inert, printable_name
+from agui_pipeline.delivery.redaction import redact_url
 from agui_pipeline.delivery.report import producer_report
 from agui_pipeline.errors import Diagnostic, InputRejected, StreamRejected
 from agui_pipeline.model.declared import read_declaration
@@ -134,14 +136,19 @@ class Checked:
 
 
 def _check_source(name: str, settings: Settings, progress: bool) -> Checked:
-    """Check one source; a usage error becomes a :class:`Checked` with status 2."""
+    """Check one source; a usage error becomes a :class:`Checked` with status 2.
+
+    The source is named in the report as it may be written: a URL redacted, a file name
+    that is not UTF-8 with its bytes escaped.
+    """
+    shown = redact_url(name) if name.startswith(("http://", "https://")) else printable_name(name)
     try:
         result, stream = _run_source(name, settings, progress)
     except UsageError as error:
-        return Checked(name, None, EXIT_USAGE, error=str(error))
+        return Checked(shown, None, EXIT_USAGE, error=printable_name(str(error)))
     settings.gate.tune(result)
     failures = settings.gate.failures(result)
-    return Checked(name, result, EXIT_FAILED if failures else EXIT_OK, failures, stream=stream)
+    return Checked(shown, result, EXIT_FAILED if failures else EXIT_OK, failures, stream=stream)
 
 
 def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResult, bytes | None]:
@@ -274,8 +281,10 @@ def _read(path: Path) -> bytes:
 
 def read_input(path: Path) -> dict[str, Any]:
     """The run input in ``path`` (``--input``): a JSON object."""
+    from agui_pipeline._json import read_document
+
     try:
-        document = orjson.loads(path.read_bytes())
+        document = orjson.loads(read_document(path))
     except (OSError, orjson.JSONDecodeError) as error:
         raise UsageError(f"cannot read the run input {path}: {error}") from None
     if type(document) is not dict:
@@ -294,6 +303,14 @@ def _read_declaration(capabilities: str | None, agent_resource: str | None) -> D
         return None
     if not Path(path).is_file():
         raise UsageError(f"no such file: {path}")
+    from agui_pipeline._json import MAX_DOCUMENT
+
+    size = Path(path).stat().st_size
+    if size > MAX_DOCUMENT:
+        raise UsageError(
+            f"{path} holds {size:,} bytes, over the {MAX_DOCUMENT:,}-byte cap on a "
+            "declaration or agent resource (MAX_DOCUMENT)"
+        )
     if capabilities:
         return read_declaration(Path(path))
     from agui_pipeline.model.agent_resource import capabilities_from_agent_resource
@@ -325,11 +342,12 @@ class Report:
 
 
 def _verdict_line(checked: Checked, style: Style) -> str:
+    name = inert(checked.name)
     if checked.result is None:
-        return f"{checked.name}: {style.paint('error', 'bad')}: {checked.error}"
+        return f"{name}: {style.paint('error', 'bad')}: {inert(checked.error or '')}"
     outcome = str(checked.result.verdict.outcome)
     tone = "good" if checked.result.verdict.outcome is Outcome.COMPLETED else "bad"
-    line = f"{checked.name}: {style.paint(outcome, tone)}"
+    line = f"{name}: {style.paint(outcome, tone)}"
     if checked.failures and checked.result.verdict.outcome is Outcome.COMPLETED:
         line += f", {style.paint('failed', 'bad')}: " + "; ".join(checked.failures)
     return line
@@ -361,7 +379,7 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
     if isinstance(verdict.error, StreamRejected):
         out.write(f"  {_diagnostic_line(verdict.error.to_diagnostic(), style, label=False)}\n")
     elif verdict.error is not None:
-        out.write(f"  {verdict.message}\n")
+        out.write(f"  {inert(verdict.message or '')}\n")
     if result.diagnostics:
         out.write(f"  diagnostics ({len(result.diagnostics)}):\n")
         for diagnostic in result.diagnostics:
@@ -370,7 +388,8 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         out.write(f"    ... and {count} more {code}\n")
     report = producer_report(result.diagnostics, result.suppressed)
     if report.groups:
-        out.write("  " + report.render().replace("\n", "\n  ") + "\n")
+        rendered = "\n  ".join(inert(line) for line in report.render().split("\n"))
+        out.write(f"  {rendered}\n")
 
 
 def _diagnostic_line(diagnostic: Diagnostic, style: Style, *, label: bool = True) -> str:
@@ -379,8 +398,8 @@ def _diagnostic_line(diagnostic: Diagnostic, style: Style, *, label: bool = True
     if diagnostic.event_index is not None:
         where.append(f"event {diagnostic.event_index}")
     if diagnostic.pointer is not None:
-        where.append(f"at {diagnostic.pointer or '/'}")
-    line = f"{diagnostic.code}: {diagnostic.message}"
+        where.append(f"at {inert(diagnostic.pointer) or '/'}")
+    line = f"{diagnostic.code}: {inert(diagnostic.message)}"
     if where:
         line += f" ({', '.join(where)})"
     if diagnostic.spec:
@@ -400,7 +419,7 @@ def _run_line(run: RunRecord) -> str:
         detail = f": {run.error}"
     elif run.status is RunStatus.INTERRUPTED and run.outcome is not None:
         detail = f", {len(run.outcome['interrupts'])} interrupt(s)"
-    return f"run {name}{thread}: {run.status}{detail}"
+    return inert(f"run {name}{thread}: {run.status}{detail}")
 
 
 def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
@@ -759,7 +778,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
                 status, problem = checked.status, checked.error or ""
             out.flush()
             if problem:
-                print(f"agui-pipeline: {problem}", file=sys.stderr)
+                print(f"agui-pipeline: {inert(problem)}", file=sys.stderr)
             worst = max(worst, status)
     out.write(report.close(many))
     return worst
@@ -923,7 +942,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         return handler(args, out or sys.stdout)
     except UsageError as exc:
-        print(f"agui-pipeline: {exc}", file=sys.stderr)
+        print(f"agui-pipeline: {inert(printable_name(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more can be said, so say nothing.

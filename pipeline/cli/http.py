@@ -7,12 +7,14 @@ Kept apart from :mod:`agui_pipeline.cli` so the file commands never import the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agui_pipeline.delivery.escaping import inert
 from agui_pipeline.errors import Diagnostic
 from agui_pipeline.events import AnyEvent
 
@@ -83,7 +85,7 @@ class Progress:
         self.events += len(events)
         for event in events:
             if event.get("type") == "RUN_STARTED":
-                self.run_id = str(event.get("runId"))
+                self.run_id = inert(str(event.get("runId")))[:80]
         now = time.monotonic()
         if now - self.drawn >= self.interval:
             self.drawn = now
@@ -276,6 +278,15 @@ def run_serve(args: argparse.Namespace) -> None:
     serve(replay, args.host, args.port, on_listening=listening)
 
 
+PROXY_ENV = "AGUI_PROXY_"
+"""Every ``proxy`` option can also be set by the environment: ``--max-concurrency`` by
+``AGUI_PROXY_MAX_CONCURRENCY``, and so on; the command line wins."""
+
+
+def _env(option: str, default: str | None) -> str | None:
+    return os.environ.get(PROXY_ENV + option.upper().replace("-", "_"), default)
+
+
 def add_proxy(commands: Any) -> None:
     proxy = commands.add_parser(
         "proxy",
@@ -284,31 +295,106 @@ def add_proxy(commands: Any) -> None:
         "stream through the default pipeline, and answer with what the pipeline delivered, "
         "as text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
         "the rejection, an upstream error status is answered 502. Each run's diagnostics "
-        "are printed on stderr as they happen. Needs the 'http' and 'serve' extras.",
+        "are printed on stderr as they happen. Past the descriptor budget or "
+        "--max-concurrency a run is answered 503 with Retry-After; GET /healthz, /readyz "
+        "and /metrics serve operators; SIGTERM drains. Every option can be set by the "
+        f"environment too ({PROXY_ENV}UPSTREAM, {PROXY_ENV}MAX_CONCURRENCY, ...). Needs the "
+        "'http' and 'serve' extras (and 'metrics' for /metrics).",
     )
-    proxy.add_argument("--upstream", required=True, metavar="URL", help="the agent's URL")
-    proxy.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    proxy.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    upstream = _env("upstream", None)
+    proxy.add_argument(
+        "--upstream",
+        required=upstream is None,
+        default=upstream,
+        metavar="URL",
+        help="the agent's URL",
+    )
+    proxy.add_argument(
+        "--host", default=_env("host", "127.0.0.1"), help="address to listen on (127.0.0.1)"
+    )
+    proxy.add_argument(
+        "--port", type=int, default=_env("port", "8000"), help="port (8000; 0 picks a free one)"
+    )
     proxy.add_argument(
         "--log-format",
         choices=("text", "json"),
-        default="text",
+        default=_env("log-format", "text"),
         help="each diagnostic and verdict on stderr as a text line or a JSON line (text)",
     )
+    proxy.add_argument(
+        "--max-concurrency",
+        type=_count,
+        default=_env("max-concurrency", None),
+        metavar="N",
+        help="runs relayed at once; past it a run is answered 503 with Retry-After "
+        "(default: as many as the descriptor budget holds)",
+    )
+    for option, default, what in (
+        ("header-timeout", "10", "for a request's headers to arrive whole (408 past it)"),
+        ("body-timeout", "30", "for a request's body to arrive whole (408 past it)"),
+        ("idle-timeout", "5", "a keep-alive connection may stay idle between requests"),
+        ("grace", "30", "runs in flight get at SIGTERM before each is ended with a RUN_ERROR"),
+    ):
+        proxy.add_argument(
+            f"--{option}",
+            type=_positive_seconds,
+            default=_env(option, default),
+            metavar="S",
+            help=f"seconds {what} ({default})",
+        )
+    proxy.add_argument(
+        "--otel",
+        action="store_true",
+        default=_env("otel", "") not in ("", "0"),
+        help="count through OpenTelemetry's global meter too, as the tap does (the 'otel' "
+        "extra; the SDK is yours to configure, e.g. with opentelemetry-instrument)",
+    )
     add_transport_option(proxy, "each upstream run")
+    proxy.set_defaults(transport=_env("transport", "httpx"))
+
+
+def _count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {count}")
+    return count
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return seconds
 
 
 def run_proxy(args: argparse.Namespace, capabilities: Any) -> None:
     from agui_pipeline._engine.pipeline import Pipeline
+    from agui_pipeline.delivery.redaction import redact_url
+    from agui_pipeline.http.gateway import GatewaySettings
     from agui_pipeline.http.proxy import RunLog, proxy
 
     if not args.upstream.startswith(("http://", "https://")):
-        raise ValueError(f"--upstream expects an http:// or https:// URL, got {args.upstream!r}")
+        raise ValueError(
+            f"--upstream expects an http:// or https:// URL, got {redact_url(args.upstream)!r}"
+        )
 
     def listening(url: str) -> None:
-        print(f"relaying {url} to {args.upstream}", file=sys.stderr, flush=True)
+        print(f"relaying {url} to {redact_url(args.upstream)}", file=sys.stderr, flush=True)
 
     transport = transport_named(args.transport)
+    settings = GatewaySettings(
+        max_concurrency=args.max_concurrency,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        idle_timeout=args.idle_timeout,
+        grace=args.grace,
+    )
     proxy(
         args.upstream,
         transport=transport,
@@ -317,4 +403,28 @@ def run_proxy(args: argparse.Namespace, capabilities: Any) -> None:
         pipeline=Pipeline(capabilities=capabilities),
         log=RunLog(sys.stderr, args.log_format),
         on_listening=listening,
+        settings=settings,
+        metrics=_proxy_metrics(args.otel),
     )
+
+
+def _proxy_metrics(otel: bool) -> Any:
+    """The proxy's counters: Prometheus text at /metrics when prometheus-client is installed
+    (the 'metrics' extra), OpenTelemetry's global meter too with ``--otel``."""
+    from agui_pipeline.http.gateway_metrics import GatewayMetrics
+
+    try:
+        import prometheus_client  # noqa: F401
+    except ModuleNotFoundError:
+        prometheus = False
+    else:
+        prometheus = True
+    if not (prometheus or otel):
+        return None
+    try:
+        return GatewayMetrics(prometheus=prometheus, opentelemetry=otel)
+    except ModuleNotFoundError as error:
+        raise ValueError(
+            f"--otel needs the 'otel' extra (no module {error.name!r}): "
+            "pip install 'agui-pipeline[otel]'"
+        ) from None

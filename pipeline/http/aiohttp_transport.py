@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack
 import aiohttp
 import httpx
 from agui_pipeline._engine.sources import SourceTimedOut
+from agui_pipeline._proto import TRANSPORT as PROTO
 from agui_pipeline.errors import UsageError
 from agui_pipeline.http.client import (
     BODY_EXCERPT,
@@ -115,6 +116,30 @@ def _basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
+COALESCE_BELOW = 512
+"""A read shorter than this that ends mid-line (an SSE or JSON-lines frame ends a line) is
+part of a frame sent in pieces."""
+COALESCE_PAUSE = 0.005
+"""Seconds the socket is left unread after a trickle, for what follows to pile up."""
+
+
+async def _coalesce(transport: asyncio.BaseTransport | None) -> None:
+    """Tiny reads coalesced: after a short read ending mid-frame, a producer trickling its
+    frames (a byte a write) is left unread for ``COALESCE_PAUSE`` seconds with the socket's
+    reading paused, so the kernel gathers what it sends and the next read takes it whole:
+    one wake-up, one parse and one pipeline pass per pause instead of per byte. A healthy
+    stream, a frame a write, reads whole frames and never pauses; a frame sent in pieces
+    completes at most ``COALESCE_PAUSE`` later. Protobuf frames end anywhere: never paused."""
+    if not isinstance(transport, asyncio.ReadTransport) or not transport.is_reading():
+        return  # gone, or paused by aiohttp's own flow control: left as it is
+    transport.pause_reading()
+    try:
+        await asyncio.sleep(COALESCE_PAUSE)
+    finally:
+        if not transport.is_closing():
+            transport.resume_reading()
+
+
 class _AiohttpAnswer(_Answer):
     __slots__ = ("_response",)
 
@@ -125,9 +150,14 @@ class _AiohttpAnswer(_Answer):
         self._response = response
 
     async def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:
+        content = self._response.content
+        connection = self._response.connection
+        transport = None if connection is None else connection.transport
         try:
-            async for chunk in self._response.content.iter_any():
+            while chunk := await content.readany():
                 yield chunk
+                if len(chunk) < COALESCE_BELOW and chunk[-1:] != b"\n" and ctx.transport != PROTO:
+                    await _coalesce(transport)  # a frame in pieces: let the rest pile up
         except TimeoutError:
             raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
         except aiohttp.ClientError as error:

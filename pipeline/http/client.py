@@ -56,7 +56,8 @@ from agui_pipeline.catalog import (
     TRANSPORT_CONNECTION_LOST,
     TRANSPORT_CONTENT_TYPE,
 )
-from agui_pipeline.errors import AguiPipelineError, Diagnostic, StreamRejected
+from agui_pipeline.delivery.redaction import redact_in, redact_url
+from agui_pipeline.errors import AguiPipelineError, Diagnostic, StreamRejected, cut_message
 from agui_pipeline.model.run_input import prepare_input
 from agui_pipeline.stage import Decoder, DecoderFactory, StreamContext, reject_after
 
@@ -69,11 +70,15 @@ BODY_EXCERPT = 2048
 
 
 class RequestFailed(AguiPipelineError):
-    """The request produced no event stream: the run never started (or was never seen to)."""
+    """The request produced no event stream: the run never started (or was never seen to).
+
+    ``url`` and the message name the agent's URL redacted (:func:`~agui_pipeline.delivery.redaction.
+    redact_url`: no userinfo, no query values), and the message is cut at ``MAX_MESSAGE``.
+    """
 
     def __init__(self, url: str, message: str) -> None:
-        self.url = url
-        super().__init__(f"POST {url}: {message}")
+        self.url = redact_url(url)
+        super().__init__(cut_message(f"POST {self.url}: {redact_in(message)}"))
 
 
 class HttpStatusError(RequestFailed):
@@ -150,11 +155,13 @@ class _Answer(ABC):
 
 
 def connection_lost(ctx: StreamContext, error: Exception) -> None:
-    """Report a transport failure mid-body: the stream is judged as it stands."""
+    """Report a transport failure mid-body: the stream is judged as it stands. The error's
+    text is the HTTP library's: any URL in it is redacted, and its length bounded."""
+    said = redact_in(str(error))  # the diagnostic cuts the message at MAX_MESSAGE
     ctx.report(
         TRANSPORT_CONNECTION_LOST,
         f"the connection failed before the response body ended ({type(error).__name__}: "
-        f"{error}); the stream is judged as it stands",
+        f"{said}); the stream is judged as it stands",
         event_index=ctx.counters.read,
     )
 

@@ -1,26 +1,39 @@
 """``agui-pipeline proxy``: a validating gateway between a UI and an agent.
 
-A :class:`~agui_pipeline.http.relay.Relay` served by uvicorn, printing every run's
-diagnostics on stderr as they happen — text lines, or JSON lines with
-``log_format="json"`` — and one line with the verdict when the run ends.
+A :class:`~agui_pipeline.http.relay.Relay` behind a :class:`~agui_pipeline.http.gateway.Gateway`
+(descriptor budget, timeouts, health, metrics, graceful shutdown) served by uvicorn,
+printing every run's diagnostics on stderr as they happen — text lines, or JSON lines
+with ``log_format="json"`` — one line with the verdict when the run ends, and the
+gateway's errors summarised.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 from agui_pipeline._engine.pipeline import Pipeline
 from agui_pipeline._engine.result import Verdict
+from agui_pipeline.delivery.escaping import inert, inert_json, quoted
 from agui_pipeline.errors import Diagnostic
 from agui_pipeline.http.client import Transport
 from agui_pipeline.http.relay import Relay, Upstream
 
+if TYPE_CHECKING:
+    from agui_pipeline.http.gateway import GatewaySettings, SummarisedLog
+    from agui_pipeline.http.gateway_metrics import GatewayMetrics
+
 
 class RunLog:
-    """Writes each relayed run's diagnostics and verdict, one line each, as they happen."""
+    """Writes each relayed run's diagnostics and verdict, one line each, as they happen.
+
+    What a client or a producer chose is inert: the ids are quoted and every control
+    character escaped (:mod:`agui_pipeline.delivery.escaping`), so no request can end a line or
+    write one of its own; a JSON line escapes the characters JSON itself leaves raw.
+    """
 
     def __init__(self, out: TextIO, log_format: str = "text") -> None:
         if log_format not in ("text", "json"):
@@ -32,7 +45,7 @@ class RunLog:
         if self.json:
             self._line({**_ids(run_input), "diagnostic": diagnostic.to_dict()})
         else:
-            self._text(run_input, str(diagnostic))
+            self._text(run_input, inert(str(diagnostic)))
 
     def end(self, run_input: Mapping[str, Any], verdict: Verdict | None) -> None:
         if self.json:
@@ -40,18 +53,24 @@ class RunLog:
                 {**_ids(run_input), "verdict": None if verdict is None else verdict.to_dict()}
             )
         elif verdict is None:
-            self._text(run_input, "no stream (refused, upstream error, or the client went away)")
+            self._text(
+                run_input,
+                "no verdict (refused, upstream error, the client went away, or ended at shutdown)",
+            )
         else:
             ended = str(verdict.outcome)
-            self._text(run_input, ended if verdict.completed else f"{ended}: {verdict.message}")
+            said = ended if verdict.completed else f"{ended}: {inert(verdict.message or '')}"
+            self._text(run_input, said)
 
     def _text(self, run_input: Mapping[str, Any], text: str) -> None:
         ids = _ids(run_input)
-        self.out.write(f"run {ids['runId']} (thread {ids['threadId']}): {text}\n")
+        run = "(no runId)" if ids["runId"] is None else quoted(ids["runId"])
+        thread = "(no threadId)" if ids["threadId"] is None else quoted(ids["threadId"])
+        self.out.write(f"run {run} (thread {thread}): {text}\n")
         self.out.flush()
 
     def _line(self, record: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(record).decode() + "\n")
+        self.out.write(inert_json(orjson.dumps(record).decode()) + "\n")
         self.out.flush()
 
 
@@ -82,13 +101,38 @@ def proxy(
     log: RunLog | None = None,
     on_listening: Callable[[str], None] | None = None,
     transport: Transport | None = None,
+    settings: GatewaySettings | None = None,
+    metrics: GatewayMetrics | None = None,
 ) -> None:
-    """Serve the proxy in the foreground until interrupted."""
-    from agui_pipeline.http.serve import bind, run_server, url_of
+    """Serve the proxy in the foreground until SIGTERM or SIGINT: the relay behind the
+    gateway's budget, timeouts, endpoints and graceful shutdown (:mod:`agui_pipeline.http.gateway`).
+    ``metrics`` counts for ``/metrics`` and OpenTelemetry (``None``: no counters)."""
+    from agui_pipeline.http.gateway import Gateway, GatewaySettings, SummarisedLog, serve_gateway
+    from agui_pipeline.http.serve import bind, url_of
 
+    log = log or RunLog(sys.stderr)
+    settings = settings or GatewaySettings()
+    relay = proxy_app(upstream, pipeline=pipeline, log=log, transport=transport)
+    errors = SummarisedLog(log.out, json=log.json, interval=settings.log_interval)
+    gateway = Gateway(relay, settings=settings, log=errors, metrics=metrics)
     sock = bind(host, port)
     if on_listening is not None:
         on_listening(url_of(sock))
-    # uvicorn says only what goes wrong: stderr is the runs' log.
-    app = proxy_app(upstream, pipeline=pipeline, log=log, transport=transport)
-    run_server(app, sock, "warning", lifespan=True)  # the Relay closes its pool on shutdown
+    # uvicorn says only what goes wrong, summarised with the gateway's errors: stderr is
+    # the runs' log.
+    logging.getLogger("uvicorn.error").addFilter(_Summarised(errors))
+    serve_gateway(gateway, sock)
+
+
+class _Summarised(logging.Filter):
+    """uvicorn's own warnings and errors, each message once per interval, then counted."""
+
+    def __init__(self, log: SummarisedLog) -> None:
+        super().__init__()
+        self.log = log
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        message = record.getMessage()
+        return self.log.note(f"server: {message.splitlines()[0][:80]}", message)

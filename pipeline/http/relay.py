@@ -19,7 +19,11 @@ pipeline, and writes what the pipeline delivers back as SSE
   truncation may be surfaced as a synthetic failure — never as a success
   (``/spec/1.1/basic/transports``, Truncation). After a ``RUN_ERROR`` already
   delivered nothing more is sent, since nothing but ``RUN_STARTED`` may follow one;
-- a client that goes away: the upstream request is cancelled, its connection closed.
+- a client that goes away: the upstream request is cancelled, its connection closed;
+- a body not received whole within ``body_timeout``: ``408``, nothing sent upstream;
+- a run ended by :meth:`Relay.end_runs` (the proxy's shutdown, after its grace period):
+  what was delivered, then a ``RUN_ERROR`` (``relay.shutdown``) whose ``message`` says
+  why; before any stream, ``503`` with ``Retry-After``.
 
 Mount :class:`Relay` as an app, or return a :class:`RelayResponse` from your
 own route (your auth, your routing)::
@@ -56,6 +60,10 @@ from starlette.types import Message, Receive, Scope, Send
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 MAX_BODY = 16 * 1024 * 1024
 """The largest request body :class:`Relay` reads by default (16 MiB); larger is answered 413."""
+BODY_TIMEOUT = 30.0
+"""Seconds :class:`Relay` waits by default for a whole request body; longer is answered 408."""
+SHUTDOWN_CODE = "relay.shutdown"
+"""The ``RUN_ERROR`` code of a run the relay ended (:meth:`Relay.end_runs`)."""
 _TERMINAL = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 OnDiagnostic = Callable[[Mapping[str, Any], Diagnostic], None]
@@ -135,6 +143,16 @@ class RelayResponse(Response):
         self.on_end = on_end
         self.verdict: Verdict | None = None
         """The upstream stream's verdict once relayed (``None`` before, or without a stream)."""
+        self.ended: str | None = None
+        """Why the relay ended this run before its upstream did (:meth:`end`), if it did."""
+        self._relaying: anyio.CancelScope | None = None
+
+    def end(self, reason: str) -> None:
+        """End this run now: what was delivered stays, a ``RUN_ERROR`` saying ``reason``
+        follows (or, before any stream, a ``503``), and the upstream request is closed."""
+        self.ended = reason
+        if self._relaying is not None:
+            self._relaying.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -166,21 +184,27 @@ class RelayResponse(Response):
         )
         started = False
         last_run_event: str | None = None
+        verdict: Verdict | None = None
         try:
-            async with agent.open(run_input, headers=self.upstream_headers) as stream:
-                await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-                started = True
-                async for batch in stream.batches():
-                    frames = bytearray()
-                    for event in batch.events:
-                        frames += b"data: " + orjson.dumps(event) + b"\n\n"
-                        kind = event.get("type")
-                        if kind == "RUN_STARTED" or kind in _TERMINAL:
-                            last_run_event = kind
+            with anyio.CancelScope() as self._relaying:
+                if self.ended is not None:
+                    self._relaying.cancel()
+                async with agent.open(run_input, headers=self.upstream_headers) as stream:
                     await send(
-                        {"type": "http.response.body", "body": bytes(frames), "more_body": True}
+                        {"type": "http.response.start", "status": 200, "headers": SSE_HEADERS}
                     )
-                self.verdict = verdict = stream.verdict
+                    started = True
+                    async for batch in stream.batches():
+                        frames = bytearray()
+                        for event in batch.events:
+                            frames += b"data: " + orjson.dumps(event) + b"\n\n"
+                            kind = event.get("type")
+                            if kind == "RUN_STARTED" or kind in _TERMINAL:
+                                last_run_event = kind
+                        await send(
+                            {"type": "http.response.body", "body": bytes(frames), "more_body": True}
+                        )
+                    self.verdict = verdict = stream.verdict
         except InputRejected as error:
             body = {"error": str(error), "code": error.code, "pointer": error.pointer}
             await _json(send, 422, body)
@@ -193,7 +217,14 @@ class RelayResponse(Response):
             await _json(send, 502, _upstream_failure(error, None, ""))
             return
         tail = b""
-        if not verdict.completed and last_run_event != "RUN_ERROR":
+        if verdict is None:  # ended by end(): the reason, as the run's failure
+            if not started:
+                await _json(send, 503, {"error": self.ended}, retry_after=RETRY_AFTER)
+                return
+            if last_run_event != "RUN_ERROR":
+                ended = {"type": "RUN_ERROR", "code": SHUTDOWN_CODE, "message": self.ended}
+                tail = b"data: " + orjson.dumps(ended) + b"\n\n"
+        elif not verdict.completed and last_run_event != "RUN_ERROR":
             tail = b"data: " + orjson.dumps(run_error(verdict)) + b"\n\n"
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
@@ -214,12 +245,20 @@ def _upstream_failure(error: RequestFailed, status: int | None, body: str) -> di
     }
 
 
-async def _json(send: Send, status: int, body: Mapping[str, Any]) -> None:
+RETRY_AFTER = 1
+"""Seconds a ``503`` tells the client to wait (``Retry-After``) before it tries again."""
+
+
+async def _json(
+    send: Send, status: int, body: Mapping[str, Any], *, retry_after: int | None = None
+) -> None:
     content = orjson.dumps(body)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(content)).encode()),
     ]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content, "more_body": False})
 
@@ -251,8 +290,10 @@ class Relay:
         app = Relay("http://127.0.0.1:9000/agent")          # the whole app
         starlette_app.mount("/agent", Relay(upstream))      # or a path of yours
 
-    ``max_body`` caps the request body (413 above it); ``on_diagnostic`` and
-    ``on_end`` see each run's diagnostics live and its verdict.
+    ``max_body`` caps the request body (413 above it) and ``body_timeout`` the wait for
+    it (408 past it: a client sending a byte now and then holds nothing for long);
+    ``on_diagnostic`` and ``on_end`` see each run's diagnostics live and its verdict.
+    :meth:`end_runs` ends the runs in flight (a shutdown's last step).
     """
 
     def __init__(
@@ -260,13 +301,29 @@ class Relay:
         upstream: Upstream | str,
         *,
         max_body: int = MAX_BODY,
+        body_timeout: float | None = BODY_TIMEOUT,
         on_diagnostic: OnDiagnostic | None = None,
         on_end: OnEnd | None = None,
     ) -> None:
         self.upstream = upstream if isinstance(upstream, Upstream) else Upstream(upstream)
         self.max_body = max_body
+        self.body_timeout = body_timeout
         self.on_diagnostic = on_diagnostic
         self.on_end = on_end
+        self._running: set[RelayResponse] = set()
+
+    @property
+    def running(self) -> int:
+        """Runs being relayed now."""
+        return len(self._running)
+
+    def end_runs(self, reason: str) -> int:
+        """End every run in flight with a ``RUN_ERROR`` saying ``reason`` (see
+        :meth:`RelayResponse.end`); returns how many there were."""
+        running = list(self._running)
+        for response in running:
+            response.end(reason)
+        return len(running)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -280,7 +337,13 @@ class Relay:
         headers = {
             name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]
         }
-        raw = await read_body(receive, self.max_body, headers.get("content-length"))
+        raw: bytes | None = b""
+        with anyio.move_on_after(self.body_timeout) as waiting:
+            raw = await read_body(receive, self.max_body, headers.get("content-length"))
+        if waiting.cancelled_caught:
+            wait = f"{self.body_timeout:g} s"
+            await _json(send, 408, {"error": f"the request body did not arrive within {wait}"})
+            return
         if raw is None:
             await _json(send, 413, {"error": f"the body exceeds {self.max_body} bytes"})
             return
@@ -292,7 +355,11 @@ class Relay:
         response = RelayResponse(
             self.upstream, run_input, on_diagnostic=self.on_diagnostic, on_end=self.on_end
         )
-        await response(scope, receive, send)
+        self._running.add(response)
+        try:
+            await response(scope, receive, send)
+        finally:
+            self._running.discard(response)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -46,6 +46,12 @@ _SCOPE = "agui_pipeline.http.tap"
 _VERSION = version("agui-pipeline")
 
 
+def meter(meter_provider: metrics.MeterProvider | None = None) -> metrics.Meter:
+    """The meter the tap counts with, also the gateway's
+    (:mod:`agui_pipeline.http.gateway_metrics`): the global provider's unless given another."""
+    return metrics.get_meter(_SCOPE, _VERSION, meter_provider=meter_provider)
+
+
 class Telemetry:
     """Where the tap sends its spans and counters: the global providers unless given others.
 
@@ -60,13 +66,13 @@ class Telemetry:
     ) -> None:
         # With the global providers these are proxies until the application sets them.
         self._tracer = trace.get_tracer(_SCOPE, _VERSION, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(_SCOPE, _VERSION, meter_provider=meter_provider)
-        self._diagnostics = meter.create_counter(
+        counting = meter(meter_provider)
+        self._diagnostics = counting.create_counter(
             "agui.tap.diagnostics",
             unit="{diagnostic}",
             description="Diagnostics the tap found in AG-UI responses, by code and severity",
         )
-        self._streams = meter.create_counter(
+        self._streams = counting.create_counter(
             "agui.tap.streams",
             unit="{stream}",
             description="AG-UI response streams the tap checked, by outcome",

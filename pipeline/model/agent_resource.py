@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import orjson
+from agui_pipeline._json import read_document
 from agui_pipeline.errors import AguiPipelineError
 from agui_pipeline.model.capabilities import AgentCapabilities
 
@@ -67,7 +67,7 @@ def read_agent_resource(source: Mapping[str, Any] | bytes | str | os.PathLike[st
         return dict(source)
     if isinstance(source, bytes | str):
         return orjson.loads(source)
-    return orjson.loads(Path(source).read_bytes())
+    return orjson.loads(read_document(source))
 
 
 def capabilities_from_agent_resource(

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
-from agui_pipeline._json import describe, escape, join_pointer
+from agui_pipeline._json import describe, escape, join_pointer, read_document
 from agui_pipeline.declaration import CapabilitiesSource
 from agui_pipeline.errors import DeclarationUnusable
 from agui_pipeline.events import MAX_SAFE_INTEGER, OpenObject
@@ -229,7 +228,7 @@ def _document(source: object) -> Any:
     if isinstance(source, bytes | str):
         return orjson.loads(source)
     if isinstance(source, os.PathLike):
-        return orjson.loads(Path(source).read_bytes())
+        return orjson.loads(read_document(source))
     return source
 
 
