@@ -379,12 +379,23 @@ def render(report: Report) -> str:
         lines.append("")
     if report.memory:
         memory = report.memory
+        for kind, how in (
+            ("forwarding", "with no Conversation (a consumer that forwards events)"),
+            ("judging", "judged as check and drain() judge them, the Conversation held"),
+        ):
+            run = memory[kind]
+            lines.append(
+                f"Memory, {run['events']:,} events {how}: peak RSS {run['peak_rss_mb']:.0f} MB "
+                f"(the interpreter and imports alone: {run['baseline_rss_mb']:.0f} MB); "
+                f"tracemalloc peak {run['tracemalloc_peak_mb']:.1f} MB; {run['seconds']:.1f} s "
+                "including making the stream."
+            )
+        per_run = memory["per_run"]
+        held, bare = per_run["with_conversation"], per_run["without_conversation"]
         lines.append(
-            f"Memory, {memory['events']:,} events streamed through the default pipeline with "
-            f"no Conversation: peak RSS {memory['peak_rss_mb']:.0f} MB (the interpreter and "
-            f"imports alone: {memory['baseline_rss_mb']:.0f} MB); tracemalloc peak "
-            f"{memory['tracemalloc_peak_mb']:.1f} MB; {memory['seconds']:.1f} s including making "
-            "the stream."
+            f"What a finished run leaves (its {per_run['items_per_run']} messages and tool "
+            f"calls, until max_items): {held['bytes_per_item']:,} bytes an item with the "
+            f"Conversation, {bare['bytes_per_item']:,} without."
         )
         lines.append("")
     if report.live:

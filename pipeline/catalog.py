@@ -939,7 +939,7 @@ LINT_RESULT_UNKNOWN_CALL = _code(
 )
 LINT_RESULT_UNSEEN = _code(
     "lint.result-call-unseen",
-    _I,
+    _W,
     TOOL_CALLS,
     "a TOOL_CALL_RESULT answers a call from before the stream, and no run input says whether "
     "the history holds it",

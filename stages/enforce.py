@@ -49,6 +49,7 @@ from typing import Annotated, Any, ClassVar, Literal, NotRequired, Required, Uni
 
 from agui_pipeline import events as schema
 from agui_pipeline._json import MISSING, describe, escape, shown
+from agui_pipeline._suggest import closest, did_you_mean
 from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
     ENFORCE_DROPPED,
@@ -481,7 +482,7 @@ class _Object(_Node):
                 raise _Malformed(
                     f"{at}/{_token(key)}",
                     f"{self.fields[key].expected} (a required field)",
-                    describe(MISSING),
+                    _absent(key, value, self.fields),
                 )
         carried: _Unrecognised | None = None  # in a required field: the whole value goes
         for key in list(value):
@@ -491,7 +492,7 @@ class _Object(_Node):
                 if not self.is_open:
                     del value[key]
                     why = f"a property schema.json#{self.name} does not describe"
-                    removed.append((here, why + _did_you_mean(key, self.fields)))
+                    removed.append((here, why + did_you_mean(key, self.fields)))
                 continue
             member = value[key]
             if member is None and not node.nullable and key not in self.required:
@@ -515,28 +516,12 @@ class _Object(_Node):
             raise carried
 
 
-def _did_you_mean(key: str, known: Iterable[str]) -> str:
-    """``" (did you mean messageId?)"`` when ``key`` is one edit from a known field.
-
-    Only on the strip path, which is already the slow one.
-    """
-    for name in known:
-        if _one_edit(key, name):
-            return f" (did you mean {name}?)"
-    return ""
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Whether one insertion, deletion or substitution turns ``a`` into ``b``."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    for position, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            skip = position + (len(a) == len(b))
-            return a[skip:] == b[position + 1 :]
-    return True  # b is a with one character added at the end
+def _absent(key: str, value: dict[str, Any], described: Iterable[str]) -> str:
+    """What a required ``key`` absent from ``value`` is, with the member of ``value``
+    the schema does not describe that most likely misspells it (the slow path only)."""
+    near = next((n for n in value if n not in described and closest(n, (key,))), None)
+    hint = "" if near is None else f"; {shown(near)} is there: did you mean {key}?"
+    return f"{describe(MISSING)}{hint}"
 
 
 class _Union(_Node):
@@ -910,7 +895,8 @@ class Enforce(Stage):
         if node is None:
             ctx.report(
                 ENFORCE_UNKNOWN_EVENT,
-                f"dropped an event of unknown type {shown(kind)}",
+                f"dropped an event of unknown type {shown(kind)}"
+                + did_you_mean(kind, _EVENTS.members),
                 event_index=index,
                 pointer="",
             )

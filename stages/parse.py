@@ -242,7 +242,8 @@ class Parse(Decoder):
                 raise rejection from None
             raise StreamRejected(
                 PARSE_NOT_JSON,
-                f"expected a JSON array of event objects; the document does not decode: {exc}",
+                f"expected a JSON array of event objects; the document does not decode: "
+                f"{exc.msg} (line {exc.lineno}, column {exc.colno} of the document)",
                 event_index=0,
             ) from None
         if type(document) is not list:
@@ -338,10 +339,12 @@ class Parse(Decoder):
                 if rejection is not None:
                     raise self._rejected_at(rejection, events, len(events)) from None
                 excerpt = payload[:60].decode("utf-8", "replace")
+                # The position counts in the frame, and says so: a report of a file
+                # places the finding by the file's line and column (agui_pipeline.delivery.locate).
                 rejection = StreamRejected(
                     PARSE_NOT_JSON,
-                    f"expected a JSON object in the frame; its bytes do not decode ({exc}): "
-                    f"{excerpt!r}",
+                    f"expected a JSON object in the frame; its bytes do not decode ({exc.msg}, "
+                    f"at character {exc.pos + 1} of the frame): {excerpt!r}",
                 )
                 raise self._rejected_at(rejection, events, len(events)) from None
         return events

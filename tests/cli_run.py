@@ -26,7 +26,7 @@ def agui(
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "NO_COLOR": "", **(env or {})},
+        env={**os.environ, "NO_COLOR": "", "FORCE_COLOR": "", **(env or {})},
         timeout=120,
     )
 
@@ -34,3 +34,21 @@ def agui(
 def write_json(path: Path, document: Any) -> Path:
     path.write_bytes(orjson.dumps(document))
     return path
+
+
+PLACE = ("file", "line", "column")
+"""The fields of a JSON report's finding that say where it is in a file."""
+
+
+def unplaced(report: dict[str, Any]) -> dict[str, Any]:
+    """A JSON report without where its findings are in a file: what stdin, a URL and
+    a file of the same bytes agree on (only a file has lines)."""
+
+    def strip(finding: dict[str, Any]) -> dict[str, Any]:
+        return {name: value for name, value in finding.items() if name not in PLACE}
+
+    return {
+        **report,
+        "verdict": strip(report["verdict"]),
+        "diagnostics": [strip(finding) for finding in report["diagnostics"]],
+    }

@@ -163,6 +163,13 @@ def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResu
     return anyio.run(lambda: chosen.run(source, **kwargs))
 
 
+@pytest.fixture(autouse=True)
+def _no_forced_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI runner may set FORCE_COLOR, which colours the text report even in a pipe or a
+    StringIO: the tests that want it (tests/test_cli_terminal.py) set it themselves."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Tests marked ``@pytest.mark.anyio`` run under both backends."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,13 +23,29 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
     report = json.loads((tmp_path / "results.json").read_text())
     assert [row["stage"] for row in report["stages"]] == suite.default_pipeline().stage_names
     assert {row["key"] for row in report["peers"]} >= {"pipeline", "pipeline-jsonl", "orjson"}
-    assert report["memory"]["events"] == 1000 and report["memory"]["peak_rss_mb"] > 0
+    memory = report["memory"]
+    assert memory["events"] == 1000 and memory["judging"]["peak_rss_mb"] > 0
+    assert memory["forwarding"]["conversation"] is False and memory["judging"]["conversation"]
     assert {suite.OURS, suite.OURS_FROM_FILE} <= set(report["scaling"])
     assert "| parse |" in printed and "Memory, 1,000 events" in printed
     live = {row["contender"]: row for row in report["live"]["rows"]}
     assert live[bench_live.OURS]["events/read"] > 0  # every run was read to its end
     assert "Live: 2 runs at once, 20 events each" in printed
     assert "Whole process, 2,000 events" in printed
+
+
+def test_what_a_finished_run_leaves_is_measured_and_within_the_documented_bound() -> None:
+    """``benchmarks.memory``'s per-run growth: the README's formula counts 1.3 kB an item
+    (a message or tool call), and a run's items are what a stream keeps of it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.memory", "--one", "per_run", "0"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    measured = json.loads(done.stdout)
+    assert measured["items_per_run"] == 5  # weather.sse: reasoning, a call and its carrier,
+    held = measured["with_conversation"]  # the tool message, the answer
+    bare = measured["without_conversation"]
+    assert 0 < bare["bytes_per_item"] < held["bytes_per_item"] < 1_300
 
 
 def test_check_and_the_sdk_are_timed_as_whole_processes() -> None:

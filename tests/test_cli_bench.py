@@ -39,7 +39,7 @@ def test_a_recording_with_middleware_as_json(tmp_path: Path) -> None:
     recording = tmp_path / "run.sse"
     recording.write_bytes(encode_sse(events(600)))
     done = bench(
-        str(recording), "--middleware", "tests.test_cli_bench:Tagging", "--repeat", "1",
+        str(recording), "--middleware", "tests.test_cli_bench:Tagging", "--repeat", "3",
         "--format", "json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -50,6 +50,14 @@ def test_a_recording_with_middleware_as_json(tmp_path: Path) -> None:
     assert row["events/s"] > 0
     assert set(row["µs/event by stage (alone)"]) == set(report["stages"])
     assert report["peak RSS MiB"] > 0
+    # The spread of the rounds, and a baseline on the same events.
+    assert row["rounds"] == 3
+    assert 0 < row["µs/event fastest"] <= row["µs/event"] <= row["µs/event slowest"]
+    baseline = row["baseline"]
+    assert baseline["decode floor µs/event"] > 0
+    sdk = baseline["sdk"]  # ag-ui-protocol is installed with the test extras
+    assert sdk["package"].startswith("ag-ui-protocol ") and sdk["µs/event"] > 0
+    assert sdk["accepted"] == 600
 
 
 def test_the_built_in_workload_live_as_text(transport: str) -> None:
@@ -59,6 +67,9 @@ def test_the_built_in_workload_live_as_text(transport: str) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "built-in workload (500 events): 500 events" in done.stdout
+    assert "(median of 1 rounds; fastest " in done.stdout
+    assert "baseline on the same events: decode floor (orjson.loads) " in done.stdout
+    assert " (TypeAdapter(Event).validate_json): " in done.stdout
     assert f"live: 2 runs at once over {transport}, 20 events each" in done.stdout
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from agui_pipeline.cli import main
-from agui_pipeline.delivery.sarif import frame_lines
 
 from tests.conftest import ROOT
 from tests.streams import encode
@@ -43,11 +42,23 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {"stream": stream, "capabilities": capabilities, "resource": resource}
 
 
-def test_text_report_names_findings_and_exits_by_the_verdict_alone(
+def test_text_report_names_findings_and_the_gate_fails_them_as_warnings(
     files: dict[str, Path],
 ) -> None:
     status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]))
-    assert status == 0  # findings never fail the check: declarations are informative
+    assert status == 1  # the stream completed; its warnings fail the default gate
+    assert f"{files['stream']}: completed, failed: 2 warning(s)" in text
+    assert (
+        check(
+            str(files["stream"]),
+            "--capabilities",
+            str(files["capabilities"]),
+            "-q",
+            "--fail-on",
+            "error",
+        )[0]
+        == 0
+    )
     assert "reconcile.false-contradicted" in text
     assert "/reasoning/supported" in text
     assert "reconcile.declaration-unrecognised" in text
@@ -57,7 +68,7 @@ def test_json_report_carries_the_declaration_field(files: dict[str, Path]) -> No
     status, text = check(
         str(files["stream"]), "--capabilities", str(files["capabilities"]), "--format", "json"
     )
-    assert status == 0
+    assert status == 1
     report = json.loads(text)
     (finding,) = [d for d in report["diagnostics"] if d["code"] == "reconcile.false-contradicted"]
     assert finding["declared"] == "/reasoning/supported"
@@ -66,7 +77,7 @@ def test_json_report_carries_the_declaration_field(files: dict[str, Path]) -> No
 
 def test_agent_resource(files: dict[str, Path]) -> None:
     status, text = check(str(files["stream"]), "--agent-resource", str(files["resource"]))
-    assert status == 0
+    assert status == 1
     assert "reconcile.unlisted-subagent" in text
     assert '"billing"' in text
 
@@ -75,7 +86,7 @@ def test_sarif_report(files: dict[str, Path]) -> None:
     status, text = check(
         str(files["stream"]), "--capabilities", str(files["capabilities"]), "--format", "sarif"
     )
-    assert status == 0
+    assert status == 1
     log = json.loads(text)
     assert log["version"] == "2.1.0"
     (sarif_run,) = log["runs"]
@@ -94,7 +105,8 @@ def test_sarif_report(files: dict[str, Path]) -> None:
     assert finding["level"] == "warning"
     (location,) = finding["locations"]
     # Event 1 is the second SSE event; the file starts with a comment block and a blank line.
-    assert location["physicalLocation"]["region"]["startLine"] == 5
+    # The pointer names its "type" member, 7 characters into the line ('data: {').
+    assert location["physicalLocation"]["region"] == {"startLine": 5, "startColumn": 8}
     assert location["logicalLocations"][0]["fullyQualifiedName"] == "event[1]/type"
     (related,) = finding["relatedLocations"]
     assert related["physicalLocation"]["artifactLocation"]["uri"].endswith("capabilities.json")
@@ -117,13 +129,6 @@ def test_sarif_reports_the_rejection_as_an_error(tmp_path: Path) -> None:
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
 
 
-def test_frame_lines() -> None:
-    sse = b"event: x\ndata: {}\n\n: c\n\ndata: {}\r\ndata: more\r\n\r\ndata: {}\n\n"
-    assert frame_lines(sse, "sse") == [2, 6, 9]
-    assert frame_lines(b"{}\n\n  \n{}\n{}", "jsonl") == [1, 4, 5]
-    assert frame_lines(b"[{}, {}]", "json") == []
-
-
 def test_usage_errors(files: dict[str, Path], tmp_path: Path) -> None:
     assert check(str(files["stream"]), "--capabilities", str(tmp_path / "none.json"))[0] == 2
     bad_resource = tmp_path / "bad.json"
@@ -137,7 +142,8 @@ def test_usage_errors(files: dict[str, Path], tmp_path: Path) -> None:
 def test_an_unusable_declaration_is_reported_not_fatal(files: dict[str, Path]) -> None:
     files["capabilities"].write_text('{"reasoning": {"supported": "nope"}}')
     status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]))
-    assert status == 0
+    assert status == 1  # a warning, under the default gate
+    assert "completed, failed" in text
     assert "reconcile.declaration-unusable" in text
     assert "reconcile.false-contradicted" not in text
 
@@ -151,7 +157,7 @@ def test_the_readme_examples() -> None:
         "--format",
         "json",
     )
-    assert status == 0
+    assert status == 1  # the README's point: the stream contradicts the declaration
     warnings = [d for d in json.loads(text)["diagnostics"] if d["severity"] == "warning"]
     assert [(d["code"], d["declared"]) for d in warnings] == [
         ("reconcile.false-contradicted", "/state/deltas")
@@ -162,6 +168,8 @@ def test_the_readme_examples() -> None:
         str(examples / "weather.agent.json"),
         "--format",
         "sarif",
+        "--fail-on",
+        "error",
     )
     assert status == 0
     assert json.loads(text)["version"] == "2.1.0"

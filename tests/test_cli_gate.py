@@ -38,35 +38,41 @@ def _file(tmp_path: Path, name: str, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-def test_fail_on_warning_fails_a_stripped_member_and_passes_a_clean_stream(
-    tmp_path: Path,
-) -> None:
+def test_the_default_gate_fails_a_warning_as_a_linter_does(tmp_path: Path) -> None:
     misspelt, clean = _file(tmp_path, "misspelt.sse", MISSPELT), _file(tmp_path, "c.sse", CLEAN)
-    assert agui("check", misspelt).returncode == 0  # the default: verdicts only
-    failed = agui("check", misspelt, "--fail-on", "warning")
-    assert failed.returncode == 1
+    failed = agui("check", misspelt)
+    assert failed.returncode == 1  # the default: any warning fails
     assert "completed, failed: 1 warning(s) (--fail-on warning)" in failed.stdout
     assert "(did you mean messageId?)" in failed.stdout
-    assert agui("check", clean, "--fail-on", "warning").returncode == 0
+    assert agui("check", misspelt, "--fail-on", "warning").returncode == 1
+    assert agui("check", misspelt, "--fail-on", "error").returncode == 0  # the lenient mode
+    assert agui("check", misspelt, "--fail-on", "verdict").returncode == 0
+    assert agui("check", clean).returncode == 0
     assert agui("check", clean, "--fail-on", "info").returncode == 0
 
 
-def test_fail_on_run_error(tmp_path: Path) -> None:
+def test_a_run_error_fails_by_default_and_under_fail_on_error(tmp_path: Path) -> None:
     failed_run = _file(tmp_path, "run-error.sse", RUN_ERROR)
     default = agui("check", failed_run)
-    assert default.returncode == 0
+    assert default.returncode == 1
+    assert "run-error.sse: run-error, failed: 1 run(s) ended with RUN_ERROR" in default.stdout
     assert "run 'r' (thread 't'): error: the model is down" in default.stdout
-    gated = agui("check", failed_run, "--fail-on", "run-error", "--format", "json")
-    assert gated.returncode == 1
-    assert json.loads(gated.stdout)["failures"] == ["1 run(s) ended with RUN_ERROR"]
-    assert agui("check", failed_run, "--fail-on", "warning").returncode == 1  # stricter still
-    assert agui("check", _file(tmp_path, "c.sse", CLEAN), "--fail-on", "run-error").returncode == 0
+    for level in ("error", "run-error"):  # run-error: the level's earlier name
+        gated = agui("check", failed_run, "--fail-on", level, "--format", "json")
+        assert gated.returncode == 1
+        assert json.loads(gated.stdout)["failures"] == [
+            "1 run(s) ended with RUN_ERROR (--fail-on error)"
+        ]
+    verdict_only = agui("check", failed_run, "--fail-on", "verdict", "-q")
+    assert verdict_only.returncode == 0
+    assert verdict_only.stdout == f"{failed_run}: run-error\n"  # passes, but says what it is
+    assert agui("check", _file(tmp_path, "c.sse", CLEAN), "--fail-on", "error").returncode == 0
 
 
 def test_max_warnings(tmp_path: Path) -> None:
     misspelt = _file(tmp_path, "misspelt.sse", MISSPELT)
-    assert agui("check", misspelt, "--max-warnings", "1").returncode == 0
-    over = agui("check", misspelt, "--max-warnings", "0")
+    assert agui("check", misspelt, "--fail-on", "error", "--max-warnings", "1").returncode == 0
+    over = agui("check", misspelt, "--fail-on", "error", "--max-warnings", "0")
     assert over.returncode == 1
     assert "1 warning(s), over --max-warnings 0" in over.stdout
 
@@ -78,9 +84,9 @@ def test_rules_tune_diagnostics(tmp_path: Path) -> None:
     assert "enforce.stripped" not in off.stdout
     info = agui("check", misspelt, "--rule", "enforce.stripped=info", "--fail-on", "warning")
     assert info.returncode == 0
-    assert "info: enforce.stripped" in info.stdout
-    error = agui("check", misspelt, "--rule", "enforce.stripped=error")
-    assert error.returncode == 1  # raised to error: fails at the default level
+    assert ": info enforce.stripped: stripped /messageID" in info.stdout
+    error = agui("check", misspelt, "--rule", "enforce.stripped=error", "--fail-on", "verdict")
+    assert error.returncode == 1  # raised to error: fails at every level
     assert "1 diagnostic(s) raised to error by --rule" in error.stdout
 
 
@@ -145,10 +151,14 @@ def test_several_sources_as_one_json_document(tmp_path: Path, jobs: str) -> None
 
 
 def test_help_documents_the_exit_statuses() -> None:
-    for argv in (["--help"], ["check", "--help"]):
-        text = agui(*argv).stdout
-        assert "exit status:" in text
-        assert "0  every source completed" in text
-        assert "1  a source failed" in text
-        assert "2  a usage or I/O error" in text
-    assert "--fail-on {verdict,run-error,warning,info}" in agui("check", "--help").stdout
+    text = agui("check", "--help").stdout
+    assert "exit status:" in text
+    assert "0  every source completed" in text
+    assert "1  a source failed" in text
+    assert "2  a usage or I/O error" in text
+    overall = agui("--help").stdout
+    assert "exit status (each command's --help lists its own):" in overall
+    assert "1  check: a source failed the gate; conformance: a fixture failed" in overall
+    check_help = " ".join(agui("check", "--help").stdout.split())
+    assert "verdict (a rejection or truncation), error (also a run that ended" in check_help
+    assert "warning (also any warning: the default, as a linter)" in check_help

@@ -79,7 +79,7 @@ def test_check_url_json_report_and_input_file(
 
 
 def test_check_url_passes_headers(
-    server: ReplayServer, capsys: pytest.CaptureFixture[str], transport: str
+    server: ReplayServer, capsys: pytest.CaptureFixture[str], transport: str, tmp_path: Path
 ) -> None:
     server.replay.token = "tok"
     status, _ = check(server.url, transport=transport)
@@ -87,6 +87,8 @@ def test_check_url_passes_headers(
     assert "HTTP 401" in capsys.readouterr().err
     status, _ = check(
         server.url,
+        "--input",
+        input_file(tmp_path),
         "--header",
         "Authorization: Bearer tok",
         "--header",
@@ -136,7 +138,8 @@ def test_serve_command_replays_a_recording(tmp_path: Path, transport: str) -> No
 
             async def fetch() -> Outcome:
                 async with http_agent(url, transport) as agent:
-                    result = await agent.run({"threadId": "t", "runId": "r", "messages": []})
+                    body = {"threadId": "t-cli", "runId": "r-1", "messages": []}  # RUN's ids
+                    result = await agent.run(body)
                 assert result.events == RUN
                 return result.verdict.outcome
 
@@ -161,8 +164,12 @@ def test_check_url_reconciles_with_a_declaration(
 ) -> None:
     declaration = tmp_path / "capabilities.json"
     declaration.write_text(json.dumps({"transport": {"streaming": False}}))
-    status, report = check(server.url, "--capabilities", str(declaration), transport=transport)
-    assert status == 0  # reconcile never rejects
+    status, report = check(
+        server.url, "--input", input_file(tmp_path), "--capabilities", str(declaration),
+        transport=transport,
+    )  # fmt: skip
+    assert status == 1  # reconcile never rejects; its warning fails the default gate
+    assert report.startswith(f"{server.url}: completed, failed: 1 warning(s)")
     assert "reconcile.transport" in report  # the stream arrived over http+sse all the same
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agui_pipeline.catalog import ALL
 from jsonschema import Draft4Validator
 
 from tests.cli_run import agui
@@ -51,13 +52,16 @@ def test_junit_carries_a_failure_for_a_truncated_stream(tmp_path: Path) -> None:
     assert system_out is not None and f"{truncated}: truncated" in (system_out.text or "")
 
 
-def test_junit_run_error_fails_its_case_under_fail_on_run_error(tmp_path: Path) -> None:
+def test_junit_run_error_fails_its_case_unless_the_gate_is_the_verdict_alone(
+    tmp_path: Path,
+) -> None:
     (failed_run,) = _files(tmp_path, run_error=RUN_ERROR)
-    lenient = ET.fromstring(agui("check", failed_run, "--format", "junit").stdout)
-    assert lenient.find("testsuite/testcase/failure") is None
-    strict = agui("check", failed_run, "--format", "junit", "--fail-on", "run-error")
-    cases = ET.fromstring(strict.stdout).findall("testsuite/testcase")
-    assert [case.find("failure") is not None for case in cases] == [True, True]
+    lenient = agui("check", failed_run, "--format", "junit", "--fail-on", "verdict").stdout
+    assert ET.fromstring(lenient).find("testsuite/testcase/failure") is None
+    for strict in ([], ["--fail-on", "error"]):  # the default fails it, as the lenient mode
+        report = agui("check", failed_run, "--format", "junit", *strict).stdout
+        cases = ET.fromstring(report).findall("testsuite/testcase")
+        assert [case.find("failure") is not None for case in cases] == [True, True]
 
 
 def test_junit_has_the_shape_pytest_writes(tmp_path: Path) -> None:
@@ -205,8 +209,41 @@ def test_sarif_root_and_files_outside_it(tmp_path: Path) -> None:
     location = log["runs"][0]["artifacts"][0]["location"]
     assert location == {"uri": misspelt.resolve().as_uri()}  # outside the root: absolute
     (result,) = log["runs"][0]["results"]
-    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 3}
+    # At the stripped member's key: 'data: {"type":"TEXT_MESSAGE_START","messageId":"m",' is 51.
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 3, "startColumn": 52}
     inside = json.loads(
         agui("check", misspelt, "--format", "sarif", "--sarif-root", tmp_path).stdout
     )
     assert inside["runs"][0]["artifacts"][0]["location"]["uri"] == "misspelt.sse"
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+FINDING_FIELDS = ["code", "message", "spec", "fix", "file", "line", "column", "eventIndex"]
+
+
+def test_json_gives_what_where_why_and_fix_as_fields_the_verdict_included(
+    tmp_path: Path,
+) -> None:
+    (misspelt, truncated) = _files(tmp_path, misspelt=MISSPELT, truncated=TRUNCATED)
+    report = json.loads(agui("check", misspelt, "--format", "json").stdout)
+    (stripped,) = report["diagnostics"]
+    assert list(stripped) == [
+        "code", "severity", "message", "eventIndex", "pointer", "spec", "fix", "file", "line",
+        "column",
+    ]  # fmt: skip
+    assert stripped["code"] == "enforce.stripped" and stripped["pointer"] == "/messageID"
+    assert stripped["fix"] == ALL["enforce.stripped"].what_to_do
+    assert (stripped["file"], stripped["line"], stripped["column"]) == (str(misspelt), 3, 52)
+    assert report["verdict"] == {"outcome": "completed"} | dict.fromkeys(
+        [*FINDING_FIELDS, "pointer"]
+    )
+    verdict = json.loads(agui("check", truncated, "--format", "json").stdout)["verdict"]
+    assert list(verdict) == ["outcome", *FINDING_FIELDS, "pointer"]
+    assert verdict["outcome"] == "truncated" and verdict["code"] == "verify.truncated"
+    assert verdict["message"].startswith("expected RUN_FINISHED or RUN_ERROR for run 'r'")
+    assert "verify.truncated" not in verdict["message"] and "/spec/" not in verdict["message"]
+    assert verdict["spec"] == ALL["verify.truncated"].spec
+    assert verdict["fix"] == ALL["verify.truncated"].what_to_do
+    assert (verdict["eventIndex"], verdict["line"]) == (3, None)  # past the last frame

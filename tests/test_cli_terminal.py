@@ -50,24 +50,45 @@ def misspelt(tmp_path: Path) -> Path:
 
 
 def test_colour_and_links_on_a_terminal_only(misspelt: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     coloured = _on_a_terminal(["check", str(misspelt)], env)
     assert "\x1b[32mcompleted\x1b[0m" in coloured
-    assert "\x1b[33mwarning\x1b[0m: enforce.stripped" in coloured
+    assert "\x1b[33mwarning\x1b[0m enforce.stripped" in coloured
     assert LINK in coloured
-    plain = _on_a_terminal(["check", str(misspelt)], {**env, "NO_COLOR": "1"})
-    assert "\x1b[3" not in plain and "\x1b[0m" not in plain
-    assert LINK in plain  # NO_COLOR is about colour; the page stays a link
-    piped = agui("check", misspelt, env={"NO_COLOR": ""}).stdout
+    piped = agui("check", misspelt, env={"NO_COLOR": "", "FORCE_COLOR": ""}).stdout
     assert "\x1b" not in piped
-    assert "[https://ag-ui.com/spec/1.1/basic/processing]" in piped  # the whole URL
+    assert "spec: https://ag-ui.com/spec/1.1/basic/processing\n" in piped  # the whole URL
+
+
+def test_no_color_and_force_color_as_no_color_org_defines_them(misspelt: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    # NO_COLOR, set and not empty: no escape at all on a terminal, hyperlinks included.
+    plain = _on_a_terminal(["check", str(misspelt)], {**env, "NO_COLOR": "1"})
+    assert "\x1b" not in plain
+    assert "spec: https://ag-ui.com/spec/1.1/basic/processing" in plain
+    assert LINK in _on_a_terminal(["check", str(misspelt)], {**env, "NO_COLOR": ""})  # empty: unset
+    # FORCE_COLOR: colour in a pipe (a CI log), without the hyperlinks.
+    forced = agui("check", misspelt, env={"NO_COLOR": "", "FORCE_COLOR": "1"}).stdout
+    assert "\x1b[33mwarning\x1b[0m enforce.stripped" in forced
+    assert LINK not in forced
+    assert "\x1b" not in agui("check", misspelt, env={"NO_COLOR": "", "FORCE_COLOR": ""}).stdout
+    both = agui("check", misspelt, env={"NO_COLOR": "1", "FORCE_COLOR": "1"}).stdout
+    assert "\x1b" not in both  # the user's opt-out wins
+    # The command line overrides both.
+    assert LINK in agui("check", misspelt, "--color", "always", env={"NO_COLOR": "1"}).stdout
+    assert (
+        "\x1b" not in agui("check", misspelt, "--color", "never", env={"FORCE_COLOR": "1"}).stdout
+    )
 
 
 def test_quiet_prints_the_verdict_lines_only(tmp_path: Path, misspelt: Path) -> None:
     truncated = tmp_path / "truncated.sse"
     truncated.write_bytes(encode(TRUNCATED, "sse"))
     completed = agui("check", misspelt, truncated, "--quiet")
-    assert completed.stdout.splitlines() == [f"{misspelt}: completed", f"{truncated}: truncated"]
+    assert completed.stdout.splitlines() == [
+        f"{misspelt}: completed, failed: 1 warning(s) (--fail-on warning)",
+        f"{truncated}: truncated",
+    ]
 
 
 def test_progress_line_for_a_file(misspelt: Path) -> None:
@@ -121,3 +142,29 @@ def test_missing_extras_are_named_in_one_line(misspelt: Path) -> None:
         assert completed.returncode == 2
         assert completed.stderr.count("\n") == 1, completed.stderr
         assert f"pip install 'agui-pipeline[{extra}]'" in completed.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["--version"],
+        ["check", "--help"],
+        ["serve", "--help"],
+        ["proxy", "--help"],
+        ["explain", "--help"],
+        ["explain", "--markdown"],
+        ["explain", "enforce.stripped"],
+        ["conformance", "--help"],
+        ["bench", "--help"],
+    ],
+)
+def test_a_closed_pipe_ends_every_command_alike(argv: list[str]) -> None:
+    """The reader is gone before the first byte: status 2, nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([*COMMAND, *argv], stdout=write, stderr=subprocess.PIPE, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (2, b"")

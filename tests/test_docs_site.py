@@ -22,8 +22,12 @@ from docs.hooks import reference
 from tests.conftest import ROOT, unavailable
 
 
-def test_the_cli_page_shows_every_command_and_every_option() -> None:
+def test_the_cli_page_shows_every_command_and_every_option(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     page = reference.cli_page()
+    monkeypatch.setenv("COLUMNS", "40")  # argparse wraps to the terminal's width, unless told
+    assert reference.cli_page() == page
     commands = [name for name, _, _ in reference._commands(build_parser())]
     assert commands == ["check", "serve", "proxy", "explain", "conformance", "bench"]
     for name, _, command in reference._commands(build_parser()):
@@ -32,7 +36,6 @@ def test_the_cli_page_shows_every_command_and_every_option() -> None:
         for action in command._actions:
             for option in action.option_strings:
                 assert option in section, f"{name} {option}"
-    assert max(map(len, page.splitlines())) <= reference.HELP_WIDTH + 4  # the width is fixed
 
 
 def test_the_reference_pages_list_every_code() -> None:

@@ -490,3 +490,15 @@ def test_a_trickling_producer_is_read_at_most_once_a_pause_over_aiohttp() -> Non
     # One read per pause at most (and a few whole ones): not one per byte.
     assert len(reads) <= wall / COALESCE_PAUSE * 1.2 + 10, (len(reads), sent, wall)
     assert len(reads) < sent / 2, (len(reads), sent)
+
+
+def test_the_servers_own_warnings_are_summarised(tmp_path: Path, agent: ReplayServer) -> None:
+    with proxy(tmp_path, agent.url) as running:
+        for _ in range(20):
+            with socket.create_connection(running.address, timeout=5) as sock:
+                sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+                assert sock.recv(100).startswith(b"HTTP/1.1 400")
+        time.sleep(0.3)
+        lines = running.logged().splitlines()
+    said = [line for line in lines if "Invalid HTTP request" in line]
+    assert said == ["gateway: server: Invalid HTTP request received."], lines

@@ -20,6 +20,7 @@ LAYERS = [
     {
         "_json",
         "_proto",
+        "_suggest",
         "batch",
         "catalog",
         "declaration",

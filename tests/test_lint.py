@@ -583,7 +583,7 @@ def test_check_text_output_ends_with_the_producer_report(tmp_path: Any) -> None:
     events = one_run(*tool("c1", "f", "{"), *tool("c2", "f", "nope"))
     recording.write_bytes(b"".join(orjson.dumps(event) + b"\n" for event in events))
     out = io.StringIO()
-    assert main(["check", str(recording)], out=out) == 0
+    assert main(["check", str(recording)], out=out) == 1  # warnings fail the default gate
     report = out.getvalue().split("producer report", 1)[1]
     assert "lint.arguments-not-json: 2 (first at event 3, /toolCallId)" in report
     clean = tmp_path / "clean.jsonl"

@@ -591,7 +591,8 @@ async def test_a_proto_server_answers_sse_to_a_client_that_did_not_ask() -> None
 
 
 def test_check_asks_an_agent_for_protobuf(capsys: pytest.CaptureFixture[str]) -> None:
-    with ReplayServer(Replay(RUN, proto=True)) as server:
+    # Served under the ids check asks for, as a producer answers (lint.run-identity).
+    with ReplayServer(Replay(RUN, proto=True, echo_ids=True)) as server:
         assert cli_main(["check", "--framing", "proto", server.url]) == 0
         assert "(http+proto)" in capsys.readouterr().out
         assert cli_main(["check", server.url]) == 0

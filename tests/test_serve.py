@@ -123,25 +123,17 @@ def identities(body: bytes) -> list[tuple[Any, ...]]:
     ]
 
 
-def test_serve_echo_ids_serves_the_requested_run_as_the_request_named_it(tmp_path: Path) -> None:
-    """``serve --echo-ids``: every run on the request's thread, the last (requested) run
-    under the request's runId, its echoed input too; our own check, with the request as
-    its input, finds the run identity consistent."""
+@pytest.mark.parametrize("flags", [[], ["--echo-ids"]])
+def test_serve_echoes_the_requested_run_as_the_request_named_it_by_default(
+    tmp_path: Path, flags: list[str]
+) -> None:
+    """``serve`` (``--echo-ids`` is the default): every run on the request's thread, the
+    last (requested) run under the request's runId, its echoed input too; our own check,
+    with the request as its input, finds the run identity consistent."""
     recording = tmp_path / "replayed.sse"
     recording.write_bytes(encode_sse(REPLAYED_THEN_ASKED))
     request = write_json(tmp_path / "input.json", FIRST)
-    command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
-    with subprocess.Popen(
-        [*command, "--echo-ids"], cwd=ROOT, stderr=subprocess.PIPE, text=True
-    ) as server:
-        try:
-            assert server.stderr is not None
-            url = server.stderr.readline().rsplit(" at ", 1)[1].strip()
-            body = post(url, orjson.dumps(FIRST)).content
-            judged = agui("check", url, "--input", request, "--format", "json")
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    body, judged = _serve_and_check(recording, request, flags)
     report = json.loads(judged.stdout)
     assert judged.returncode == 0 and report["verdict"]["outcome"] == "completed", report
     codes = [d["code"] for d in report["diagnostics"]]
@@ -153,6 +145,35 @@ def test_serve_echo_ids_serves_the_requested_run_as_the_request_named_it(tmp_pat
         ("RUN_FINISHED", "t-live", "r-live-1", None, None),
     ]
     assert b'"threadId":"t-live","runId":"r-live-1","messages"' in body  # the echoed input
+
+
+def test_serve_no_echo_ids_serves_the_recording_as_recorded(tmp_path: Path) -> None:
+    recording = tmp_path / "replayed.sse"
+    recording.write_bytes(encode_sse(REPLAYED_THEN_ASKED))
+    request = write_json(tmp_path / "input.json", FIRST)
+    body, judged = _serve_and_check(recording, request, ["--no-echo-ids"])
+    assert body == encode_sse(REPLAYED_THEN_ASKED)
+    codes = {d["code"] for d in json.loads(judged.stdout)["diagnostics"]}
+    assert "lint.run-identity" in codes and judged.returncode == 1  # a warning fails the gate
+
+
+def _serve_and_check(
+    recording: Path, request: Path, flags: list[str]
+) -> tuple[bytes, subprocess.CompletedProcess[str]]:
+    """``serve RECORDING FLAGS``: the body it answers ``FIRST`` with, and ``check URL``'s run."""
+    command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
+    with subprocess.Popen(
+        [*command, *flags], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    ) as server:
+        try:
+            assert server.stderr is not None
+            url = server.stderr.readline().rsplit(" at ", 1)[1].strip()
+            body = post(url, orjson.dumps(FIRST)).content
+            judged = agui("check", url, "--input", request, "--format", "json")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    return body, judged
 
 
 def test_echo_ids_follows_the_requested_run_into_a_run_it_spawned() -> None:

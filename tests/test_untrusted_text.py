@@ -5,26 +5,34 @@ URLs in errors, and the cut of an overlong message."""
 from __future__ import annotations
 
 import io
+import logging
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
-from agui_pipeline import Pipeline
+from agui_pipeline import BackgroundServer, Pipeline
 from agui_pipeline._json import MAX_DOCUMENT, DocumentTooLarge
 from agui_pipeline.catalog import TRANSPORT_CONNECTION_LOST
 from agui_pipeline.cli import main
 from agui_pipeline.delivery.escaping import inert, inert_json, printable_name, quoted
 from agui_pipeline.delivery.redaction import redact_in, redact_url
 from agui_pipeline.errors import MAX_MESSAGE, Diagnostic, cut_message
+from agui_pipeline.http.tap import Tap
 from agui_pipeline.model.agent_resource import read_agent_resource
 from agui_pipeline.model.declared import read_declaration
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from tests.cli_run import agui
 from tests.streams import encode
@@ -74,6 +82,7 @@ def run_error_stream(message: str, member: str) -> bytes:
     return encode(events, "jsonl")
 
 
+@settings(deadline=None)  # a file written and a whole check per example: seconds on a busy box
 @given(message=text_with_controls, member=text_with_controls)
 def test_the_text_report_writes_a_producers_strings_inert(
     tmp_path_factory: pytest.TempPathFactory, message: str, member: str
@@ -85,7 +94,10 @@ def test_the_text_report_writes_a_producers_strings_inert(
     report = out.getvalue()
     assert not (ACTED_ON - {"\n"}) & set(report), report
     lines = report.splitlines()
-    assert lines[0].endswith(": completed") and all(line.startswith(" ") for line in lines[1:])
+    # The status line, then indented detail and `path:line:col:` finding lines: no line of
+    # the producer's making (its newlines are escaped).
+    assert lines[0].startswith(f"{path}: run-error")
+    assert all(line.startswith((" ", f"{path}:")) for line in lines[1:]), report
 
 
 def test_a_hostile_run_error_cannot_clear_the_terminal_or_forge_a_line(tmp_path: Path) -> None:
@@ -98,12 +110,16 @@ def test_a_hostile_run_error_cannot_clear_the_terminal_or_forge_a_line(tmp_path:
     assert "/xbad\\x1b[2Jname" in done.stdout
 
 
+CHECK = (sys.executable, "-m", "agui_pipeline", "check")
+
+
 def test_a_file_name_that_is_not_utf8_is_reported_in_every_format(tmp_path: Path) -> None:
     name = os.fsdecode(b"caf\xe9.jsonl")  # Latin-1, surrogate-escaped by Python
     (tmp_path / name).write_bytes(run_error_stream("fine", "extra"))
     for format in ("text", "json", "sarif", "junit"):
         done = subprocess.run(
-            [sys.executable, "-m", "agui_pipeline", "check", name, "--format", format],
+            # The gate aside (the run ended with RUN_ERROR): the name, in every format.
+            [*CHECK, name, "--format", format, "--fail-on", "verdict"],
             capture_output=True,
             cwd=tmp_path,
             timeout=60,
@@ -215,3 +231,37 @@ def test_a_network_errors_diagnostic_is_cut_and_redacted() -> None:
     message = ctx.diagnostics[0].message
     assert message.endswith(f"(cut at {MAX_MESSAGE} of 100,133 characters)"), message[-80:]
     assert "hunter2" not in message and "http://***@agent/run?key=***" in message
+
+
+def test_the_taps_log_messages_are_inert() -> None:
+    hostile = run_error_stream(HOSTILE, "\x1b[2Jname")[:-1].replace(b"\n", b"\n\ndata: ")
+    stream = (
+        b"data: " + hostile + b"\n\n" + b'data: {"type":"TEXT_MESSAGE_END","messageId":"z"}\n\n'
+    )
+
+    async def endpoint(request: Request) -> Response:
+        await request.body()
+        return Response(stream, media_type="text/event-stream")
+
+    seen: list[logging.LogRecord] = []
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Kept()
+    logger = logging.getLogger("agui_pipeline.http.tap")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        app = Starlette(routes=[Route("/", endpoint, methods=["POST"])])
+        with BackgroundServer(Tap(app)) as tapped:
+            httpx.post(tapped.url, json={"threadId": "t", "runId": "r", "messages": []})
+            deadline = time.monotonic() + 5
+            while not any("agui_outcome" in vars(r) for r in seen) and time.monotonic() < deadline:
+                time.sleep(0.02)
+    finally:
+        logger.removeHandler(handler)
+    messages = [record.getMessage() for record in seen]
+    assert any("\\x1b[2Jname" in message for message in messages), messages
+    assert not any(ACTED_ON & set(message) for message in messages), messages

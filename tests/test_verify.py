@@ -748,9 +748,9 @@ def test_a_result_for_a_call_nothing_carried_is_reported_and_held_as_an_orphan()
     reported(late, c.LINT_RESULT_UNKNOWN_CALL, run_input={"messages": []})
 
 
-def test_a_result_for_a_call_unseen_without_history_is_information() -> None:
+def test_a_result_for_a_call_unseen_without_history_warns() -> None:
     found = reported(in_run(result("elsewhere", "r")), c.LINT_RESULT_UNSEEN)
-    assert (found.severity, found.pointer) == ("info", "/toolCallId")
+    assert (found.severity, found.pointer) == ("warning", "/toolCallId")
 
 
 def test_a_result_answering_a_frontend_tool_is_reported() -> None:

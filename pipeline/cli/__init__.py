@@ -27,13 +27,14 @@ from agui_pipeline import catalog
 from agui_pipeline._engine.pipeline import Pipeline
 from agui_pipeline._engine.result import Outcome, RunResult
 from agui_pipeline._engine.sources import Source, iter_chunks_sync, may_stall
+from agui_pipeline.catalog import Severity
 from agui_pipeline.cli import http as cli_http
-from agui_pipeline.cli.config import FAIL_ON, LEVELS, ConfigError, Gate, build_gate
+from agui_pipeline.cli.config import FAIL_ON, FAIL_ON_ALIASES, LEVELS, ConfigError, Gate, build_gate
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
 from agui_pipeline.delivery.redaction import redact_url
-from agui_pipeline.delivery.report import producer_report
-from agui_pipeline.errors import Diagnostic, InputRejected, StreamRejected
+from agui_pipeline.delivery.report import Finding, findings, producer_report
+from agui_pipeline.errors import Diagnostic, InputRejected
 from agui_pipeline.model.declared import read_declaration
 from agui_pipeline.stage import RunRecord, RunStatus
 from agui_pipeline.subscribers import Sink
@@ -41,6 +42,7 @@ from agui_pipeline.subscribers import Sink
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from _typeshed import SupportsWrite
     from agui_pipeline.testing.conformance import Fixture
 
 # Start-up is most of `check` on a short file, so what only some paths need is imported
@@ -54,10 +56,20 @@ EXIT_USAGE = 2
 EXIT_STATUSES = """\
 exit status:
   0  every source completed, and nothing at or above the --fail-on level was found
-  1  a source failed: rejected or truncated (always), or failed by --fail-on,
-     --max-warnings or a --rule raised to error
+     (by default: no run ended with RUN_ERROR, no warning)
+  1  a source failed: rejected or truncated (always), or failed by --fail-on
+     (by default any warning or RUN_ERROR), --max-warnings or a --rule raised to error
   2  a usage or I/O error: a bad option, a file that cannot be read, a run input the
-     outgoing boundary rejects, an HTTP error status, a missing extra, a closed pipe"""
+     outgoing boundary rejects, an HTTP error status, a missing extra, a closed pipe
+  130  interrupted (Ctrl-C)"""
+
+COMMAND_EXIT_STATUSES = """\
+exit status (each command's --help lists its own):
+  0  success
+  1  check: a source failed the gate; conformance: a fixture failed
+  2  a usage or I/O error, a missing extra, a closed pipe (the reader of the output
+     went away, as in `| head`: every command ends so, with nothing on stderr)
+  130  interrupted (Ctrl-C)"""
 
 
 class UsageError(Exception):
@@ -69,8 +81,14 @@ class UsageError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Style:
-    """Colour and hyperlinks for the text report: on a terminal only, colour never
-    under ``NO_COLOR`` (https://no-color.org)."""
+    """Colour and hyperlinks for the text report.
+
+    ``--color always|never`` decides when given (a command-line argument overrides
+    the environment, as https://no-color.org asks). Otherwise, ``NO_COLOR`` set and not
+    empty turns off every escape, colour and OSC 8 hyperlinks alike; ``FORCE_COLOR``
+    set and not empty turns colour on where the output is not a terminal (a CI log),
+    without the hyperlinks a log viewer may not read; and a terminal gets both.
+    """
 
     colour: bool = False
     links: bool = False
@@ -81,8 +99,10 @@ class Style:
             return Style()
         if choice == "always":
             return Style(colour=True, links=True)
+        if os.environ.get("NO_COLOR"):
+            return Style()
         tty = stream.isatty()
-        return Style(colour=tty and not os.environ.get("NO_COLOR"), links=tty)
+        return Style(colour=tty or bool(os.environ.get("FORCE_COLOR")), links=tty)
 
     def paint(self, text: str, tone: str) -> str:
         if not self.colour:
@@ -131,8 +151,9 @@ class Checked:
     """Why the source fails the check (empty when it passes)."""
     error: str | None = None
     """The usage or I/O error that kept the source from being checked."""
-    stream: bytes | None = None
-    """The stream's bytes when SARIF wants them for line numbers."""
+    stream_file: str | None = None
+    """The stream's file, which findings are placed in by line and column (``None`` for
+    stdin, a URL or a conformance fixture)."""
 
 
 def _check_source(name: str, settings: Settings, progress: bool) -> Checked:
@@ -143,15 +164,16 @@ def _check_source(name: str, settings: Settings, progress: bool) -> Checked:
     """
     shown = redact_url(name) if name.startswith(("http://", "https://")) else printable_name(name)
     try:
-        result, stream = _run_source(name, settings, progress)
+        result, stream_file = _run_source(name, settings, progress)
     except UsageError as error:
         return Checked(shown, None, EXIT_USAGE, error=printable_name(str(error)))
     settings.gate.tune(result)
     failures = settings.gate.failures(result)
-    return Checked(shown, result, EXIT_FAILED if failures else EXIT_OK, failures, stream=stream)
+    status = EXIT_FAILED if failures else EXIT_OK
+    return Checked(shown, result, status, failures, stream_file=stream_file)
 
 
-def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResult, bytes | None]:
+def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResult, str | None]:
     declaration = _declaration(settings)
     raw_input = None if settings.input is None else read_input(Path(settings.input))
     meter = cli_http.Progress(sys.stderr, forced=settings.progress) if progress else None
@@ -178,7 +200,7 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
         except (ValueError, InputRejected, RequestFailed) as error:
             raise UsageError(str(error)) from error
     source: Source = "-"
-    kept: bytes | None = None
+    stream_file: str | None = None
     if name != "-":
         path = Path(name)
         if not path.is_file():
@@ -190,8 +212,8 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
             source = fixture.sse()
             raw_input = raw_input if raw_input is not None else fixture.raw_input()
             peer = peer or fixture.peer_max_protocol_version
-        elif settings.format == "sarif":
-            kept = _read(path)
+        else:
+            stream_file = name
     pipeline = Pipeline(
         framing=settings.framing,
         peer_max_protocol_version=peer,
@@ -212,7 +234,7 @@ def _run_source(name: str, settings: Settings, progress: bool) -> tuple[RunResul
             raise UsageError(f"the run input {settings.input}: {error}") from error
         body, outgoing = prepared.body, list(prepared.diagnostics)
     try:
-        return _drain(pipeline, source, body, outgoing), kept
+        return _drain(pipeline, source, body, outgoing), stream_file
     except OSError as error:
         raise UsageError(f"cannot read {name}: {error}") from error
     finally:
@@ -270,13 +292,6 @@ def _fixture(path: Path) -> Fixture | None:
         return conformance.load_fixture(path)
     except conformance.FixtureError:
         return None
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error}") from error
 
 
 def read_input(path: Path) -> dict[str, Any]:
@@ -342,13 +357,22 @@ class Report:
 
 
 def _verdict_line(checked: Checked, style: Style) -> str:
+    """``NAME: OUTCOME`` and, for a stream that was read to its end, why it fails the check.
+
+    A completed stream on which a run ended with ``RUN_ERROR`` reads ``run-error``: the
+    stream is sound, the run failed (as a relay reports an upstream it lost).
+    """
     name = inert(checked.name)
     if checked.result is None:
         return f"{name}: {style.paint('error', 'bad')}: {inert(checked.error or '')}"
-    outcome = str(checked.result.verdict.outcome)
-    tone = "good" if checked.result.verdict.outcome is Outcome.COMPLETED else "bad"
+    result = checked.result
+    completed = result.verdict.outcome is Outcome.COMPLETED
+    outcome = str(result.verdict.outcome)
+    if completed and result.run_counts.get(str(RunStatus.ERROR)):
+        outcome = "run-error"
+    tone = "good" if outcome == str(Outcome.COMPLETED) else "bad"
     line = f"{name}: {style.paint(outcome, tone)}"
-    if checked.failures and checked.result.verdict.outcome is Outcome.COMPLETED:
+    if checked.failures and completed:
         line += f", {style.paint('failed', 'bad')}: " + "; ".join(checked.failures)
     return line
 
@@ -359,7 +383,7 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
     result = checked.result
     if result is None or settings.quiet:
         return
-    verdict, counters = result.verdict, result.counters
+    counters = result.counters
     out.write(
         f"  events: {counters.read} read, {counters.delivered} delivered, "
         f"{counters.dropped} dropped, {counters.stripped} members stripped, "
@@ -376,38 +400,53 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
     if sum(result.run_counts.values()) > listed:
         counted = ", ".join(f"{count} {status}" for status, count in result.run_counts.items())
         out.write(f"  runs: {counted}\n")
-    if isinstance(verdict.error, StreamRejected):
-        out.write(f"  {_diagnostic_line(verdict.error.to_diagnostic(), style, label=False)}\n")
-    elif verdict.error is not None:
-        out.write(f"  {inert(verdict.message or '')}\n")
-    if result.diagnostics:
-        out.write(f"  diagnostics ({len(result.diagnostics)}):\n")
-        for diagnostic in result.diagnostics:
-            out.write(f"    {_diagnostic_line(diagnostic, style)}\n")
+    for finding in _placed(checked, settings):
+        out.write(_finding_text(checked.name, finding, style))
     for code, count in result.suppressed.items():
-        out.write(f"    ... and {count} more {code}\n")
+        out.write(f"  ... and {count} more {code} (limit max_diagnostics)\n")
     report = producer_report(result.diagnostics, result.suppressed)
-    if report.groups:
-        rendered = "\n  ".join(inert(line) for line in report.render().split("\n"))
-        out.write(f"  {rendered}\n")
+    if any(group.count > 1 for group in report.groups):  # the grouping says something new
+        out.write("  " + "\n  ".join(inert(line) for line in report.render().split("\n")) + "\n")
 
 
-def _diagnostic_line(diagnostic: Diagnostic, style: Style, *, label: bool = True) -> str:
-    """``warning: code: message (event 3, at /x) [https://.../spec/...]``."""
+def _placed(checked: Checked, settings: Settings) -> list[Finding]:
+    """The checked source's findings, placed in the stream file and the declaration."""
+    assert checked.result is not None
+    return findings(checked.result, stream=checked.stream_file, declaration=settings.capabilities)
+
+
+def _finding_text(source: str, finding: Finding, style: Style) -> str:
+    """A finding as a compiler prints one, for editors and CI annotations to pick up::
+
+        run.sse:3:51: warning verify.tool-result-unseen: TOOL_CALL_RESULT answers ...
+          event 1, at /toolCallId; spec: https://ag-ui.com/spec/1.1/events/tool-calls
+          fix: Pass the run input ... (agui-pipeline explain verify.tool-result-unseen)
+
+    The place is the stream file's line and column (or the declaration's, for a finding
+    about it); without one, the source's name alone.
+    """
+    diagnostic, position = finding.diagnostic, finding.position
+    place = inert(source)
+    if position is not None:
+        place = f"{inert(finding.file or source)}:{position.line}:{position.column}"
+    severity = str(diagnostic.severity)
+    message = inert(diagnostic.message)  # the producer's text: inert on a terminal
+    text = f"{place}: {style.paint(severity, severity)} {diagnostic.code}: {message}\n"
     where = []
     if diagnostic.event_index is not None:
         where.append(f"event {diagnostic.event_index}")
     if diagnostic.pointer is not None:
         where.append(f"at {inert(diagnostic.pointer) or '/'}")
-    line = f"{diagnostic.code}: {inert(diagnostic.message)}"
-    if where:
-        line += f" ({', '.join(where)})"
+    if diagnostic.declared is not None:
+        where.append(f"declaration {diagnostic.declared}")
+    said = [", ".join(where)] if where else []
     if diagnostic.spec:
-        line += f" [{style.link(catalog.spec_url(diagnostic.spec))}]"
-    if not label:
-        return line
-    severity = str(diagnostic.severity)
-    return f"{style.paint(severity, severity)}: {line}"
+        said.append(f"spec: {style.link(catalog.spec_url(diagnostic.spec))}")
+    if said:
+        text += "  " + "; ".join(said) + "\n"
+    if finding.fix and diagnostic.severity is not Severity.INFO:
+        text += f"  fix: {finding.fix} (agui-pipeline explain {diagnostic.code})\n"
+    return text
 
 
 def _run_line(run: RunRecord) -> str:
@@ -432,9 +471,10 @@ def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         out.write(_dumps(report))
         return
     counters = result.counters
+    placed = _placed(checked, settings)
     report |= {
         "failures": checked.failures,
-        "verdict": result.verdict.to_dict(),
+        "verdict": _verdict_fields(result, placed),
         "transport": result.transport,
         "counters": {
             "read": counters.read,
@@ -445,7 +485,7 @@ def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
             "synthesized": counters.synthesized,
             "discarded": counters.discarded,
         },
-        "diagnostics": [d.to_dict() for d in result.diagnostics],
+        "diagnostics": [finding.to_dict() for finding in placed if not finding.ended_stream],
         "suppressed": result.suppressed,
         "producerReport": producer_report(result.diagnostics, result.suppressed).to_dict(),
         "runs": [run.to_dict() for run in result.runs],
@@ -468,6 +508,30 @@ def _json_report(checked: Checked, settings: Settings, out: TextIO) -> None:
     out.write(f'    "activity": {_dumps(activity, 4)}\n  }}\n}}')
 
 
+def _verdict_fields(result: RunResult, placed: list[Finding]) -> dict[str, Any]:
+    """The verdict as separate fields: the outcome, then what the rejection (if any) said,
+    where, why and how to fix it, as each diagnostic has them."""
+    fields: dict[str, Any] = {"outcome": str(result.verdict.outcome)}
+    for finding in placed:
+        if finding.ended_stream:
+            said = finding.to_dict()
+            return fields | {name: said[name] for name in _FINDING_FIELDS}
+    return fields | dict.fromkeys(_FINDING_FIELDS)
+
+
+_FINDING_FIELDS = (
+    "code",
+    "message",
+    "spec",
+    "fix",
+    "file",
+    "line",
+    "column",
+    "eventIndex",
+    "pointer",
+)
+
+
 def _dumps(value: Any, indent: int = 0) -> str:
     text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     return text.replace("\n", "\n" + " " * indent) if indent else text
@@ -482,8 +546,9 @@ def _sarif_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         run = sarif_run(
             checked.name,
             checked.result,
-            stream=checked.stream,
+            stream_file=checked.stream_file,
             declaration=settings.capabilities or settings.agent_resource,
+            derived=settings.agent_resource is not None,
             root=settings.sarif_root,
         )
     out.write(orjson.dumps(run, option=orjson.OPT_INDENT_2).decode())
@@ -498,7 +563,7 @@ def _junit_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         checked.result,
         failures=checked.failures,
         error=checked.error,
-        fail_on_run_error=FAIL_ON.index(settings.gate.fail_on) >= FAIL_ON.index("run-error"),
+        fail_on_run_error=FAIL_ON.index(settings.gate.fail_on) >= FAIL_ON.index("error"),
         text=_plain_text(checked, settings),
     )
 
@@ -615,10 +680,11 @@ def _add_check(commands: Any) -> None:
     )
     check.add_argument(
         "--fail-on",
-        choices=FAIL_ON,
-        help="what fails the check besides a rejection or truncation: run-error (a run that "
-        "ended with RUN_ERROR), warning (that, or any warning), info (that, or any info); "
-        "default verdict (rejections and truncations only)",
+        choices=(*FAIL_ON, *FAIL_ON_ALIASES),
+        metavar="LEVEL",
+        help="what fails the check, each level including the one before: verdict (a "
+        "rejection or truncation), error (also a run that ended with RUN_ERROR, the lenient "
+        "mode), warning (also any warning: the default, as a linter), info (also any info)",
     )
     check.add_argument(
         "--max-warnings",
@@ -662,7 +728,8 @@ def _add_check(commands: Any) -> None:
         "--color",
         choices=["auto", "always", "never"],
         default="auto",
-        help="colour and links in the text report (auto: on a terminal, colour off under NO_COLOR)",
+        help="colour and links in the text report (auto: on a terminal; none under NO_COLOR, "
+        "colour without links under FORCE_COLOR)",
     )
     check.add_argument(
         "--sarif-root",
@@ -702,6 +769,56 @@ def _add_check(commands: Any) -> None:
     check.set_defaults(handler=_check)
 
 
+RECORDING_SUFFIXES = (".sse", ".jsonl", ".ndjson", ".json")
+"""The files ``check DIR`` takes for recordings (a ``.json`` one only when it holds a stream)."""
+
+
+def _recordings(source: str) -> list[str]:
+    """``source`` itself, or for a directory every recording under it, in path order.
+
+    As a linter takes a directory: the files named for a stream (``*.sse``,
+    ``*.jsonl``, ``*.ndjson``), and the ``*.json`` ones that hold one — a JSON array,
+    a conformance fixture, JSON lines of events — but not a capabilities declaration or
+    a run input beside them. Hidden files and directories (``.git``, ``.venv``) are left out.
+    """
+    folder = Path(source)
+    if source == "-" or source.startswith(("http://", "https://")) or not folder.is_dir():
+        return [source]
+    found = [
+        str(path)
+        for path in sorted(folder.rglob("*"))
+        if path.suffix in RECORDING_SUFFIXES
+        and path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+        and (path.suffix != ".json" or _holds_a_stream(path))
+    ]
+    if not found:
+        raise UsageError(
+            f"no recordings under {source} (files named {', '.join(RECORDING_SUFFIXES)}; "
+            "a .json one holding a stream or a fixture)"
+        )
+    return found
+
+
+def _holds_a_stream(path: Path) -> bool:
+    """Whether a ``.json`` file is a recording: a JSON array, JSON lines of events, or a
+    conformance fixture (a declaration or a run input is none of these)."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(1 << 16).strip()
+    except OSError:
+        return True  # unreadable: checking it says why
+    if first.startswith(b"["):
+        return True
+    try:
+        head = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        head = None
+    if type(head) is dict and "type" in head:
+        return True  # JSON lines, an event on its first line
+    return _fixture(path) is not None
+
+
 def _seconds(text: str) -> float:
     """A duration option: a positive number of seconds (``0`` turns ``--idle-timeout`` off)."""
     try:
@@ -722,6 +839,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--conversation needs --format json")
     if args.sources.count("-") > 1:
         raise UsageError("stdin (-) can be read only once")
+    sources = [found for source in args.sources for found in _recordings(source)]
     try:
         gate = build_gate(
             Path("pyproject.toml"), args.fail_on, args.max_warnings, args.rule, args.off
@@ -748,7 +866,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         transport=args.transport,
     )
     report = REPORTS[args.format]
-    many = len(args.sources) > 1
+    many = len(sources) > 1 or any(Path(source).is_dir() for source in args.sources)
     out.write(report.open(many))
     worst = EXIT_OK
     parallel = args.jobs > 1 and many
@@ -762,10 +880,10 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             pool = stack.enter_context(ProcessPoolExecutor(args.jobs))
             futures = {
                 position: pool.submit(_render, name, settings)
-                for position, name in enumerate(args.sources)
+                for position, name in enumerate(sources)
                 if name != "-"
             }
-        for position, name in enumerate(args.sources):
+        for position, name in enumerate(sources):
             if position:
                 out.write(report.between)
             if position in futures:
@@ -892,16 +1010,24 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
 """Each command's name and what adds its subparser (and imports its module)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but help written to a closed pipe says so (argparse drops the
+    error), so that ``--help | head`` ends as every other command does."""
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        (file or sys.stdout).write(self.format_help())
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of ``command``'s alone when the command line names
     it: only the top-level ``--help`` and an unknown command's error list them all, and
     building the other five subparsers (their options, their help text, their modules)
     costs about as much as checking a 20-event file once started (~4 ms)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agui-pipeline",
         description="Consume AG-UI event streams: verify them, and tell producers what "
         "their streams do wrong.",
-        epilog=EXIT_STATUSES,
+        epilog=COMMAND_EXIT_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_ShowVersion)
@@ -913,9 +1039,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def run() -> NoReturn:
-    """The command as a process of its own: the ``agui-pipeline`` script, ``python -m``."""
+    """The command as a process of its own: the ``agui-pipeline`` script, ``python -m``.
+
+    Whatever the command, a reader that went away (``| head``) ends it with status 2
+    and nothing on stderr: what is still buffered is flushed here, where a closed pipe
+    can be answered, rather than at exit, where Python would print a traceback.
+    """
     _collect_less()
-    raise SystemExit(main())
+    try:
+        try:
+            status: int | str | None = main()
+        except SystemExit as ended:  # --help, --version, a usage error: argparse exits
+            status = ended.code
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        status = EXIT_USAGE
+    raise SystemExit(status)
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null: Python flushes it again at exit, and that must be quiet."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _collect_less() -> None:
@@ -946,8 +1091,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more can be said, so say nothing.
-        # Python flushes stdout again at exit; point it at /dev/null so that is quiet too.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

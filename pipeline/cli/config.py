@@ -16,6 +16,7 @@ from typing import Any
 
 from agui_pipeline import catalog
 from agui_pipeline._engine.result import Outcome, RunResult
+from agui_pipeline._suggest import did_you_mean
 from agui_pipeline.errors import Diagnostic
 from agui_pipeline.stage import RunStatus
 
@@ -23,21 +24,38 @@ OFF = "off"
 LEVELS = (OFF, "info", "warning", "error")
 """What ``--rule CODE=LEVEL`` accepts."""
 
-FAIL_ON = ("verdict", "run-error", "warning", "info")
-"""``--fail-on`` levels, each failing on everything the one before it does, and more:
-``verdict`` (the default) a rejection or truncation; ``run-error`` also a run that
-ended with ``RUN_ERROR``; ``warning`` also any warning; ``info`` also any info."""
-
 
 class ConfigError(ValueError):
     """A tuning that cannot apply: an unknown code, a rejection's code, a bad level."""
+
+
+FAIL_ON = ("verdict", "error", "warning", "info")
+"""``--fail-on`` levels, each failing on everything the one before it does, and more:
+``verdict`` a rejection or truncation; ``error`` also a run that ended with ``RUN_ERROR``;
+``warning`` (the default, as a linter fails on any finding) also any warning; ``info``
+also any info. A diagnostic raised to ``error`` by a rule fails at every level."""
+
+DEFAULT_FAIL_ON = "warning"
+
+FAIL_ON_ALIASES = {"run-error": "error"}
+"""Earlier names of ``--fail-on`` levels, still accepted (see CHANGELOG.md)."""
+
+
+def fail_on_level(name: str) -> str:
+    """The :data:`FAIL_ON` level ``name`` stands for (an alias read as its level)."""
+    level = FAIL_ON_ALIASES.get(name, name)
+    if level not in FAIL_ON:
+        raise ConfigError(
+            f"--fail-on: no level {name!r}{did_you_mean(name, FAIL_ON, loosely=True)}"
+        )
+    return level
 
 
 @dataclass(frozen=True, slots=True)
 class Gate:
     """What fails a check, beyond a verdict that is not ``completed``."""
 
-    fail_on: str = "verdict"
+    fail_on: str = DEFAULT_FAIL_ON
     max_warnings: int | None = None
     rules: Mapping[str, str] = field(default_factory=dict)
     """Code → ``off``/``info``/``warning``/``error``."""
@@ -70,10 +88,10 @@ class Gate:
         if counts["error"]:
             reasons.append(f"{counts['error']} diagnostic(s) raised to error by --rule")
         rank = FAIL_ON.index(self.fail_on)
-        if rank >= FAIL_ON.index("run-error"):
+        if rank >= FAIL_ON.index("error"):
             failed = result.run_counts.get(str(RunStatus.ERROR), 0)  # listed or not
             if failed:
-                reasons.append(f"{failed} run(s) ended with RUN_ERROR")
+                reasons.append(f"{failed} run(s) ended with RUN_ERROR (--fail-on {self.fail_on})")
         if rank >= FAIL_ON.index("warning") and counts["warning"]:
             reasons.append(f"{counts['warning']} warning(s) (--fail-on {self.fail_on})")
         if rank >= FAIL_ON.index("info") and counts["info"]:
@@ -117,13 +135,13 @@ def check_rules(rules: Mapping[str, Any], where: str) -> dict[str, str]:
     """Every code known and tunable, every level one of :data:`LEVELS`."""
     for code, level in rules.items():
         if level not in LEVELS:
-            raise ConfigError(f"{where}: {code} = {level!r}: expected one of {', '.join(LEVELS)}")
+            hint = did_you_mean(str(level), LEVELS, loosely=True)
+            raise ConfigError(
+                f"{where}: {code} = {level!r}: expected one of {', '.join(LEVELS)}{hint}"
+            )
         entry = catalog.ALL.get(code)
         if entry is None:
-            import difflib
-
-            near = difflib.get_close_matches(code, list(catalog.ALL), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            hint = did_you_mean(code, catalog.ALL, loosely=True)
             raise ConfigError(f"{where}: no diagnostic code {code!r}{hint}")
         if entry.severity is catalog.Severity.ERROR:
             raise ConfigError(
@@ -152,11 +170,16 @@ def read_pyproject(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {error}") from None
     table = document.get("tool", {}).get("agui-pipeline", {})
     where = f"{path} [tool.agui-pipeline]"
-    unknown = set(table) - {"fail-on", "max-warnings", "rules"}
+    keys = ("fail-on", "max-warnings", "rules")
+    unknown = sorted(set(table) - set(keys))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    if "fail-on" in table and table["fail-on"] not in FAIL_ON:
-        raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_ON)}")
+        hint = did_you_mean(unknown[0], keys, loosely=True)
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{hint} (known: {', '.join(keys)})")
+    if "fail-on" in table:
+        try:
+            table["fail-on"] = fail_on_level(str(table["fail-on"]))
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
     limit = table.get("max-warnings")
     if limit is not None and (type(limit) is not int or limit < 0):
         raise ConfigError(f"{where}: max-warnings must be a whole number of at least 0")
@@ -176,7 +199,7 @@ def build_gate(
     """The gate from pyproject.toml, with the command line's options taking precedence."""
     table = read_pyproject(pyproject)
     return Gate(
-        fail_on=fail_on or table.get("fail-on", "verdict"),
+        fail_on=fail_on_level(fail_on) if fail_on else table.get("fail-on", DEFAULT_FAIL_ON),
         max_warnings=max_warnings if max_warnings is not None else table.get("max-warnings"),
         rules={**table.get("rules", {}), **parse_rules(rules, off)},
     )

@@ -22,6 +22,11 @@ def add_command(commands: Any) -> None:
         help="describe a diagnostic code: title, severity, spec page, what to do",
         description="Print what a diagnostic or rejection code means: its title, default "
         "severity, the spec page its rule comes from and what to do about it.",
+        epilog="exit status:\n"
+        "  0  every CODE named is in the catalog (or --markdown)\n"
+        "  2  a code the catalog does not hold (the nearest one is suggested), no CODE,\n"
+        "     a closed pipe",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     command.add_argument("codes", nargs="*", metavar="CODE", help="a code, e.g. enforce.stripped")
     command.add_argument(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -177,12 +178,21 @@ def fresh_input() -> dict[str, Any]:
     return {"threadId": f"thread-{uuid.uuid4()}", "runId": f"run-{uuid.uuid4()}", "messages": []}
 
 
+SERVER_EXIT_STATUSES = """\
+exit status:
+  0  stopped (Ctrl-C or SIGTERM) after serving
+  2  a usage or I/O error: a bad option, {what}, a port
+     in use, a missing extra, a closed pipe"""
+
+
 def add_serve(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="replay a recorded stream as an HTTP + SSE agent endpoint",
         description="Answer every POST with the recorded stream FILE (any framing check "
         "reads), as text/event-stream. Needs the 'serve' extra.",
+        epilog=SERVER_EXIT_STATUSES.format(what="a recording that does not parse whole"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(
         "file",
@@ -216,10 +226,12 @@ def add_serve(commands: Any) -> None:
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN'")
     serve.add_argument(
         "--echo-ids",
-        action="store_true",
-        help="serve the recording under the request's ids: every run's threadId, and the "
-        "requested (last) run's runId on RUN_STARTED, RUN_FINISHED, an echoed input and any "
-        "parentRunId naming it; earlier runs keep their runIds",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve the recording under the request's ids, as the run-input page says a "
+        "producer answers (the default): every run's threadId, and the requested (last) run's "
+        "runId on RUN_STARTED, RUN_FINISHED, an echoed input and any parentRunId naming it; "
+        "earlier runs keep their runIds. --no-echo-ids serves the recording's own ids",
     )
     serve.add_argument(
         "--max-body",
@@ -291,15 +303,20 @@ def add_proxy(commands: Any) -> None:
     proxy = commands.add_parser(
         "proxy",
         help="a validating gateway: relay each POSTed run to an agent through the pipeline",
-        description="Relay every POSTed RunAgentInput to the agent at --upstream, read its "
-        "stream through the default pipeline, and answer with what the pipeline delivered, "
-        "as text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
-        "the rejection, an upstream error status is answered 502. Each run's diagnostics "
-        "are printed on stderr as they happen. Past the descriptor budget or "
-        "--max-concurrency a run is answered 503 with Retry-After; GET /healthz, /readyz "
-        "and /metrics serve operators; SIGTERM drains. Every option can be set by the "
-        f"environment too ({PROXY_ENV}UPSTREAM, {PROXY_ENV}MAX_CONCURRENCY, ...). Needs the "
-        "'http' and 'serve' extras (and 'metrics' for /metrics).",
+        description=textwrap.fill(
+            "Relay every POSTed RunAgentInput to the agent at --upstream, read its stream "
+            "through the default pipeline, and answer with what the pipeline delivered, as "
+            "text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
+            "the rejection, an upstream error status is answered 502. Each run's diagnostics "
+            "are printed on stderr as they happen. Past the descriptor budget or "
+            "--max-concurrency a run is answered 503 with Retry-After; GET /healthz, /readyz "
+            "and /metrics serve operators; SIGTERM drains. Every option can be set by the "
+            f"environment too ({PROXY_ENV}UPSTREAM, {PROXY_ENV}MAX_CONCURRENCY, ...). Needs "
+            "the 'http' and 'serve' extras (and 'metrics' for /metrics).",
+            78,
+        ),
+        epilog=SERVER_EXIT_STATUSES.format(what="an --upstream that is not an http(s) URL"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     upstream = _env("upstream", None)
     proxy.add_argument(

@@ -2,10 +2,10 @@
 
 One SARIF run per checked stream. Every diagnostic becomes a result whose
 rule is its catalog code; the rejection that ended the stream, if any, is an
-``error`` result. A result about an event points at the line its frame starts
-on in the stream file (found by re-reading the file's framing), with the event
-index and JSON pointer as a logical location; a reconcile finding also points
-at the field of the capabilities declaration it is about.
+``error`` result. A result about an event points at its line and column in the
+stream file (where the text and JSON reports place it: :func:`report.findings`),
+with the event index and JSON pointer as a logical location; a reconcile finding
+also points at the field of the capabilities declaration it is about.
 
 Fit for code scanning: file URIs are relative to a root folder (the current
 directory, or ``--sarif-root``) through the ``SRCROOT`` base id, a file
@@ -23,6 +23,8 @@ from typing import Any
 
 from agui_pipeline import catalog
 from agui_pipeline._engine.result import RunResult
+from agui_pipeline.delivery.locate import Position
+from agui_pipeline.delivery.report import Finding, findings
 from agui_pipeline.errors import Diagnostic
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -35,16 +37,13 @@ def sarif_report(
     source: str,
     result: RunResult,
     *,
-    stream: bytes | None = None,
+    stream_file: str | None = None,
     declaration: str | None = None,
     root: str | None = None,
 ) -> dict[str, Any]:
     """The SARIF log for one checked stream (see :func:`sarif_run`)."""
-    return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [sarif_run(source, result, stream=stream, declaration=declaration, root=root)],
-    }
+    run = sarif_run(source, result, stream_file=stream_file, declaration=declaration, root=root)
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
 def sarif_log_open(many: bool) -> str:
@@ -60,16 +59,18 @@ def sarif_run(
     source: str,
     result: RunResult | None,
     *,
-    stream: bytes | None = None,
+    stream_file: str | None = None,
     declaration: str | None = None,
+    derived: bool = False,
     root: str | None = None,
     error: str | None = None,
 ) -> dict[str, Any]:
     """One SARIF run for one checked stream.
 
-    ``source`` is the stream's path as given (``"-"`` for stdin), ``stream``
-    its bytes when they can be re-read for line numbers, ``declaration`` the
-    path of the capabilities (or agent resource) file, ``root`` the folder
+    ``source`` is the stream's path as given (``"-"`` for stdin), ``stream_file``
+    the file to re-read for lines and columns (``None``: stdin, a URL, a fixture,
+    which have none), ``declaration`` the
+    path of the capabilities (or agent resource: ``derived``) file, ``root`` the folder
     file URIs are relative to (default the current directory). ``result`` is
     ``None`` when the source could not be read: ``error`` says why, as a tool
     execution notification.
@@ -86,6 +87,7 @@ def sarif_run(
         "tool": {"driver": driver},
         "originalUriBaseIds": {ROOT_ID: {"uri": base.as_uri() + "/"}},
         "artifacts": [{"location": artifact}],
+        "columnKind": "unicodeCodePoints",
         "results": [],
     }
     if result is None:
@@ -98,26 +100,13 @@ def sarif_run(
             }
         ]
         return run
-    lines = frame_lines(stream, result.transport) if stream is not None else []
-    diagnostics = list(result.diagnostics)
-    verdict_error = result.verdict.error
-    if verdict_error is not None:
-        code = getattr(verdict_error, "code", catalog.HANDLER_FAILED.id)
-        diagnostics.append(
-            Diagnostic(
-                code,
-                catalog.Severity.ERROR,
-                getattr(verdict_error, "detail", str(verdict_error)),
-                verdict_error.event_index,
-                getattr(verdict_error, "pointer", None),
-                getattr(verdict_error, "spec", ""),
-            )
-        )
     rules: dict[str, dict[str, Any]] = {}
     declared_at = None if declaration is None else _artifact(declaration, base)
-    for diagnostic in diagnostics:
-        rules.setdefault(diagnostic.code, _rule(diagnostic))
-        run["results"].append(_result(diagnostic, artifact, lines, declared_at))
+    # A declaration derived from an agent resource has no lines of its own to point at.
+    placed_in = None if derived else declaration
+    for finding in findings(result, stream=stream_file, declaration=placed_in):
+        rules.setdefault(finding.diagnostic.code, _rule(finding.diagnostic))
+        run["results"].append(_result(finding, artifact, declared_at))
     driver["rules"] = list(rules.values())
     if declared_at is not None:
         run["artifacts"].append({"location": declared_at})
@@ -163,24 +152,22 @@ def _rule(diagnostic: Diagnostic) -> dict[str, Any]:
 
 
 def _result(
-    diagnostic: Diagnostic,
-    artifact: dict[str, Any],
-    lines: list[int],
-    declaration: dict[str, Any] | None,
+    finding: Finding, artifact: dict[str, Any], declaration: dict[str, Any] | None
 ) -> dict[str, Any]:
+    diagnostic, position = finding.diagnostic, finding.position
     index, pointer, declared = diagnostic.event_index, diagnostic.pointer, diagnostic.declared
     physical: dict[str, Any] = {"artifactLocation": artifact}
     location: dict[str, Any] = {"physicalLocation": physical}
     if index is not None:
-        # A line only where the frame's line is known: past the last frame (a
-        # truncation), stdin or a JSON array there is none, and none is made up.
-        if index < len(lines):
-            physical["region"] = {"startLine": lines[index]}
+        # A region only where the position is known: past the last frame (a
+        # truncation), stdin or a URL there is none, and none is made up.
+        if position is not None:
+            physical["region"] = {"startLine": position.line, "startColumn": position.column}
         location["logicalLocations"] = [
             {"fullyQualifiedName": f"event[{index}]{pointer or ''}", "kind": "element"}
         ]
     elif declared is not None and declaration is not None:
-        location = _declaration_location(declaration, declared)
+        location = _declaration_location(declaration, declared, position)
     result: dict[str, Any] = {
         "ruleId": diagnostic.code,
         "level": _LEVEL[str(diagnostic.severity)],
@@ -198,33 +185,14 @@ def _result(
     return result
 
 
-def _declaration_location(declaration: dict[str, Any], declared: str) -> dict[str, Any]:
+def _declaration_location(
+    declaration: dict[str, Any], declared: str, position: Position | None = None
+) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": declaration}
+    if position is not None:
+        physical["region"] = {"startLine": position.line, "startColumn": position.column}
     return {
-        "physicalLocation": {"artifactLocation": declaration},
+        "physicalLocation": physical,
         "logicalLocations": [{"fullyQualifiedName": declared, "kind": "member"}],
         "message": {"text": f"declared at {declared}"},
     }
-
-
-def frame_lines(data: bytes, framing: str | None) -> list[int]:
-    """The 1-based line each frame starts on, in frame order (the parse stage's framings).
-
-    A JSON array document is one value whose elements are not tracked: every
-    frame is placed on line 1.
-    """
-    text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    rows = text.split(b"\n")
-    if framing == "jsonl":
-        return [number for number, row in enumerate(rows, 1) if row.strip()]
-    if framing != "sse":
-        return []
-    starts: list[int] = []
-    block_start: int | None = None
-    for number, row in enumerate(rows, 1):
-        if not row:
-            block_start = None
-            continue
-        if row.startswith(b"data") and row[4:5] in (b":", b"") and block_start is None:
-            block_start = number
-            starts.append(number)
-    return starts

@@ -201,7 +201,7 @@ class SummarisedLog:
             line = orjson.dumps({key: value for key, value in record.items() if value is not None})
             self.out.write(line.decode() + "\n")
         elif more is None:
-            self.out.write(f"gateway: {cause}: {detail}\n")
+            self.out.write(f"gateway: {cause}: {detail}\n" if detail else f"gateway: {cause}\n")
         else:
             self.out.write(f"gateway: {cause}: {more} more in the last {self.interval:g} s\n")
         self.out.flush()
@@ -227,7 +227,9 @@ class Gateway:
     ``log`` gets the summarised errors; ``metrics`` the counters (``None``: no ``/metrics``).
 
     The relay's ``on_diagnostic`` and ``on_end`` are wrapped so the counters see each run;
-    what they did before they still do.
+    what they did before they still do, and its ``body_timeout`` becomes the settings'.
+    ``descriptor_limit`` is the limit budgeted against; by default the process's soft
+    ``RLIMIT_NOFILE`` is raised to the hard one, and that is it.
     """
 
     def __init__(

@@ -132,7 +132,10 @@ class _Summarised(logging.Filter):
         self.log = log
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Said by the summarised log; uvicorn's own line only for the first of a cause
+        that carries a traceback, which is worth reading whole once."""
         if record.levelno < logging.WARNING:
             return True
-        message = record.getMessage()
-        return self.log.note(f"server: {message.splitlines()[0][:80]}", message)
+        first_line = record.getMessage().splitlines()[0][:80] if record.getMessage() else ""
+        first = self.log.note(f"server: {first_line}", "")
+        return first and record.exc_info is not None

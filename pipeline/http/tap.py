@@ -19,7 +19,9 @@ Each diagnostic is one log record (``WARNING`` for an error or warning,
 ``INFO`` otherwise) whose ``extra`` carries ``agui_code``, ``agui_severity``,
 ``agui_event_index``, ``agui_pointer``, ``agui_spec``, ``agui_thread_id``,
 ``agui_run_id`` and ``agui_path``; the verdict is one more (``agui_outcome``,
-``agui_code``), ``INFO`` when the stream completed and ``ERROR`` otherwise.
+``agui_code``), ``INFO`` when the stream completed and ``ERROR`` otherwise. A message
+is made inert (:func:`~agui_pipeline.delivery.escaping.inert`): what the producer sent cannot
+write control characters into a log read on a terminal.
 A bug in the checker is logged with its traceback and ends the checking of that
 response only: the agent's stream goes on untouched.
 
@@ -42,6 +44,7 @@ import anyio
 import orjson
 from agui_pipeline._engine.pipeline import Pipeline
 from agui_pipeline._engine.result import Verdict
+from agui_pipeline.delivery.escaping import inert
 from agui_pipeline.errors import Diagnostic
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -165,7 +168,7 @@ class Tap:
                 "agui_pointer": diagnostic.pointer,
                 "agui_spec": diagnostic.spec,
             }
-            self.logger.log(level, "%s", diagnostic, extra=extra)
+            self.logger.log(level, "%s", inert(str(diagnostic)), extra=extra)
             if traced is not None:
                 traced.diagnostic(extra)
 
@@ -182,7 +185,7 @@ class Tap:
                 logging.INFO if verdict.completed else logging.ERROR,
                 "AG-UI stream %s%s",
                 verdict.outcome,
-                "" if verdict.completed else f": {verdict.message}",
+                "" if verdict.completed else f": {inert(verdict.message or '')}",
                 extra={**ids, "agui_outcome": str(verdict.outcome), "agui_code": verdict.code},
             )
             if traced is not None:

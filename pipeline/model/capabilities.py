@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 import orjson
-from agui_pipeline._json import describe, escape, join_pointer, read_document
+from agui_pipeline._json import describe, escape, join_pointer, read_document, unescape
 from agui_pipeline.declaration import CapabilitiesSource
 from agui_pipeline.errors import DeclarationUnusable
 from agui_pipeline.events import MAX_SAFE_INTEGER, OpenObject
@@ -219,6 +219,19 @@ class AgentCapabilities(_Declared):
     def unrecognised(self) -> list[str]:
         """JSON Pointers of the members this version does not define (nested ones first)."""
         return list(_unrecognised(self, ""))
+
+
+def defined_members(capabilities: AgentCapabilities, pointer: str) -> list[str]:
+    """The members this version defines in the object that holds ``pointer``'s last one
+    (an unrecognised member's known neighbours, one of which it may misspell)."""
+    value: Any = capabilities
+    for token in pointer.split("/")[1:-1]:
+        name = unescape(token)
+        if isinstance(value, list) and name.isdigit() and int(name) < len(value):
+            value = value[int(name)]
+        else:
+            value = getattr(value, name, None) if isinstance(value, BaseModel) else None
+    return list(type(value).model_fields) if isinstance(value, BaseModel) else []
 
 
 def _document(source: object) -> Any:

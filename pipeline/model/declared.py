@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from agui_pipeline._json import unescape
+from agui_pipeline._suggest import did_you_mean
 from agui_pipeline.catalog import (
     RECONCILE_DECLARATION_UNRECOGNISED,
     RECONCILE_DECLARATION_UNUSABLE,
@@ -56,7 +58,8 @@ def read_declaration(source: Declaration | CapabilitiesSource | None) -> Declara
     notes = tuple(
         DeclarationNote(
             RECONCILE_DECLARATION_UNRECOGNISED,
-            f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read",
+            f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read"
+            + _suggestion(capabilities, pointer),
             pointer,
         )
         for pointer in capabilities.unrecognised()
@@ -199,6 +202,14 @@ def _unusable(pointer: str, reason: str) -> DeclarationNote:
         "and the run proceeds as for an agent that declared nothing",
         pointer,
     )
+
+
+def _suggestion(capabilities: AgentCapabilities, pointer: str) -> str:
+    """``" (did you mean humanInTheLoop?)"`` for an unrecognised member close to a known one."""
+    from agui_pipeline.model.capabilities import defined_members
+
+    name = unescape(pointer.rpartition("/")[2])
+    return did_you_mean(name, defined_members(capabilities, pointer))
 
 
 def _unrecognised_reason(pointer: str) -> str:

@@ -542,7 +542,12 @@ where the corpus lives:
     agui-pipeline conformance ag-ui/spec/1.1/conformance/streams
 
   Any folder of fixtures in the same format works. `agui-pipeline check FIXTURE`
-  checks one fixture's stream against its input, as an ordinary source."""
+  checks one fixture's stream against its input, as an ordinary source.
+
+exit status:
+  0  every fixture passed
+  1  a fixture failed: the replay differs from its 'expect'
+  2  a fixture that cannot be read, no fixture under PATH, a closed pipe"""
 
 
 def add_command(commands: Any) -> None:

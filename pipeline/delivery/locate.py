@@ -1,0 +1,295 @@
+"""Where a finding is in a file: the line and column a report leads it with.
+
+A diagnostic says *which* frame (its event index) and *where in it* (a JSON
+Pointer); an editor, a CI annotation and a person want a line and a column in the
+file. :func:`locate_findings` re-reads a stream file with the parse stage's
+framing rules (the same frames, counted the same way: a blank SSE ``data`` or JSON
+line is no frame, an SSE event with no blank line after it is none either) and
+turns each finding into a :class:`Position`:
+
+- a finding with a pointer, at the member it names (its key) or the element,
+  or — when the pointer names something absent, such as a required field — at
+  the object that lacks it;
+- ``parse.not-json``, at the character where decoding failed;
+- a finding about a whole frame, at the frame's first character;
+- ``parse.incomplete-frame``, at the event the stream ended inside.
+
+Lines count from 1 as editors count them (LF, CRLF or CR), columns from 1 in
+characters, after a byte-order mark. :func:`locate_pointer` does the same for a
+JSON document, such as a capabilities declaration.
+
+Only the report's slow path reads this: a file is re-read when it has findings to
+place, line by line and only as far as the last of them, so a long file costs no
+memory and a clean one no time. A stream with no file (stdin, a URL), a
+conformance fixture and protobuf frames have no lines to give.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from agui_pipeline._json import unescape
+from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME, PARSE_NOT_JSON
+from agui_pipeline.errors import Diagnostic
+
+FRAMINGS = ("sse", "jsonl", "json")
+"""The framings whose files have lines (not ``proto``, a binary framing)."""
+
+_BOM = "\ufeff"
+_BLANK = " \t\n\r\x0b\x0c"
+"""What ``bytes.isspace`` counts as blank, as the parse stage tests a frame."""
+_SPACE = re.compile(r"[ \t\n\r]*")
+_SCAN = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A place in a file: 1-based line and column (in characters)."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """A frame's text, from ``start``, and how an offset in it maps to the file.
+
+    ``pieces`` holds, for each line the text came from, the line number, the
+    0-based column the piece starts at and its length: the text is the pieces
+    joined with ``\\n`` (SSE ``data`` lines), or one piece (a JSON line).
+    ``None`` is a whole document, whose own line breaks are the file's.
+    """
+
+    text: str
+    pieces: list[tuple[int, int, int]] | None
+    start: int = 0
+
+    def position(self, offset: int) -> Position:
+        """The file position of character ``offset`` of :attr:`text`."""
+        if self.pieces is None:
+            line_start = self.text.rfind("\n", 0, offset) + 1
+            return Position(self.text.count("\n", 0, offset) + 1, offset - line_start + 1)
+        for line, column, length in self.pieces:
+            if offset <= length:
+                return Position(line, column + offset + 1)
+            offset -= length + 1
+        line, column, length = self.pieces[-1]
+        return Position(line, column + length + 1)
+
+
+def locate_findings(
+    path: Path, framing: str | None, findings: Sequence[Diagnostic]
+) -> list[Position | None]:
+    """Each finding's position in the stream file ``path`` read as ``framing``
+    (``None`` for one that is not about an event, or whose event has no line)."""
+    wanted = {d.event_index for d in findings if d.event_index is not None}
+    if framing not in FRAMINGS or not wanted:
+        return [None] * len(findings)
+    try:
+        if framing == "json":
+            document = _read_text(path)
+            frames = _elements_wanted(document, wanted)
+            whole = _Frame(document, None, _skip_space(document, 0))
+        else:
+            frames = _delimited_frames(path, framing, wanted)
+    except (OSError, UnicodeError):
+        return [None] * len(findings)
+    positions: list[Position | None] = []
+    for finding in findings:
+        index = finding.event_index
+        frame = None if index is None else frames.get(index)
+        if framing == "json" and finding.code == PARSE_NOT_JSON.id:
+            frame = whole  # the document as a whole did not decode
+        positions.append(None if frame is None else _place(finding, frame))
+    return positions
+
+
+def locate_pointer(path: Path, pointer: str) -> Position | None:
+    """Where ``pointer`` leads in the JSON document ``path`` (as far as it exists)."""
+    try:
+        text = _read_text(path)
+        frame = _Frame(text, None, _skip_space(text, 0))
+        return frame.position(_find(text, frame.start, _tokens(pointer)))
+    except (OSError, ValueError):  # unreadable, or not JSON on the way
+        return None
+
+
+def _place(finding: Diagnostic, frame: _Frame) -> Position:
+    text, start = frame.text, _skip_space(frame.text, frame.start)
+    if finding.code == PARSE_NOT_JSON.id:
+        try:
+            orjson.loads(text[frame.start :] if frame.start else text)
+        except orjson.JSONDecodeError as error:
+            return frame.position(frame.start + error.pos)
+    elif finding.pointer and finding.code != PARSE_INCOMPLETE_FRAME.id:
+        try:
+            return frame.position(_find(text, start, _tokens(finding.pointer)))
+        except ValueError:  # not JSON on the way: the finding is about the frame's bytes
+            pass
+    return frame.position(start)
+
+
+# -- frames ------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="surrogateescape", newline=None) as file:
+        return file.read().removeprefix(_BOM)
+
+
+def _lines(path: Path, framing: str) -> Iterator[tuple[int, str]]:
+    """``(number, line without its line break)``, numbered as an editor numbers them.
+
+    SSE lines end at LF, CRLF or CR, as the parse stage reads them; a JSON line
+    ends at LF only (a CR before it is whitespace inside the frame).
+    """
+    newline = None if framing == "sse" else "\n"
+    with path.open(encoding="utf-8", errors="surrogateescape", newline=newline) as file:
+        for number, line in enumerate(file, 1):
+            if number == 1:
+                line = line.removeprefix(_BOM)
+            yield number, line.removesuffix("\n")
+
+
+def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _Frame]:
+    """The frames of an SSE or JSON-lines file whose index is ``wanted``, read no further
+    than the last of them."""
+    found: dict[int, _Frame] = {}
+    last = max(wanted)
+    index = 0
+    data: list[tuple[int, int, str]] = []  # the data lines of the SSE event being read
+    event_start = 0  # its first line
+    for number, line in _lines(path, framing):
+        if framing == "jsonl":
+            if line.strip(_BLANK):
+                if index in wanted:
+                    found[index] = _Frame(line, [(number, 0, len(line))])
+                index += 1
+        elif line:
+            event_start = event_start or number
+            value = _sse_data(line)
+            if value is not None:
+                data.append((number, len(line) - len(value), value))
+        elif data:  # a blank line dispatches the event
+            text = "\n".join(value for _, _, value in data)
+            if not text or text.strip(_BLANK):  # a data field of blanks is no frame
+                if index in wanted:
+                    found[index] = _Frame(text, [(n, at, len(value)) for n, at, value in data])
+                index += 1
+            data, event_start = [], 0
+        else:
+            event_start = 0
+        if index > last:
+            return found
+    if data and index in wanted:
+        # The stream ended inside an event (parse.incomplete-frame names this index).
+        found[index] = _Frame("", [(event_start, 0, 0)])
+    return found
+
+
+def _sse_data(line: str) -> str | None:
+    """The value of a ``data`` field line (one leading space dropped), else ``None``."""
+    if line[:1] == ":":
+        return None
+    name, colon, value = line.partition(":")
+    if name != "data":
+        return None
+    return value[1:] if colon and value[:1] == " " else value
+
+
+def _elements_wanted(text: str, wanted: set[int]) -> dict[int, _Frame]:
+    """The elements of the JSON array document ``text`` whose index is ``wanted``, each
+    the whole document read from the element's offset (so positions count in the file)."""
+    found: dict[int, _Frame] = {}
+    position = _skip_space(text, 0)
+    try:
+        if text[position : position + 1] == "[":
+            for index, start in enumerate(_elements(text, position)):
+                if index in wanted:
+                    found[index] = _Frame(text, None, start)
+                if index >= max(wanted):
+                    break
+    except ValueError:
+        pass  # the document breaks after the elements found
+    if 0 in wanted and 0 not in found:  # not an array: the finding is about the document
+        found[0] = _Frame(text, None, position)
+    return found
+
+
+# -- a JSON Pointer in JSON text -------------------------------------------------------
+
+
+def _tokens(pointer: str) -> list[str]:
+    return [unescape(token) for token in pointer.split("/")[1:]] if pointer else []
+
+
+def _skip_space(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return match.end() if match else position
+
+
+def _find(text: str, start: int, tokens: list[str]) -> int:
+    """The offset of what ``tokens`` name in the JSON value at ``start``: a member's key,
+    an element's value; as far as the path exists (the container lacking the rest).
+
+    Values are skipped by the standard library's C scanner, so only the containers on
+    the path are walked here. ``ValueError`` when the text is not JSON on the way.
+    """
+    position = start
+    for depth, token in enumerate(tokens, 1):
+        opener = text[position : position + 1]
+        if opener == "{":
+            found = _member(text, position, token)
+        elif opener == "[" and token.isdigit():
+            found = _element(text, position, int(token))
+        else:
+            return position
+        if found is None:
+            return position
+        key, value = found
+        if depth == len(tokens):
+            return key
+        position = value
+    return position
+
+
+def _member(text: str, position: int, name: str) -> tuple[int, int] | None:
+    """``(key offset, value offset)`` of member ``name`` of the object at ``position``."""
+    position = _skip_space(text, position + 1)
+    while text[position : position + 1] == '"':
+        key, end = _SCAN.raw_decode(text, position)
+        value = _skip_space(text, _skip_space(text, end) + 1)  # past the colon
+        if key == name:
+            return position, value
+        _, end = _SCAN.raw_decode(text, value)
+        position = _skip_space(text, end)
+        if text[position : position + 1] != ",":
+            return None
+        position = _skip_space(text, position + 1)
+    return None
+
+
+def _element(text: str, position: int, wanted: int) -> tuple[int, int] | None:
+    for index, start in enumerate(_elements(text, position)):
+        if index == wanted:
+            return start, start
+    return None
+
+
+def _elements(text: str, position: int) -> Iterator[int]:
+    """The offset of each element of the array at ``position``."""
+    position = _skip_space(text, position + 1)
+    if text[position : position + 1] == "]":
+        return
+    while position < len(text):
+        yield position
+        _, end = _SCAN.raw_decode(text, position)
+        position = _skip_space(text, end)
+        if text[position : position + 1] != ",":
+            return
+        position = _skip_space(text, position + 1)

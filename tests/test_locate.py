@@ -1,0 +1,143 @@
+"""Where a finding is in a file (agui_pipeline.delivery.locate): the line and column every report
+leads a finding with, counted in the file for every framing that has lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agui_pipeline.catalog import Severity
+from agui_pipeline.delivery.locate import Position, locate_findings, locate_pointer
+from agui_pipeline.errors import Diagnostic
+
+
+def at(index: int | None, pointer: str | None = None, code: str = "x.y") -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, "m", index, pointer)
+
+
+def places(tmp_path: Path, data: bytes, framing: str, *findings: Diagnostic) -> list[Any]:
+    path = tmp_path / "stream"
+    path.write_bytes(data)
+    return [
+        None if p is None else (p.line, p.column)
+        for p in locate_findings(path, framing, list(findings))
+    ]
+
+
+def test_sse_frames_are_counted_as_parse_counts_them(tmp_path: Path) -> None:
+    data = (
+        b"event: x\ndata: {}\n\n"  # frame 0 on line 2
+        b": a comment\n\n"  # no frame
+        b"data:   \n\n"  # a data field of blanks: no frame
+        b'data: {"a":\r\ndata: 1}\r\n\r\n'  # frame 1, two data lines, CRLF
+        b'data:{"b": [1, {"c": 2}]}\n\n'  # frame 2 on line 11, no space after the colon
+    )
+    assert places(
+        tmp_path, data, "sse", at(0), at(1, "/a"), at(2, "/b/1/c"), at(2, "/b/1"), at(3)
+    ) == [(2, 7), (8, 8), (11, 17), (11, 16), None]
+
+
+def test_a_position_inside_a_later_data_line(tmp_path: Path) -> None:
+    data = b'data: {"type": "X",\ndata:  "deep": {"k": 1}}\n\n'  # one space is the field's
+    assert places(tmp_path, data, "sse", at(0, "/deep/k")) == [(2, 17)]
+
+
+def test_a_byte_order_mark_and_wide_characters_count_as_an_editor_counts(
+    tmp_path: Path,
+) -> None:
+    data = '\ufeffdata: {"é": "ü", "b": 1}\n\n'.encode()
+    assert places(tmp_path, data, "sse", at(0, "/b")) == [(1, 18)]
+
+
+def test_json_lines(tmp_path: Path) -> None:
+    data = b'{"a": 1}\n\n   \n  {"x": {"y/z": 1, "t~": 2}}\n'
+    findings = [at(0, ""), at(1, "/x/y~1z"), at(1, "/x/t~0"), at(2)]
+    assert places(tmp_path, data, "jsonl", *findings) == [(1, 1), (4, 10), (4, 20), None]
+
+
+def test_a_json_array_document(tmp_path: Path) -> None:
+    data = b'[\n  {"type": "A"},\n  {"type": "B", "list": [0, {"k": 1}]}\n]'
+    findings = [at(0), at(1, "/list/1/k"), at(5)]
+    assert places(tmp_path, data, "json", *findings) == [(2, 3), (3, 30), None]
+
+
+def test_an_absent_member_is_placed_at_the_object_that_lacks_it(tmp_path: Path) -> None:
+    data = b'data: {"type": "TEXT_MESSAGE_START", "inner": {}}\n\n'
+    findings = [at(0, "/messageId"), at(0, "/inner/missing"), at(0, "/type/deeper")]
+    # The object lacking the member; past a value that is no container, that value.
+    assert places(tmp_path, data, "sse", *findings) == [(1, 7), (1, 47), (1, 16)]
+
+
+def test_where_a_frame_stopped_being_json(tmp_path: Path) -> None:
+    not_json = "parse.not-json"
+    jsonl = b'{"a": 1}\n{"type": "X", "b": \n'
+    assert places(tmp_path, jsonl, "jsonl", at(1, None, not_json)) == [(2, 20)]
+    sse = b'data: {"a": 1}\n\ndata: {"x":\ndata:  oops}\n\n'
+    assert places(tmp_path, sse, "sse", at(1, None, not_json)) == [(4, 8)]
+    document = b'[{"a": 1},\n {"b": x}]'
+    assert places(tmp_path, document, "json", at(0, None, not_json)) == [(2, 8)]
+
+
+def test_the_event_a_stream_ended_inside(tmp_path: Path) -> None:
+    data = b'data: {}\n\nevent: late\ndata: {"cut'
+    incomplete = "parse.incomplete-frame"
+    assert places(tmp_path, data, "sse", at(1, None, incomplete)) == [(3, 1)]
+    assert places(tmp_path, b"data: {}\n\n: only a comment", "sse", at(1)) == [None]
+
+
+@pytest.mark.parametrize("framing", ["proto", None])
+def test_no_lines_for_a_framing_without_them(tmp_path: Path, framing: str | None) -> None:
+    assert places(tmp_path, b"data: {}\n\n", framing or "", at(0)) == [None]
+
+
+def test_a_missing_file_places_nothing(tmp_path: Path) -> None:
+    assert locate_findings(tmp_path / "gone.sse", "sse", [at(0)]) == [None]
+    assert locate_pointer(tmp_path / "gone.json", "/a") is None
+
+
+def test_a_pointer_in_a_declaration(tmp_path: Path) -> None:
+    declaration = tmp_path / "capabilities.json"
+    declaration.write_text('{\n  "tools": {\n    "parallelCals": false\n  }\n}\n')
+    assert locate_pointer(declaration, "/tools/parallelCals") == Position(3, 5)
+    assert locate_pointer(declaration, "") == Position(1, 1)
+    declaration.write_text("{not json")  # as far as it is JSON: its start
+    assert locate_pointer(declaration, "/tools") == Position(1, 1)
+    declaration.write_text('{"a": [1, }')
+    assert locate_pointer(declaration, "/b") is None  # not JSON on the way: nowhere
+
+
+def test_a_report_places_findings_without_holding_the_file(tmp_path: Path) -> None:
+    """SARIF once read the whole stream file (and split it into lines) to number its
+    findings: 387 MB for a 109 MB file. Placed line by line, a long file costs no more
+    than checking it does."""
+    from agui_pipeline.testing.workload import iter_sse_chunks
+
+    big = tmp_path / "big.sse"
+    with big.open("wb") as file:
+        for chunk in iter_sse_chunks(300_000):
+            file.write(chunk)
+        file.write(b'data: {"type": "RUN_STARTED", "threadId": "t", "runId": "late"}\n\n')
+    size_mb = big.stat().st_size / 2**20
+    script = (
+        "import io, sys\n"
+        "from agui_pipeline.cli import main\n"
+        "status = main(['check', sys.argv[1], '--format', 'sarif'], out=io.StringIO())\n"
+        "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
+        "print(status, int(hwm.split()[1]) // 1024)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(big)], capture_output=True, text=True, timeout=300
+    )
+    status, peak_mb = map(int, done.stdout.split())
+    assert status == 1  # a late RUN_STARTED, placed on the file's last lines
+    checked = subprocess.run(
+        [sys.executable, "-c", script.replace("'--format', 'sarif'", "'-q'"), str(big)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    plain_mb = int(checked.stdout.split()[1])
+    assert peak_mb < plain_mb + size_mb / 4, (peak_mb, plain_mb, size_mb)
