@@ -1,0 +1,125 @@
+"""What the commands share: exit statuses, the command-line error, the terminal's style,
+and the settings and outcome of checking one source."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TextIO
+
+from agui_pipeline._engine.result import RunResult
+from agui_pipeline.cli.config import Gate
+
+if TYPE_CHECKING:
+    pass
+
+# Start-up is most of `check` on a short file, so what only some paths need is imported
+# there: pydantic (the run input's and a declaration's models), the SARIF and JUnit
+# writers, the process pool of --jobs, importlib.metadata for --version, and anyio (with
+# asyncio under it) for a URL or stdin — a file is checked through the sync shell.
+
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_STATUSES = """\
+exit status:
+  0  every source completed, and nothing at or above the --fail-on level was found
+     (by default: no run ended with RUN_ERROR, no warning)
+  1  a source failed: rejected or truncated (always), or failed by --fail-on
+     (by default any warning or RUN_ERROR), --max-warnings or a --rule raised to error
+  2  a usage or I/O error: a bad option, a file that cannot be read, a run input the
+     outgoing boundary rejects, an HTTP error status, a missing extra, a closed pipe
+  130  interrupted (Ctrl-C)"""
+
+COMMAND_EXIT_STATUSES = """\
+exit status (each command's --help lists its own):
+  0  success
+  1  check: a source failed the gate; conformance: a fixture failed
+  2  a usage or I/O error, a missing extra, a closed pipe (the reader of the output
+     went away, as in `| head`: every command ends so, with nothing on stderr)
+  130  interrupted (Ctrl-C)"""
+
+
+class CommandError(Exception):
+    """A problem with the command line or a file it names (exit status 2)."""
+
+
+# -- the terminal ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """Colour and hyperlinks for the text report.
+
+    ``--color always|never`` decides when given (a command-line argument overrides
+    the environment, as https://no-color.org asks). Otherwise, ``NO_COLOR`` set and not
+    empty turns off every escape, colour and OSC 8 hyperlinks alike; ``FORCE_COLOR``
+    set and not empty turns colour on where the output is not a terminal (a CI log),
+    without the hyperlinks a log viewer may not read; and a terminal gets both.
+    """
+
+    colour: bool = False
+    links: bool = False
+
+    @staticmethod
+    def choose(choice: str, stream: TextIO) -> Style:
+        if choice == "never":
+            return Style()
+        if choice == "always":
+            return Style(colour=True, links=True)
+        if os.environ.get("NO_COLOR"):
+            return Style()
+        tty = stream.isatty()
+        return Style(colour=tty or bool(os.environ.get("FORCE_COLOR")), links=tty)
+
+    def paint(self, text: str, tone: str) -> str:
+        if not self.colour:
+            return text
+        code = {"good": "32", "bad": "1;31", "warning": "33", "info": "36", "error": "31"}
+        return f"\x1b[{code[tone]}m{text}\x1b[0m"
+
+    def link(self, url: str) -> str:
+        """An OSC 8 hyperlink where the terminal supports one; the URL shows either way."""
+        return f"\x1b]8;;{url}\x1b\\{url}\x1b]8;;\x1b\\" if self.links else url
+
+
+# -- check: settings and one source -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything about a ``check`` that is the same for every source (picklable, for --jobs)."""
+
+    format: str
+    framing: str | None
+    peer_version: str | None
+    capabilities: str | None
+    agent_resource: str | None
+    input: str | None
+    headers: tuple[str, ...]
+    progress: bool
+    conversation: bool
+    quiet: bool
+    style: Style
+    gate: Gate
+    sarif_root: str | None
+    idle_timeout: float | None = 300.0
+    max_duration: float | None = None
+    transport: str = "httpx"
+
+
+@dataclass(slots=True)
+class Checked:
+    """One source, checked: the result (``None`` when it could not be read) and its status."""
+
+    name: str
+    result: RunResult | None
+    status: int
+    failures: list[str] = field(default_factory=list)
+    """Why the source fails the check (empty when it passes)."""
+    error: str | None = None
+    """The usage or I/O error that kept the source from being checked."""
+    stream_file: str | None = None
+    """The stream's file, which findings are placed in by line and column (``None`` for
+    stdin, a URL or a conformance fixture)."""
