@@ -12,6 +12,7 @@ import re
 import pytest
 from agui_pipeline import catalog
 from agui_pipeline.catalog import Severity
+from agui_pipeline.catalog.code import _code
 
 from tests.conftest import spec_artifacts
 
@@ -31,7 +32,7 @@ def test_every_rejection_and_only_a_rejection_names_its_ground() -> None:
     for code in catalog.ALL.values():
         assert (code.verdict is not None) == (code.severity is Severity.ERROR), code.id
     with pytest.raises(ValueError, match="names its verdict's ground"):
-        catalog._code("test.unfounded", Severity.ERROR, "/spec/1.1/basic/processing", "x")
+        _code("test.unfounded", Severity.ERROR, "/spec/1.1/basic/processing", "x")
 
 
 @pytest.mark.spec

@@ -62,7 +62,37 @@ def resume_input(
     """
     answers = dict(answers or {})
     abandoned = list(cancelled)
-    interrupts = pending_interrupts(result)
+    by_id = _interrupts_covered(pending_interrupts(result), answers, abandoned)
+    moment = now or datetime.now(UTC)
+    expired = [i for i in answers if _expired(by_id[i].get("expiresAt"), moment)]
+    if expired:
+        raise InputRejected(
+            RESUME_EXPIRED,
+            f"interrupts {expired} expired (expiresAt is now or earlier); an expired "
+            "interrupt can only be cancelled",
+            pointer="/resume",
+        )
+    resume: list[dict[str, Any]] = []
+    for interrupt_id in by_id:
+        if interrupt_id in answers:
+            entry: dict[str, Any] = {"interruptId": interrupt_id, "status": "resolved"}
+            if answers[interrupt_id] is not None:
+                entry["payload"] = answers[interrupt_id]
+        else:
+            entry = {"interruptId": interrupt_id, "status": "cancelled"}
+        resume.append(entry)
+    continued = _continued(previous, result)
+    continued["runId"] = run_id or f"run-{uuid.uuid4()}"
+    continued["resume"] = resume
+    return continued
+
+
+def _interrupts_covered(
+    interrupts: list[dict[str, Any]], answers: dict[str, Any], abandoned: list[str]
+) -> dict[Any, dict[str, Any]]:
+    """The run's interrupts by id, once every one has exactly one entry, answered or
+    abandoned, and no entry names another (interrupt-resume.mdx, Resuming: the consumer's
+    rules to enforce before anything is sent)."""
     if not interrupts:
         raise InputRejected(
             RESUME_UNKNOWN,
@@ -92,31 +122,18 @@ def resume_input(
             "(omission is not abandonment)",
             pointer="/resume",
         )
-    moment = now or datetime.now(UTC)
-    expired = [i for i in answers if _expired(by_id[i].get("expiresAt"), moment)]
-    if expired:
-        raise InputRejected(
-            RESUME_EXPIRED,
-            f"interrupts {expired} expired (expiresAt is now or earlier); an expired "
-            "interrupt can only be cancelled",
-            pointer="/resume",
-        )
-    resume: list[dict[str, Any]] = []
-    for interrupt_id in by_id:
-        if interrupt_id in answers:
-            entry: dict[str, Any] = {"interruptId": interrupt_id, "status": "resolved"}
-            if answers[interrupt_id] is not None:
-                entry["payload"] = answers[interrupt_id]
-        else:
-            entry = {"interruptId": interrupt_id, "status": "cancelled"}
-        resume.append(entry)
+    return by_id
+
+
+def _continued(previous: Mapping[str, Any], result: RunResult) -> dict[str, Any]:
+    """What carries over from the input that started the run (tools, context, forwarded
+    props), with the messages and state the run left behind."""
     conversation = result.materialised
     continued = {
         key: value
         for key, value in previous.items()
         if key not in ("runId", "parentRunId", "resume", "messages", "state")
     }
-    continued["runId"] = run_id or f"run-{uuid.uuid4()}"
     if conversation is not None:
         continued["messages"] = copy_json(conversation.messages)
         continued["state"] = copy_json(conversation.state)
@@ -126,7 +143,6 @@ def resume_input(
             continued["state"] = copy_json(previous["state"])
     if continued.get("state") is None:
         continued.pop("state", None)  # a whole null means absent
-    continued["resume"] = resume
     return continued
 
 

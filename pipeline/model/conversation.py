@@ -83,20 +83,13 @@ from agui_pipeline.catalog import (
     CONVERSATION_ENCRYPTED_TARGET,
     CONVERSATION_NO_CARRIER,
     CONVERSATION_STATE_PATCH,
-    LIMIT_ACTIVITY_BYTES,
     LIMIT_CONVERSATION_CHARS,
-    LIMIT_DEPTH,
-    LIMIT_PATCH_WORK,
-    LIMIT_STATE_BYTES,
     LIMIT_TEXT_CHARS,
 )
 from agui_pipeline.errors import StreamRejected
+from agui_pipeline.model.documents import PatchedDocuments
 from agui_pipeline.model.patch import (
-    Allowance,
-    PatchBudget,
     PatchFailed,
-    PatchRefused,
-    apply_patch,
     size,
 )
 from agui_pipeline.stage import StreamContext
@@ -135,15 +128,10 @@ class Conversation:
         """Characters of text held, all messages together (:func:`_text_chars` of each; a
         message's pieces count as they are appended), held to ``max_conversation_chars``."""
         run_input = ctx.run_input or {}
-        limits = ctx.limits
-        work = Allowance(limits.max_patch_work)
-        self._state_budget = PatchBudget(limits.max_state_bytes, work, limits.max_depth)
-        """What STATE_DELTA patches may still insert before the state is recounted."""
-        self._activity_budget = PatchBudget(limits.max_activity_bytes, work, limits.max_depth)
-        """What activity snapshots and patches may still insert, all activities together."""
+        self._documents = PatchedDocuments(ctx, self._activity_size)
         self._state: Any = {}
         if "state" in run_input:
-            self._state = self._take_state(run_input["state"], None)
+            self._state = self._documents.take_state(run_input["state"], None)
         self.interrupts: list[dict[str, Any]] = []
         """The interrupts the latest run ended with, while no new run has started."""
         messages = run_input.get("messages")
@@ -474,93 +462,11 @@ class Conversation:
     # state
 
     def _state_snapshot(self, event: Event, index: int) -> None:
-        self._state = self._take_state(event["snapshot"], index)
-
-    def _take_state(self, value: Any, index: int | None) -> Any:
-        """A copy of a whole new state, within ``Limits.max_state_bytes``."""
-        limit = self._ctx.limits.max_state_bytes
-        measured = size(value, limit)
-        if measured > limit:
-            raise self._ctx.reject(
-                LIMIT_STATE_BYTES,
-                f"a state of more than {limit} bytes exceeds the limit max_state_bytes={limit}",
-                event_index=index,
-                pointer="/snapshot",
-            )
-        self._state_budget.remaining = limit - measured
-        return copy_json(value)
-
-    def _patch_state(self, patch: Any, index: int) -> Any:
-        """Apply a delta within ``Limits.max_state_bytes``, ``max_depth`` and ``max_patch_work``."""
-        return self._patched(self._state, patch, self._state_budget, index, state=True)
-
-    def _patched(
-        self, document: Any, patch: Any, budget: PatchBudget, index: int, *, state: bool
-    ) -> Any:
-        """``patch`` applied to ``document`` (the state, or one activity's content).
-
-        Each inserted value is charged to ``budget`` (so a small ``copy`` of a large
-        subtree costs what it copies); when the budget runs out what it covers is
-        measured once and the budget reset, at least a sixteenth of the limit, so a
-        document churning near the limit is not remeasured on every event — the
-        limit then holds to within that sixteenth, and the measuring costs at most
-        seventeen times what was inserted since the last one.
-        """
-        member = "/delta" if state else "/patch"
-        try:
-            return apply_patch(document, patch, budget=budget)
-        except PatchRefused as refused:
-            if refused.limit == "size":
-                return self._recounted(document, patch, budget, index, state=state)
-            raise self._refusal(refused, f"{member}/{refused.position}", index) from None
-
-    def _recounted(
-        self, document: Any, patch: Any, budget: PatchBudget, index: int, *, state: bool
-    ) -> Any:
-        limits = self._ctx.limits
-        limit = limits.max_state_bytes if state else limits.max_activity_bytes
-        held = size(document, limit) if state else self._activity_size(limit)
-        if held <= limit:
-            budget.remaining = max(limit - held, limit // 16)
-            try:
-                return apply_patch(document, patch, budget=budget)
-            except PatchRefused as refused:
-                if refused.limit != "size":
-                    member = "/delta" if state else "/patch"
-                    raise self._refusal(refused, f"{member}/{refused.position}", index) from None
-        if state:
-            raise self._ctx.reject(
-                LIMIT_STATE_BYTES,
-                f"this patch would grow the state (now {held} bytes) past the limit "
-                f"max_state_bytes={limit}",
-                event_index=index,
-                pointer="/delta",
-            ) from None
-        raise self._activity_full(held, index, "/patch")
-
-    def _refusal(self, refused: PatchRefused, pointer: str, index: int) -> StreamRejected:
-        """The rejection for a patch refused for its depth or its work."""
-        limits = self._ctx.limits
-        if refused.limit == "depth":
-            return self._ctx.reject(
-                LIMIT_DEPTH,
-                f"this patch operation would nest the document deeper than the limit "
-                f"max_depth={limits.max_depth} ({refused.detail})",
-                event_index=index,
-                pointer=pointer,
-            )
-        return self._ctx.reject(
-            LIMIT_PATCH_WORK,
-            f"this patch operation would make the patches of this stream copy or move more "
-            f"than the limit max_patch_work={limits.max_patch_work} allows (plus 4096 per "
-            "operation)",
-            event_index=index,
-            pointer=pointer,
-        )
+        self._state = self._documents.take_state(event["snapshot"], index)
 
     def _state_delta(self, event: Event, index: int) -> None:
         try:
-            self._state = self._patch_state(event["delta"], index)
+            self._state = self._documents.patch_state(self._state, event["delta"], index)
         except PatchFailed as failure:
             self._ctx.report(
                 CONVERSATION_STATE_PATCH,
@@ -576,7 +482,7 @@ class Conversation:
         message_id = event["messageId"]
         message = held = self._by_id.get(message_id)
         if message is None or message.get("role") != "activity":
-            self._charge_activity(event["content"], index, "/content")
+            self._documents.charge_activity(event["content"], index, "/content")
             message = {
                 "id": message_id,
                 "role": "activity",
@@ -590,7 +496,7 @@ class Conversation:
                 self._replace(message)
         elif event.get("replace", True) is not False:
             # Replaces content, type and ownership — not the accumulated metadata.
-            self._charge_activity(event["content"], index, "/content")
+            self._documents.charge_activity(event["content"], index, "/content")
             message["activityType"] = event["activityType"]
             message["content"] = copy_json(event["content"])
             if "subagentRunId" in event:
@@ -606,8 +512,8 @@ class Conversation:
             self._not_activity(event, index, message)
             return
         try:
-            message["content"] = self._patched(
-                message["content"], event["patch"], self._activity_budget, index, state=False
+            message["content"] = self._documents.patch_activity(
+                message["content"], event["patch"], index
             )
         except PatchFailed as failure:
             self._ctx.report(
@@ -622,19 +528,6 @@ class Conversation:
         if "metadata" in event:
             self._attach(message, event["messageId"])
 
-    def _charge_activity(self, content: Any, index: int | None, pointer: str) -> None:
-        """Charge activity content coming in whole to the activity budget (recounting once
-        when it runs out), or reject it at ``pointer``."""
-        budget = self._activity_budget
-        limit = self._ctx.limits.max_activity_bytes
-        measured = size(content, limit)
-        if measured > budget.remaining:
-            held = self._activity_size(limit)
-            budget.remaining = max(limit - held, limit // 16) if held <= limit else -1
-            if measured > budget.remaining:
-                raise self._activity_full(held, index, pointer)
-        budget.remaining -= measured
-
     def _activity_size(self, limit: int) -> int:
         """The content of every activity message held, measured (stops once past ``limit``)."""
         total = 0
@@ -643,16 +536,6 @@ class Conversation:
             if total > limit:
                 break
         return total
-
-    def _activity_full(self, held: int, index: int | None, pointer: str) -> StreamRejected:
-        limit = self._ctx.limits.max_activity_bytes
-        return self._ctx.reject(
-            LIMIT_ACTIVITY_BYTES,
-            f"this would grow the content of the activity messages (now {held} bytes) past "
-            f"the limit max_activity_bytes={limit}",
-            event_index=index,
-            pointer=pointer,
-        )
 
     def _not_activity(self, event: Event, index: int, message: Message | None) -> None:
         found = "no such message" if message is None else f"a {message.get('role')} message"
@@ -734,7 +617,9 @@ class Conversation:
                 if merged is not None and "metadata" in call:
                     call["metadata"] = merged
         if copy.get("role") == "activity":
-            self._charge_activity(copy.get("content"), index, f"/messages/{position}/content")
+            self._documents.charge_activity(
+                copy.get("content"), index, f"/messages/{position}/content"
+            )
             copy["content"] = copy_json(copy.get("content"))
         if "metadata" in copy:
             merged = self._message_metadata.get(message_id)

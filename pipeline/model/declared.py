@@ -143,25 +143,44 @@ def check_run_input(
     capabilities = model_of(declaration)
     if capabilities is None:
         return []
-    found: list[Diagnostic] = []
+    return [
+        Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field)
+        for code, field, pointer, message in (
+            *_refused_modalities(capabilities, run_input),
+            *_refused_members(capabilities, run_input),
+        )
+    ]
 
-    def warn(code: Code, field: str, pointer: str, message: str) -> None:
-        found.append(Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field))
 
-    if capabilities.multimodal is not None:
-        for field, pointer in input_modalities(run_input):
-            if declared_value(capabilities, field) is False:
-                modality = field.rsplit("/", 1)[1]
-                warn(
-                    RECONCILE_INPUT_MODALITY,
-                    field,
-                    pointer,
-                    f"run input {pointer} is a {modality} part, but the declaration sets "
-                    f"{field} to false: the agent will likely skip it",
-                )
+_Refusal = tuple[Code, str, str, str]
+"""(code, the declaration field, the pointer into the run input, the message)."""
+
+
+def _refused_modalities(
+    capabilities: AgentCapabilities, run_input: Mapping[str, Any]
+) -> Iterator[_Refusal]:
+    """Media parts under ``multimodal.input.<modality>: false``."""
+    if capabilities.multimodal is None:
+        return
+    for field, pointer in input_modalities(run_input):
+        if declared_value(capabilities, field) is False:
+            modality = field.rsplit("/", 1)[1]
+            yield (
+                RECONCILE_INPUT_MODALITY,
+                field,
+                pointer,
+                f"run input {pointer} is a {modality} part, but the declaration sets "
+                f"{field} to false: the agent will likely skip it",
+            )
+
+
+def _refused_members(
+    capabilities: AgentCapabilities, run_input: Mapping[str, Any]
+) -> Iterator[_Refusal]:
+    """Tools, resume entries and edited arguments the declaration says it does not take."""
     tools, resume = run_input.get("tools"), run_input.get("resume")
     if tools and declared_value(capabilities, "/tools/clientProvided") is False:
-        warn(
+        yield (
             RECONCILE_INPUT_REFUSED,
             "/tools/clientProvided",
             "/tools",
@@ -169,7 +188,7 @@ def check_run_input(
             "/tools/clientProvided to false: the agent does not take them",
         )
     if resume and declared_value(capabilities, "/humanInTheLoop/interrupts") is False:
-        warn(
+        yield (
             RECONCILE_INPUT_REFUSED,
             "/humanInTheLoop/interrupts",
             "/resume",
@@ -177,22 +196,21 @@ def check_run_input(
             "/humanInTheLoop/interrupts to false: the agent does not take part in "
             "interrupt and resume",
         )
-    if (
-        type(resume) is list
-        and declared_value(capabilities, "/humanInTheLoop/approveWithEdits") is False
-    ):
-        for position, entry in enumerate(resume):
-            payload = entry.get("payload") if type(entry) is dict else None
-            if type(payload) is dict and "editedArgs" in payload:
-                pointer = f"/resume/{position}/payload/editedArgs"
-                warn(
-                    RECONCILE_INPUT_REFUSED,
-                    "/humanInTheLoop/approveWithEdits",
-                    pointer,
-                    f"run input {pointer} edits a tool call's arguments, but the declaration "
-                    "sets /humanInTheLoop/approveWithEdits to false",
-                )
-    return found
+    if type(resume) is not list:
+        return
+    if declared_value(capabilities, "/humanInTheLoop/approveWithEdits") is not False:
+        return
+    for position, entry in enumerate(resume):
+        payload = entry.get("payload") if type(entry) is dict else None
+        if type(payload) is dict and "editedArgs" in payload:
+            pointer = f"/resume/{position}/payload/editedArgs"
+            yield (
+                RECONCILE_INPUT_REFUSED,
+                "/humanInTheLoop/approveWithEdits",
+                pointer,
+                f"run input {pointer} edits a tool call's arguments, but the declaration "
+                "sets /humanInTheLoop/approveWithEdits to false",
+            )
 
 
 def _unusable(pointer: str, reason: str) -> DeclarationNote:

@@ -23,6 +23,7 @@ from agui_pipeline import (
     AiohttpTransport,
     AnyEvent,
     Batch,
+    Code,
     Conversation,
     Handlers,
     HttpAgent,
@@ -32,6 +33,7 @@ from agui_pipeline import (
     Relay,
     RelayResponse,
     RunResult,
+    Severity,
     Source,
     SseSink,
     Stage,
@@ -46,7 +48,6 @@ from agui_pipeline import (
     resume_input,
     run_sync,
 )
-from agui_pipeline.catalog import PARSE_NOT_JSON  # or a Code of your own
 from agui_pipeline.events import RunErrorEvent as RunErrorEvent  # the "alert" handler's type
 from agui_pipeline.events import TextMessageContentEvent
 
@@ -110,6 +111,9 @@ class Tagger(Stage):
 pipeline = Pipeline(middleware=[Tagger])
 
 
+FORBIDDEN = Code("example.forbidden", Severity.ERROR, "", "a name this consumer refuses")
+
+
 class Redactor(Stage):
     name = "redactor"
 
@@ -119,7 +123,7 @@ class Redactor(Stage):
             if event.get("name") == "secret":
                 continue  # removed: never delivered, whatever happens next
             if event.get("name") == "forbidden":
-                rejection = self.ctx.reject(PARSE_NOT_JSON, "...", event_index=index)
+                rejection = self.ctx.reject(FORBIDDEN, "...", event_index=index)
                 raise reject_after(kept, rejection)
             kept.events.append(event)
             kept.indices.append(index)

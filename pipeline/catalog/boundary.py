@@ -1,0 +1,239 @@
+"""Codes of the boundaries before verification: retired shapes (compat), the outgoing run
+input, enforcement of the schema, and chunk expansion."""
+
+from __future__ import annotations
+
+from agui_pipeline.catalog.code import (
+    _CONTINUATION_TAG,
+    _E,
+    _I,
+    _MALFORMED_KNOWN_VALUE,
+    _W,
+    EVENT_MODEL,
+    PROCESSING,
+    RUN_INPUT,
+    STREAMING,
+    SUBAGENTS,
+    VERSIONING,
+    Verdict,
+    _code,
+)
+
+# --- compat -----------------------------------------------------------------
+
+
+COMPAT_RETIRED_EVENT = _code(
+    "compat.retired-event",
+    _W,
+    VERSIONING,
+    "a retired THINKING_* event was translated into its REASONING_* replacement",
+    advice="Emit REASONING_* events instead of the retired THINKING_* ones.",
+)
+COMPAT_RETIRED_NULL = _code(
+    "compat.retired-null",
+    _W,
+    VERSIONING,
+    "a whole optional field sent as null (a retired shape) was turned into an absent field",
+)
+COMPAT_RETIRED_BINARY = _code(
+    "compat.retired-binary-part",
+    _W,
+    VERSIONING,
+    "a retired binary content part was translated into a media part with a source",
+)
+COMPAT_PEER_DROPPED = _code(
+    "compat.peer-downgrade-dropped",
+    _W,
+    VERSIONING,
+    "an event an older peer cannot represent was dropped by a version-gated shim",
+)
+COMPAT_PEER_STRIPPED = _code(
+    "compat.peer-downgrade-stripped",
+    _I,
+    VERSIONING,
+    "material an older peer has no concept of was stripped by a version-gated shim (lossless)",
+)
+COMPAT_VERSION_NEWER = _code(
+    "compat.version-newer",
+    _W,
+    VERSIONING,
+    "the producer declares a newer protocol version than this consumer speaks",
+)
+COMPAT_VERSION_UNINTERPRETABLE = _code(
+    "compat.version-uninterpretable",
+    _W,
+    VERSIONING,
+    "the producer declares a protocol version this consumer cannot interpret",
+)
+
+# --- outgoing run input -------------------------------------------------------
+
+INPUT_UNRECOGNISED = _code(
+    "input.unrecognised",
+    _W,
+    "/spec/1.1/basic/processing",
+    "unrecognised material was removed from the run input before sending",
+)
+INPUT_RETIRED_SHAPE = _code(
+    "input.retired-shape",
+    _I,
+    VERSIONING,
+    "a retired shape in the run input was upgraded to its replacement (lossless)",
+)
+INPUT_ACTIVITY_REMOVED = _code(
+    "input.activity-removed",
+    _I,
+    RUN_INPUT,
+    "activity messages never travel back to the producer and were removed before sending",
+)
+INPUT_DOWNGRADE_LOSSY = _code(
+    "input.downgrade-lossy",
+    _W,
+    VERSIONING,
+    "a version-gated shim for an older peer lost content from the run input",
+)
+INPUT_DOWNGRADE = _code(
+    "input.downgrade",
+    _I,
+    VERSIONING,
+    "a version-gated shim for an older peer reshaped the run input without losing content",
+)
+INPUT_MALFORMED = _code(
+    "input.malformed",
+    _E,
+    RUN_INPUT,
+    "a known field of the run input holds a value the schema rejects; nothing was sent",
+    verdict=Verdict(
+        PROCESSING,
+        "Immediately before transmission, a consumer MUST remove unrecognised material from the "
+        "run input, SHOULD warn about what it removed, and MUST treat a malformed known field as "
+        "fatal before anything is sent.",
+    ),
+)
+
+# --- enforce ----------------------------------------------------------------
+
+
+ENFORCE_UNKNOWN_EVENT = _code(
+    "enforce.unknown-event",
+    _W,
+    PROCESSING,
+    "an event of a type this consumer does not recognise was dropped",
+    advice="Send only the event types of the protocol version you declare; for your own data use "
+    "CUSTOM or RAW events.",
+)
+ENFORCE_STRIPPED = _code(
+    "enforce.stripped",
+    _W,
+    PROCESSING,
+    "an undescribed property or an unrecognised union member or value was stripped",
+    advice="Remove the member from the producer, or spell it as schema.json does: the message "
+    "names the path, and suggests the known field one edit away (messageID → messageId).",
+)
+ENFORCE_DROPPED = _code(
+    "enforce.unrecognised-required",
+    _W,
+    PROCESSING,
+    "an event was dropped: an unrecognised value sits in one of its required fields",
+)
+ENFORCE_MALFORMED = _code(
+    "enforce.malformed",
+    _E,
+    PROCESSING,
+    "a described field holds a value the schema rejects",
+    advice="Send the field with the type schema.json gives it; the message names the path, what "
+    "was expected and what arrived.",
+    verdict=_MALFORMED_KNOWN_VALUE,
+)
+ENFORCE_NULL_OPTIONAL = _code(
+    "enforce.null-optional",
+    _E,
+    EVENT_MODEL,
+    "an optional field was sent as null; absent means absent, the field must be omitted",
+    advice="Leave an optional field out instead of sending null: absent means absent.",
+    verdict=_MALFORMED_KNOWN_VALUE,
+)
+
+# --- expand -----------------------------------------------------------------
+
+
+EXPAND_FIRST_CHUNK = _code(
+    "expand.first-chunk-incomplete",
+    _E,
+    STREAMING,
+    "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
+    advice="Put the opening fields (messageId and role, or toolCallId and toolCallName) on the "
+    "first chunk of each item.",
+    verdict=Verdict(
+        STREAMING,
+        "A consumer MUST treat a first chunk missing a required field as a protocol violation "
+        "rather than inventing an identifier.",
+    ),
+)
+EXPAND_CONFLICTING_REPEAT = _code(
+    "expand.conflicting-repeat",
+    _E,
+    STREAMING,
+    "a continuation chunk repeats an opener field with a value the opener did not establish",
+    verdict=Verdict(
+        STREAMING, "A consumer MUST treat a conflicting repeat as a protocol violation."
+    ),
+)
+EXPAND_AMBIGUOUS = _code(
+    "expand.ambiguous-continuation",
+    _E,
+    STREAMING,
+    "a chunk with neither an id nor a tag could continue open streams in several lanes",
+    verdict=Verdict(
+        STREAMING,
+        "When several lanes hold open streams of that kind and none of them is the parent's, the "
+        "continuation has no unique referent and MUST be rejected as ambiguous — a producer "
+        "running parallel subagents MUST attribute its continuations.",
+    ),
+)
+EXPAND_OWNER_CONFLICT = _code(
+    "expand.owner-conflict",
+    _E,
+    SUBAGENTS,
+    "a chunk names an open item under a subagentRunId other than the item's owner",
+    verdict=_CONTINUATION_TAG,
+)
+EXPAND_MALFORMED_CHUNK = _code(
+    "expand.malformed-chunk",
+    _E,
+    PROCESSING,
+    "a chunk reached expansion with a malformed known field (expansion ran before enforce)",
+    verdict=Verdict(
+        PROCESSING,
+        "A chunk is an event in its own right, and it MUST be judged as one: whichever stage "
+        "meets a malformed chunk first — enforcement on the canonical order above, expansion "
+        "where a middleware chain expands early — MUST reject it rather than repair it, and MUST "
+        "NOT normalise, default or conceal a malformed known value enforcement would reject.",
+    ),
+)
+
+__all__ = [
+    "COMPAT_PEER_DROPPED",
+    "COMPAT_PEER_STRIPPED",
+    "COMPAT_RETIRED_BINARY",
+    "COMPAT_RETIRED_EVENT",
+    "COMPAT_RETIRED_NULL",
+    "COMPAT_VERSION_NEWER",
+    "COMPAT_VERSION_UNINTERPRETABLE",
+    "ENFORCE_DROPPED",
+    "ENFORCE_MALFORMED",
+    "ENFORCE_NULL_OPTIONAL",
+    "ENFORCE_STRIPPED",
+    "ENFORCE_UNKNOWN_EVENT",
+    "EXPAND_AMBIGUOUS",
+    "EXPAND_CONFLICTING_REPEAT",
+    "EXPAND_FIRST_CHUNK",
+    "EXPAND_MALFORMED_CHUNK",
+    "EXPAND_OWNER_CONFLICT",
+    "INPUT_ACTIVITY_REMOVED",
+    "INPUT_DOWNGRADE",
+    "INPUT_DOWNGRADE_LOSSY",
+    "INPUT_MALFORMED",
+    "INPUT_RETIRED_SHAPE",
+    "INPUT_UNRECOGNISED",
+]

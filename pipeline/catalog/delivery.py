@@ -1,0 +1,136 @@
+"""Codes of delivery: metadata and the Conversation, handlers and sinks, the transports,
+and resuming an interrupted run."""
+
+from __future__ import annotations
+
+from agui_pipeline.catalog.code import (
+    _E,
+    _W,
+    ACTIVITY,
+    HTTP_SSE,
+    INTERRUPTS,
+    PROCESSING,
+    SNAPSHOTS,
+    Verdict,
+    _code,
+)
+
+# --- metadata and the conversation -------------------------------------------
+
+
+CONVERSATION_STATE_PATCH = _code(
+    "conversation.state-patch-failed",
+    _W,
+    SNAPSHOTS,
+    "a well-formed STATE_DELTA did not apply; the state was left exactly as it was",
+    advice="Send STATE_SNAPSHOT before deltas, and patch paths that exist in it. For a recording, "
+    "pass the run input's state with --input: the deltas apply to that baseline.",
+)
+CONVERSATION_ACTIVITY_PATCH = _code(
+    "conversation.activity-patch-failed",
+    _W,
+    ACTIVITY,
+    "a well-formed ACTIVITY_DELTA did not apply; the activity was left exactly as it was",
+)
+CONVERSATION_ACTIVITY_TARGET = _code(
+    "conversation.activity-target-missing",
+    _W,
+    ACTIVITY,
+    "an activity event names a message that does not exist or is not an activity message; "
+    "it was skipped",
+)
+CONVERSATION_ENCRYPTED_TARGET = _code(
+    "conversation.encrypted-value-target-missing",
+    _W,
+    "/spec/1.1/events/reasoning",
+    "a REASONING_ENCRYPTED_VALUE names no message or tool call the consumer holds; "
+    "the value was dropped",
+)
+CONVERSATION_NO_CARRIER = _code(
+    "conversation.tool-call-no-carrier",
+    _W,
+    "/spec/1.1/events/tool-calls",
+    "a tool call's parentMessageId names a message that is not an assistant message; "
+    "the call is kept off the message list",
+)
+
+# --- dispatch and transports --------------------------------------------------
+
+HANDLER_FAILED = _code(
+    "dispatch.handler-failed",
+    _E,
+    PROCESSING,
+    "an application handler raised",
+    verdict=Verdict(
+        PROCESSING,
+        "Not the producer's fault: the application's own handler raised, and the stream cannot "
+        "be handed on to a handler that failed. The verdict says handler-failed, never that the "
+        "stream was malformed.",
+        quoted=False,
+    ),
+)
+TRANSPORT_CONTENT_TYPE = _code(
+    "transport.content-type",
+    _W,
+    HTTP_SSE,
+    "the response is not text/event-stream; its body was read by the framing it shows",
+    advice="Answer with Content-Type: text/event-stream, as the HTTP binding requires.",
+)
+TRANSPORT_CONNECTION_LOST = _code(
+    "transport.connection-lost",
+    _W,
+    HTTP_SSE,
+    "the connection failed mid-body; the stream ended there and is judged as it stands",
+    advice="Find what closed the connection (a proxy timeout, a crashed worker); send keep-alive "
+    "comments during long pauses.",
+)
+RESUME_UNCOVERED = _code(
+    "input.resume-uncovered",
+    _E,
+    "/spec/1.1/basic/patterns/interrupt-resume",
+    "a resuming input leaves an interrupt of the interrupted run with no entry",
+    verdict=Verdict(
+        INTERRUPTS,
+        "A consumer MUST reject a resuming input that leaves an interrupt uncovered before the "
+        "run starts — before anything is sent — and MUST NOT silently continue past an "
+        "interrupt it has no entry for.",
+    ),
+)
+RESUME_UNKNOWN = _code(
+    "input.resume-unknown",
+    _E,
+    "/spec/1.1/basic/patterns/interrupt-resume",
+    "a resume entry names no interrupt of the run being continued",
+    verdict=Verdict(
+        INTERRUPTS,
+        "Each entry's interruptId MUST name an interrupt from the run being continued — the "
+        "most recent interrupted run on the thread.",
+    ),
+)
+RESUME_EXPIRED = _code(
+    "input.resume-expired",
+    _E,
+    "/spec/1.1/basic/patterns/interrupt-resume",
+    "a resume entry answers an interrupt the consumer judges expired",
+    verdict=Verdict(
+        INTERRUPTS,
+        "The rule attaches to the judgment, not to a parse the schema refuses to specify: an "
+        "interrupt the consumer judges expired can no longer be answered — the consumer rejects "
+        "a resume entry resolving it before the run starts, as it rejects an uncovered "
+        "interrupt.",
+    ),
+)
+
+__all__ = [
+    "CONVERSATION_ACTIVITY_PATCH",
+    "CONVERSATION_ACTIVITY_TARGET",
+    "CONVERSATION_ENCRYPTED_TARGET",
+    "CONVERSATION_NO_CARRIER",
+    "CONVERSATION_STATE_PATCH",
+    "HANDLER_FAILED",
+    "RESUME_EXPIRED",
+    "RESUME_UNCOVERED",
+    "RESUME_UNKNOWN",
+    "TRANSPORT_CONNECTION_LOST",
+    "TRANSPORT_CONTENT_TYPE",
+]

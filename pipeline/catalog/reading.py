@@ -1,0 +1,246 @@
+"""Codes of reading a stream: the source, the framing and JSON (parse), and the limits."""
+
+from __future__ import annotations
+
+from agui_pipeline.catalog.code import (
+    _DECODE_FAILURE,
+    _E,
+    _W,
+    HTTP_PROTOBUF,
+    HTTP_SSE,
+    PROCESSING,
+    TRANSPORTS,
+    Verdict,
+    _bound,
+    _code,
+)
+
+# --- source and parse -------------------------------------------------------
+
+PARSE_NOT_JSON = _code(
+    "parse.not-json",
+    _E,
+    HTTP_SSE,
+    "a frame's bytes are not a JSON document",
+    advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
+    "truncated write or an unescaped newline inside a data: line).",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_NUMBER_RANGE = _code(
+    "parse.number-range",
+    _E,
+    PROCESSING,
+    "a frame holds a number too large for a double (such as 1e999999), or a protobuf double "
+    "that is NaN or infinite: it has no value to deliver",
+    advice="Send numbers within IEEE 754 double range, never NaN or Infinity (RFC 8259 §6, "
+    "I-JSON RFC 7493 §2.2); send a larger quantity as a string.",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_UNPAIRED_SURROGATE = _code(
+    "parse.unpaired-surrogate",
+    _E,
+    PROCESSING,
+    "a frame's string escapes a lone UTF-16 surrogate (such as \\ud800), which names no character",
+    advice="Escape characters outside the Basic Multilingual Plane as a surrogate pair, or send "
+    "them as UTF-8 (RFC 8259 §7, §8.2; I-JSON RFC 7493 §2.1).",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_INTEGER_PRECISION = _code(
+    "parse.integer-precision",
+    _W,
+    PROCESSING,
+    "an integer beyond 64 bits was delivered as the nearest double: its exact value is lost",
+    advice="Send integers within 64 bits (I-JSON RFC 7493 §2.2 advises within ±2**53); send a "
+    "larger one as a string.",
+)
+PARSE_CONTENT_ENCODING = _code(
+    "parse.content-encoding",
+    _E,
+    TRANSPORTS,
+    "the response body does not decode by its Content-Encoding, or names one the client "
+    "does not read",
+    advice="Compress the body with what the request's Accept-Encoding offered (gzip or "
+    "deflate), or not at all.",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_NOT_OBJECT = _code(
+    "parse.not-object",
+    _E,
+    HTTP_SSE,
+    "a frame holds JSON that is not an object",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_NOT_ARRAY = _code(
+    "parse.not-array",
+    _E,
+    TRANSPORTS,
+    "a JSON array document is not an array of objects",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_UNKNOWN_FRAMING = _code(
+    "parse.unknown-framing",
+    _E,
+    TRANSPORTS,
+    "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
+    verdict=_DECODE_FAILURE,
+)
+PARSE_INCOMPLETE_FRAME = _code(
+    "parse.incomplete-frame",
+    _W,
+    HTTP_SSE,
+    "the stream ended inside a frame; the partial frame was discarded",
+)
+PARSE_PROTO_FRAME = _code(
+    "parse.proto-frame",
+    _E,
+    HTTP_PROTOBUF,
+    "a protobuf frame's bytes do not decode as one event (a known field of the wrong wire "
+    "type included)",
+    advice="Encode each frame with the wire schema's types: a field of a known number must "
+    "carry that field's wire type.",
+    verdict=Verdict(
+        HTTP_PROTOBUF,
+        "A frame whose bytes do not decode as a message is malformed transport material and "
+        "fatal to the stream.",
+    ),
+)
+PARSE_PROTO_UNKNOWN_ARM = _code(
+    "parse.proto-unknown-arm",
+    _W,
+    HTTP_PROTOBUF,
+    "a protobuf frame holds no event this build's wire schema knows (an empty frame, or an "
+    "arm it predates), or such a content part; dropped",
+)
+PARSE_PROTO_INCOMPLETE_FRAME = _code(
+    "parse.proto-incomplete-frame",
+    _W,
+    HTTP_PROTOBUF,
+    "the body ended inside a protobuf frame (a truncated run); the partial frame was discarded",
+)
+SOURCE_IDLE_TIMEOUT = _code(
+    "source.idle-timeout",
+    _W,
+    TRANSPORTS,
+    "no event arrived within the idle window (idle_timeout); the stream was ended there",
+)
+SOURCE_MAX_DURATION = _code(
+    "source.max-duration",
+    _W,
+    TRANSPORTS,
+    "the stream was still open at its deadline (max_duration); it was ended there",
+)
+
+# --- limits -----------------------------------------------------------------
+
+LIMIT_FRAME_SIZE = _code(
+    "limit.frame-bytes",
+    _E,
+    TRANSPORTS,
+    "a frame is larger than the configured limit",
+    verdict=_bound("Limits.max_frame_bytes"),
+)
+LIMIT_DEPTH = _code(
+    "limit.depth",
+    _E,
+    TRANSPORTS,
+    "an event, or a state or activity a patch would build, is nested deeper than the "
+    "configured limit",
+    verdict=_bound("Limits.max_depth"),
+)
+LIMIT_OPEN_ITEMS = _code(
+    "limit.open-items",
+    _E,
+    TRANSPORTS,
+    "more messages, tool calls, spans, steps or subagents open at once than the limit",
+    verdict=_bound("Limits.max_open_items"),
+)
+LIMIT_TEXT_CHARS = _code(
+    "limit.text-chars",
+    _E,
+    TRANSPORTS,
+    "a message's text or a tool call's arguments grew past the configured limit",
+    verdict=_bound("Limits.max_text_chars"),
+)
+LIMIT_CONVERSATION_CHARS = _code(
+    "limit.conversation-chars",
+    _E,
+    TRANSPORTS,
+    "the text the Conversation holds, all messages and tool calls together, grew past the "
+    "configured limit",
+    advice="A stream that restates or streams this much text is past what a UI shows: send a "
+    "MESSAGES_SNAPSHOT that drops old messages, or raise Limits.max_conversation_chars "
+    "(and check the memory it spends, README: What bounds memory).",
+    verdict=_bound("Limits.max_conversation_chars"),
+)
+LIMIT_ITEMS = _code(
+    "limit.items",
+    _E,
+    TRANSPORTS,
+    "the stream introduced more messages and tool calls than the configured limit",
+    advice="Each message and tool call a stream introduces is remembered to judge later events "
+    "against it: split a long conversation over several streams (runs of one thread), or "
+    "raise Limits.max_items (about 1 kB each, README: What bounds memory).",
+    verdict=_bound("Limits.max_items"),
+)
+LIMIT_STATE_BYTES = _code(
+    "limit.state-bytes",
+    _E,
+    TRANSPORTS,
+    "the state document grew past the configured limit",
+    verdict=_bound("Limits.max_state_bytes"),
+)
+LIMIT_DECOMPRESSION = _code(
+    "limit.decompression",
+    _E,
+    TRANSPORTS,
+    "a compressed response body inflated past the configured ratio (a decompression bomb)",
+    verdict=_bound("Limits.max_decompression_ratio"),
+)
+LIMIT_ACTIVITY_BYTES = _code(
+    "limit.activity-bytes",
+    _E,
+    TRANSPORTS,
+    "the content of the activity messages grew past the configured limit",
+    verdict=_bound("Limits.max_activity_bytes"),
+)
+LIMIT_PATCH_WORK = _code(
+    "limit.patch-work",
+    _E,
+    TRANSPORTS,
+    "patches made the consumer copy or move more than the configured work allowance",
+    verdict=_bound("Limits.max_patch_work"),
+)
+LIMIT_DIAGNOSTICS = _code(
+    "limit.diagnostics",
+    _W,
+    PROCESSING,
+    "more diagnostics than the configured limit; further ones are only counted",
+)
+
+__all__ = [
+    "LIMIT_ACTIVITY_BYTES",
+    "LIMIT_CONVERSATION_CHARS",
+    "LIMIT_DECOMPRESSION",
+    "LIMIT_DEPTH",
+    "LIMIT_DIAGNOSTICS",
+    "LIMIT_FRAME_SIZE",
+    "LIMIT_ITEMS",
+    "LIMIT_OPEN_ITEMS",
+    "LIMIT_PATCH_WORK",
+    "LIMIT_STATE_BYTES",
+    "LIMIT_TEXT_CHARS",
+    "PARSE_CONTENT_ENCODING",
+    "PARSE_INCOMPLETE_FRAME",
+    "PARSE_INTEGER_PRECISION",
+    "PARSE_NOT_ARRAY",
+    "PARSE_NOT_JSON",
+    "PARSE_NOT_OBJECT",
+    "PARSE_NUMBER_RANGE",
+    "PARSE_PROTO_FRAME",
+    "PARSE_PROTO_INCOMPLETE_FRAME",
+    "PARSE_PROTO_UNKNOWN_ARM",
+    "PARSE_UNKNOWN_FRAMING",
+    "PARSE_UNPAIRED_SURROGATE",
+    "SOURCE_IDLE_TIMEOUT",
+    "SOURCE_MAX_DURATION",
+]

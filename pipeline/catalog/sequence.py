@@ -1,0 +1,207 @@
+"""Codes of verification: the order of events, and what it rejects."""
+
+from __future__ import annotations
+
+from agui_pipeline.catalog.code import (
+    _CONTINUATION_TAG,
+    _E,
+    _LIFECYCLE_FATAL,
+    _W,
+    LIFECYCLE,
+    PROCESSING,
+    REASONING,
+    SUBAGENTS,
+    TEXT_MESSAGES,
+    TOOL_CALLS,
+    TRANSPORTS,
+    Verdict,
+    _code,
+)
+
+# --- verify -----------------------------------------------------------------
+
+
+VERIFY_FIRST_EVENT = _code(
+    "verify.first-event",
+    _E,
+    LIFECYCLE,
+    "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
+    advice="Send RUN_STARTED first: every event belongs to a run, and a run opens with it "
+    "(RUN_ERROR may open a stream that fails before a run begins).",
+    verdict=Verdict(
+        LIFECYCLE,
+        "A producer MUST NOT emit any other event first, and a consumer MUST treat a stream "
+        "that opens with anything else as a protocol violation.",
+    ),
+)
+VERIFY_NESTED_RUN = _code(
+    "verify.nested-run",
+    _E,
+    LIFECYCLE,
+    "a RUN_STARTED arrived while a run was still active",
+    verdict=_LIFECYCLE_FATAL,
+)
+VERIFY_AFTER_CLOSE = _code(
+    "verify.after-close",
+    _E,
+    LIFECYCLE,
+    "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
+    advice="Start a new run (RUN_STARTED) before sending more events once a run has finished or "
+    "failed.",
+    verdict=Verdict(
+        LIFECYCLE, "A consumer MUST reject any other event that arrives after a run has closed."
+    ),
+)
+VERIFY_OPEN_AT_FINISH = _code(
+    "verify.open-at-finish",
+    _E,
+    LIFECYCLE,
+    "RUN_FINISHED arrived while something the run opened was still open",
+    advice="End what the run opened (text messages, tool calls, reasoning, steps, subagents) "
+    "before RUN_FINISHED; the message names what is still open.",
+    verdict=_LIFECYCLE_FATAL,
+)
+VERIFY_STEP = _code(
+    "verify.step",
+    _E,
+    LIFECYCLE,
+    "a step was opened while open, or finished without being open (per name and owner)",
+    verdict=_LIFECYCLE_FATAL,
+)
+VERIFY_TEXT_MESSAGE = _code(
+    "verify.text-message-sequence",
+    _E,
+    TEXT_MESSAGES,
+    "a text message was opened while open, or continued or closed while not open",
+    advice="Send TEXT_MESSAGE_START, then its CONTENT, then TEXT_MESSAGE_END, for the same "
+    "messageId; do not reopen a message that is open.",
+    verdict=Verdict(
+        TEXT_MESSAGES,
+        "A TEXT_MESSAGE_CONTENT or TEXT_MESSAGE_END for a messageId that is not open, or a "
+        "TEXT_MESSAGE_START for one that is, is a malformed sequence and fatal to the run.",
+    ),
+)
+VERIFY_TOOL_CALL = _code(
+    "verify.tool-call-sequence",
+    _E,
+    TOOL_CALLS,
+    "a tool call was opened while open, or continued or closed while not open",
+    advice="Send TOOL_CALL_START, then its ARGS, then TOOL_CALL_END, for the same toolCallId; do "
+    "not reopen a call that is open.",
+    verdict=Verdict(
+        TOOL_CALLS,
+        "The streaming pattern's sequence rules apply unchanged: continuing or closing a call "
+        "that is not open, or reopening one that is, is fatal.",
+    ),
+)
+VERIFY_REASONING = _code(
+    "verify.reasoning-sequence",
+    _E,
+    REASONING,
+    "a reasoning span or message was opened while open, or continued or closed while not open",
+    verdict=Verdict(
+        REASONING,
+        "A consumer MUST detect a violation of that discipline and fail the run, on spans and on "
+        "reasoning messages alike:",
+    ),
+)
+VERIFY_ATTRIBUTION = _code(
+    "verify.attribution-mismatch",
+    _E,
+    "/spec/1.1/events/subagents",
+    "an event continuing an item carries a subagentRunId that disagrees with the item's owner",
+    verdict=_CONTINUATION_TAG,
+)
+VERIFY_SUBAGENT = _code(
+    "verify.subagent-lifecycle",
+    _E,
+    SUBAGENTS,
+    "a subagent invocation was closed (SUBAGENT_FINISHED or SUBAGENT_ERROR) while not active",
+    verdict=Verdict(
+        SUBAGENTS,
+        "The official conformance corpus holds this fatal (subagent-finished-unstarted-fatal): a "
+        "terminal event closes an invocation, and one that is not active leaves it nothing to "
+        "close. The subagents page words no consumer verdict of its own here; the corpus is "
+        "followed because it does not mark this as a gap against the spec.",
+        quoted=False,
+    ),
+)
+VERIFY_SUBAGENT_ORDER = _code(
+    "verify.subagent-announcement",
+    _W,
+    SUBAGENTS,
+    "a subagent invocation was announced after its events, announced again, nested under a "
+    "parent not active, or used after it ended (producer rules; the stream goes on)",
+    advice="Send SUBAGENT_STARTED before any event attributed to the invocation, once per "
+    "invocation, after its parent's; give a new invocation a new subagentRunId.",
+)
+VERIFY_CALL_ATTRIBUTION = _code(
+    "verify.call-attribution",
+    _W,
+    SUBAGENTS,
+    "a tool call is attributed to another owner than the message that carries it",
+    advice="Tag a tool call as its message is tagged (or leave it untagged: it inherits the "
+    "message's owner).",
+)
+VERIFY_CANCELLED_RESULT = _code(
+    "verify.cancelled-result",
+    _W,
+    LIFECYCLE,
+    "a run finished with the cancelled outcome carries a result, which it SHOULD NOT",
+)
+VERIFY_UNEXPANDED_CHUNK = _code(
+    "verify.unexpanded-chunk",
+    _E,
+    "/spec/1.1/basic/patterns/streaming",
+    "a *_CHUNK event reached verification unexpanded (the pipeline has no expand stage)",
+    verdict=Verdict(
+        PROCESSING,
+        "Verification MUST run after expansion, because what it checks — that messages and "
+        "calls open before they continue and close after — only exists once a chunk has become "
+        "the events it stands for.",
+    ),
+)
+VERIFY_UNREADABLE = _code(
+    "verify.unreadable-event",
+    _E,
+    PROCESSING,
+    "an event lacks a field verification reads (the pipeline has no enforce stage)",
+    verdict=Verdict(
+        PROCESSING,
+        "Middleware — anything a consumer installs to translate, observe or rewrite the stream — "
+        "MUST run before enforcement, and enforcement MUST run before verification and before "
+        "application code sees anything.",
+    ),
+)
+VERIFY_TRUNCATED = _code(
+    "verify.truncated",
+    _E,
+    TRANSPORTS,
+    "the stream ended while a run was active, or before any event: the run has no outcome",
+    advice="End every run with RUN_FINISHED or RUN_ERROR before closing the connection; if the "
+    "connection drops, the run is lost and must be retried.",
+    verdict=Verdict(
+        TRANSPORTS,
+        "A consumer MUST NOT synthesize a RUN_FINISHED for it and MUST NOT report it as having "
+        "succeeded; everything the run delivered before the break remains delivered.",
+    ),
+)
+
+__all__ = [
+    "VERIFY_AFTER_CLOSE",
+    "VERIFY_ATTRIBUTION",
+    "VERIFY_CALL_ATTRIBUTION",
+    "VERIFY_CANCELLED_RESULT",
+    "VERIFY_FIRST_EVENT",
+    "VERIFY_NESTED_RUN",
+    "VERIFY_OPEN_AT_FINISH",
+    "VERIFY_REASONING",
+    "VERIFY_STEP",
+    "VERIFY_SUBAGENT",
+    "VERIFY_SUBAGENT_ORDER",
+    "VERIFY_TEXT_MESSAGE",
+    "VERIFY_TOOL_CALL",
+    "VERIFY_TRUNCATED",
+    "VERIFY_UNEXPANDED_CHUNK",
+    "VERIFY_UNREADABLE",
+]
