@@ -1,4 +1,4 @@
-"""Codes that explain themselves: `explain CODE`, docs/diagnostics.md, where the corpus is."""
+"""Codes that explain themselves: `explain CODE`, the catalog as pages, where the corpus is."""
 
 from __future__ import annotations
 
@@ -38,18 +38,16 @@ def test_every_code_has_something_to_do() -> None:
         assert entry.url.startswith("https://ag-ui.com/spec/1.1/"), entry.id
 
 
-def test_docs_diagnostics_md_is_generated_from_the_catalog() -> None:
-    """Regenerate with: python -m agui_pipeline explain --markdown > docs/diagnostics.md"""
+def test_explain_markdown_lists_every_code() -> None:
+    """The docs site's page of diagnostic codes (docs/hooks/reference.py builds it from this)."""
     generated = agui("explain", "--markdown").stdout
-    assert (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8") == generated
     for code in catalog.ALL:
         assert f"**`{code}`**" in generated
 
 
-def test_docs_rejections_md_is_generated_and_lists_every_rejection() -> None:
-    """Regenerate with: python -m agui_pipeline explain --rejections > docs/rejections.md"""
+def test_explain_rejections_lists_every_rejection_and_its_sentence() -> None:
+    """The docs site's page of rejections (docs/hooks/reference.py builds it from this)."""
     generated = agui("explain", "--rejections").stdout
-    assert (ROOT / "docs" / "rejections.md").read_text(encoding="utf-8") == generated
     rows = [line for line in generated.splitlines() if line.startswith("| `")]
     rejecting = [c for c in catalog.ALL.values() if c.severity is catalog.Severity.ERROR]
     assert [row.split("`")[1] for row in rows] == [c.id for c in rejecting]

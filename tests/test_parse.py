@@ -309,8 +309,15 @@ def test_nesting_past_what_the_decoder_reads_is_the_depth_limit(framing: str, de
     rejection = _refusal(frame, framing)
     assert rejection.code == "limit.depth"
     assert "max_depth=128" in str(rejection)
-    # A document too deep to read names no element: the document is event 0.
-    assert rejection.event_index == (0 if framing == "json" else 1)
+    # A document too deep for the standard library to read names no element: the document
+    # is event 0. How deep it reads depends on the interpreter (3.13 reads these 5,000
+    # levels, 3.11 stops near 1,000); one it reads names the element, event 1.
+    try:
+        json.loads(b"[" + frame + b"]")
+        readable = True
+    except RecursionError:
+        readable = False
+    assert rejection.event_index == (0 if framing == "json" and not readable else 1)
 
 
 @pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])

@@ -4,8 +4,8 @@ A code is the stable name a caller matches on: it never changes meaning
 between releases. Each entry records its default severity, the spec page the
 rule comes from, what to do about it, and, for a rejection, the spec sentence
 that makes it the consumer's verdict (:mod:`agui_pipeline.catalog.code`).
-``agui-pipeline explain CODE`` prints one; ``docs/diagnostics.md`` and
-``docs/rejections.md`` are generated from :data:`ALL`. Stages import the entries
+``agui-pipeline explain CODE`` prints one; the documentation site's Diagnostic codes and
+Rejections pages are generated from :data:`ALL` when it is built. Stages import the entries
 they emit; nothing else mints a code.
 
 The codes live by family, in the order of the stages (each module's codes join

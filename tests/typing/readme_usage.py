@@ -41,6 +41,7 @@ from agui_pipeline import (
     Upstream,
     Verdict,
     check_run_input,
+    encode_sse,
     prepare_input,
     producer_report,
     reject_after,
@@ -77,6 +78,9 @@ def relay(chunks: list[bytes]) -> RunResult:
 
 
 print(relay([Path("examples/weather.sse").read_bytes()]).verdict.outcome)
+
+
+source = Path("examples/weather.sse")
 
 
 async def as_they_arrive(source: Source) -> None:
@@ -146,6 +150,9 @@ def outgoing(run_input: dict[str, Any]) -> None:
 # -- The Conversation -------------------------------------------------------------------
 
 
+body = {"threadId": "thread-weather", "runId": "run-1", "messages": [], "state": {}}
+
+
 async def conversation_of(source: Source, body: dict[str, Any]) -> Conversation:
     result = await Pipeline().run(source, run_input=body)
     conversation = result.conversation  # UsageError when the pipeline builds none
@@ -179,7 +186,7 @@ pipeline = Pipeline(handlers=handlers)  # or handlers={"RUN_ERROR": alert, "*": 
 by_mapping = Pipeline(handlers={"RUN_ERROR": alert, "*": log})
 
 
-async def send_to_browser(frames: bytes) -> None: ...
+async def send_to_browser(data: bytes) -> None: ...  # the response a gateway is writing
 
 
 per_request = pipeline.with_options(sinks=[SseSink(send_to_browser)])
@@ -201,6 +208,9 @@ counted = Pipeline(sinks=[Counting()], conversation=False)
 # -- HTTP client --------------------------------------------------------------------
 
 
+token = "s3cret"
+
+
 async def over_http(url: str, token: str, run_input: dict[str, Any]) -> RunResult:
     async with HttpAgent(
         url, headers={"Authorization": f"Bearer {token}"}, pipeline=Pipeline(idle_timeout=60)
@@ -209,6 +219,14 @@ async def over_http(url: str, token: str, run_input: dict[str, Any]) -> RunResul
         async with agent.open(run_input) as stream:
             async for event in stream:
                 assert_type(event, AnyEvent)
+        nxt = resume_input(run_input, result, {"int-1": {"approved": True}}, cancelled=["int-2"])
+        result = await agent.run(nxt)
+    return result
+
+
+async def resumed(url: str, run_input: dict[str, Any]) -> RunResult:
+    async with HttpAgent(url) as agent:
+        result = await agent.run(run_input)  # ends with the interrupts int-1 and int-2
         nxt = resume_input(run_input, result, {"int-1": {"approved": True}}, cancelled=["int-2"])
         result = await agent.run(nxt)
     return result
@@ -228,8 +246,9 @@ async def linted(body: dict[str, Any]) -> None:
     print(producer_report(result.diagnostics, result.suppressed).render())
 
 
-async def reconciled(source: Source, body: dict[str, Any], path: Path) -> None:
-    pipeline = Pipeline(capabilities=Path("capabilities.json"))  # or a dict, JSON bytes, a model
+async def reconciled(source: Source, body: dict[str, Any]) -> None:
+    path = Path("examples/weather.capabilities.json")
+    pipeline = Pipeline(capabilities=path)  # or a dict, JSON bytes, a model
     result = await pipeline.run(source, run_input=body)
     [d for d in result.diagnostics if d.code.startswith("reconcile.")]
     # d.declared is the declaration field, d.event_index / d.pointer the evidence
@@ -266,9 +285,21 @@ logging.basicConfig(level=logging.INFO)
 agent_app = Starlette()  # your agent's AG-UI app, e.g. one serving pydantic-ai's AGUIAdapter
 app = Tap(agent_app)  # serve this one instead: uvicorn yourmodule:app
 
+# needs: pip install 'agui-pipeline[serve,otel]' opentelemetry-instrumentation-asgi
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 
 traced_app = OpenTelemetryMiddleware(Tap(agent_app, telemetry=True))  # request span: findings
+
+
+async def answer(request: Request) -> Response:  # stands in for your agent's endpoint
+    run = {key: (await request.json())[key] for key in ("threadId", "runId")}
+    events = [{"type": "RUN_STARTED", **run}, {"type": "RUN_FINISHED", **run}]
+    return Response(encode_sse(events), media_type="text/event-stream")
+
+
+from starlette.routing import Route
+
+agent_app = Starlette(routes=[Route("/", answer, methods=["POST"])])  # your AG-UI app
 
 
 def test_my_agent_streams_conformant_ag_ui(agui_run: Any) -> None:
