@@ -309,9 +309,9 @@ def test_my_agent_streams_conformant_ag_ui(agui_run: Any) -> None:
 
 from agui_pipeline.fleet import ProducerFromPath, check_fleet
 
-with check_fleet(
-    ["examples/"], scheduler="local:1", producer=ProducerFromPath("{producer}/*.sse")
-) as run:
-    for result in run:  # a SourceResult as each completes, in any order
-        print(result.source, result.outcome, result.version, result.findings.to_dict())
-print(run.report.render())  # a FleetReport; run.report.to_dict() for JSON
+if __name__ == "__main__":  # local:N starts worker processes, which import this file
+    by_folder = ProducerFromPath("examples/{producer}/*.sse")
+    with check_fleet(["examples/approval/"], scheduler="local:1", producer=by_folder) as run:
+        for result in run:  # a SourceResult as each completes, in any order
+            print(result.source, result.outcome, result.version, result.findings.to_dict())
+    print(run.report.render())  # a FleetReport; run.report.to_dict() for JSON
