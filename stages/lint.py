@@ -285,7 +285,8 @@ class Lint(Stage):
         if marks.count(first) == len(marks):  # one kind throughout: identity tests only
             if first is None:
                 self._held_texts += events[start:stop]
-            elif len(self._open_calls) == 1:  # one call's deltas: join them, hold nothing
+            elif len(self._open_calls) == 1 and not self._held_args:
+                # One call's deltas, none of its earlier ones still held: join them now.
                 (call_id,) = self._open_calls
                 text = "".join(map(_DELTA, events[start:stop]))
                 self._args.setdefault(call_id, []).append(text)

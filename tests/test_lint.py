@@ -345,6 +345,17 @@ def test_a_run_past_the_text_budget_is_no_longer_compared_and_says_so() -> None:
     assert codes(roomy) == ["lint.snapshot-contradicts-stream"]
 
 
+def test_argument_deltas_joined_at_once_keep_their_order_after_held_ones() -> None:
+    """Deltas held among other events (a mixed stretch), then a stretch of the same call's
+    deltas alone: joined in stream order, not the later ones first (found by the property
+    over both spellings: `\"`, `a`, `\"` read as `\"\"a`)."""
+    start, *deltas, end = tool("c1", "f", '"', "a", '"')
+    activity = {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "p", "content": {}}
+    custom = {"type": "CUSTOM", "name": "x", "value": 1}
+    events = one_run(start, deltas[0], custom, deltas[1], custom, activity, deltas[2], end)
+    assert codes(lint(events)) == []
+
+
 def test_argument_deltas_of_calls_open_together_are_told_apart() -> None:
     """One call open: its argument deltas are joined as they come; two open: each delta
     goes to its own call. Either way the text judged and compared is each call's own."""
