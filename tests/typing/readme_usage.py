@@ -703,13 +703,11 @@ async def _guides_pytest_plugin_2(url: str) -> None:  # docs/guides/pytest-plugi
 
 
 async def _guides_serve_1(url: str) -> None:  # docs/guides/serve.md
-    import json
     from pathlib import Path
 
     from agui_pipeline import HttpAgent
 
-    recorded = Path("examples/weather.sse").read_text().splitlines()
-    events = [json.loads(line[6:]) for line in recorded if line.startswith("data: ")]
+    events = run_sync(Path("examples/weather.sse")).events  # or any list of event dicts
     with ReplayServer(Replay(events, split=1, echo_ids=True)) as server:
         async with HttpAgent(server.url) as agent:
             result = await agent.run({"threadId": "t-1", "runId": "r-1", "messages": []})
