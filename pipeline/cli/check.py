@@ -9,7 +9,7 @@ import itertools
 import os
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +25,7 @@ from agui_pipeline.cli.config import FAIL_ON, FAIL_ON_ALIASES, LEVELS, ConfigErr
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
 from agui_pipeline.delivery.redaction import redact_url
-from agui_pipeline.errors import Diagnostic, InputRejected
+from agui_pipeline.errors import Diagnostic, InputRejected, UsageError
 from agui_pipeline.model.declared import read_declaration
 from agui_pipeline.subscribers import Sink
 
@@ -49,6 +49,7 @@ from agui_pipeline.cli.common import (
     CommandError,
     Settings,
     Style,
+    load_middleware,
 )
 from agui_pipeline.cli.output import REPORTS
 
@@ -100,6 +101,7 @@ def _run_source(
                 idle_timeout=settings.idle_timeout,
                 max_duration=settings.max_duration,
                 transport=settings.transport,
+                middleware=[load_middleware(spec) for spec in settings.middleware],
             ), None
         except (ValueError, InputRejected, RequestFailed) as error:
             raise CommandError(str(error)) from error
@@ -121,15 +123,7 @@ def _run_source(
             source = fixture.sse()
             raw_input = raw_input if raw_input is not None else fixture.raw_input()
             peer = peer or fixture.peer_max_protocol_version
-    pipeline = Pipeline(
-        framing=settings.framing,
-        peer_max_protocol_version=peer,
-        capabilities=declaration,
-        sinks=sinks,
-        on_diagnostic=meter.diagnostic if meter else None,
-        idle_timeout=settings.idle_timeout,
-        max_duration=settings.max_duration,
-    )
+    pipeline = _pipeline(replace(settings, peer_version=peer), declaration, sinks, meter)
     body, outgoing = None, []
     if raw_input is not None:
         from agui_pipeline.model.run_input import prepare_input
@@ -147,6 +141,29 @@ def _run_source(
     finally:
         if meter is not None:
             meter.close()
+
+
+def _pipeline(
+    settings: Settings,
+    declaration: Declaration | None = None,
+    sinks: Sequence[Sink] = (),
+    meter: cli_http.Progress | None = None,
+) -> Pipeline:
+    """The pipeline a file or stdin is checked with; ``--middleware`` loaded (a usage error
+    when it does not load, or asks for a chunk form its place cannot give)."""
+    try:
+        return Pipeline(
+            middleware=[load_middleware(spec) for spec in settings.middleware],
+            framing=settings.framing,
+            peer_max_protocol_version=settings.peer_version,
+            capabilities=declaration,
+            sinks=sinks,
+            on_diagnostic=meter.diagnostic if meter else None,
+            idle_timeout=settings.idle_timeout,
+            max_duration=settings.max_duration,
+        )
+    except UsageError as error:
+        raise CommandError(f"--middleware: {error}") from None
 
 
 def _drain(
@@ -393,6 +410,15 @@ def add_check(commands: Any) -> None:
         metavar="FILE",
         help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
     )
+    check.add_argument(
+        "--middleware",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="a stage of yours to run as middleware, before enforce: a Stage class or a "
+        "function from the StreamContext to a stage, found from the current directory "
+        "(repeatable, in order)",
+    )
     inputs = check.add_mutually_exclusive_group()
     inputs.add_argument(
         "--input",
@@ -557,7 +583,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         max_duration=args.max_duration,
         transport=args.transport,
         run_input=args.run_input,
+        middleware=tuple(args.middleware),
     )
+    _pipeline(settings)  # a middleware that does not load ends here, before a report
     sources = _sources(args.sources)
     report = REPORTS[args.format]
     many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
