@@ -369,4 +369,14 @@ class Decoder:
 
 
 StageFactory = Callable[[StreamContext], Stage]
+"""What ``Pipeline(middleware=[...])`` takes: anything that makes a stream's stage from its
+context. A stage class whose ``__init__`` takes only the context is one; a stage that
+takes arguments of its own is given with them bound, and mypy checks them::
+
+    class Redact(Stage):
+        def __init__(self, ctx: StreamContext, tools: frozenset[str]) -> None: ...
+
+    Pipeline(middleware=[functools.partial(Redact, tools=frozenset({"login"}))])
+
+(``docs/guides/writing-stages.md``, the whole example.)"""
 DecoderFactory = Callable[[StreamContext], Decoder]
