@@ -207,7 +207,7 @@ def test_open_objects_are_preserved_whole() -> None:
 def test_sources_file_bytes_text_dict(tmp_path: Path) -> None:
     path = tmp_path / "capabilities.json"
     path.write_text(json.dumps(FULL))
-    for source in (path, json.dumps(FULL).encode(), json.dumps(FULL), FULL):
+    for source in (path, str(path), json.dumps(FULL).encode(), FULL):
         assert AgentCapabilities.load(source).to_json() == FULL
     unreadable = read_declaration(tmp_path / "missing.json")
     assert unreadable.capabilities is None

@@ -312,27 +312,29 @@ def _declaration(settings: Settings) -> Declaration | None:
 def declaration_from_files(
     capabilities: str | None, agent_resource: str | None
 ) -> Declaration | None:
+    """The declaration ``--capabilities`` or ``--agent-resource`` names, read strictly: the
+    library reads a declaration it cannot use as none, with a warning on every stream
+    (``reconcile.declaration-unusable``), but a file the command line was given that
+    cannot be used is its own configuration gone wrong, refused naming the file."""
     path = capabilities or agent_resource
     if path is None:
         return None
     if not Path(path).is_file():
         raise CommandError(f"no such file: {path}")
-    from agui_pipeline._json import MAX_DOCUMENT
-
-    size = Path(path).stat().st_size
-    if size > MAX_DOCUMENT:
-        raise CommandError(
-            f"{path} holds {size:,} bytes, over the {MAX_DOCUMENT:,}-byte cap on a "
-            "declaration or agent resource (MAX_DOCUMENT)"
-        )
-    if capabilities:
-        return read_declaration(Path(path))
     from agui_pipeline.model.agent_resource import capabilities_from_agent_resource
+    from agui_pipeline.model.capabilities import AgentCapabilities
 
     try:
-        return read_declaration(capabilities_from_agent_resource(Path(path)))
-    except (OSError, ValueError) as exc:
-        raise CommandError(f"cannot derive a declaration from {path}: {exc}") from exc
+        if capabilities:
+            model = AgentCapabilities.load(Path(path))
+        else:
+            model = capabilities_from_agent_resource(Path(path))
+    except orjson.JSONDecodeError as error:
+        raise CommandError(f"{path} is not JSON: {error}") from None
+    except (OSError, ValueError) as error:  # DeclarationUnusable, AgentResourceError, too large
+        what = "a declaration" if capabilities else "the declaration of an agent resource"
+        raise CommandError(f"{path} is not usable as {what}: {error}") from None
+    return read_declaration(model)
 
 
 def missing_extra(error: ModuleNotFoundError, extra: str, doing: str) -> CommandError:
@@ -585,7 +587,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         run_input=args.run_input,
         middleware=tuple(args.middleware),
     )
-    _pipeline(settings)  # a middleware that does not load ends here, before a report
+    # A middleware or a declaration file that cannot be used ends here, before any report.
+    _pipeline(settings, _declaration(settings))
     sources = _sources(args.sources)
     report = REPORTS[args.format]
     many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
