@@ -83,57 +83,17 @@ def _run_source(
     sinks: list[Sink] = [meter] if meter else []
     if sink is not None:
         sinks.append(sink)
-    peer = settings.peer_version
     if name.startswith(("http://", "https://")):
-        try:
-            from agui_pipeline.http.client import RequestFailed
-        except ModuleNotFoundError as error:
-            raise missing_extra(error, "http", "checking a URL") from None
-        try:
-            return cli_http.check_url(
-                name,
-                framing=settings.framing,
-                peer_version=peer,
-                headers=settings.headers,
-                run_input=raw_input,
-                capabilities=declaration,
-                progress=meter,
-                idle_timeout=settings.idle_timeout,
-                max_duration=settings.max_duration,
-                transport=settings.transport,
-                middleware=[load_middleware(spec) for spec in settings.middleware],
-            ), None
-        except (ValueError, InputRejected, RequestFailed) as error:
-            raise CommandError(str(error)) from error
-    source: Source = "-"
-    stream_file: str | None = None
-    if name != "-":
-        if recordings.is_stored(name):
-            # Findings in object storage are placed by event, not line (no second read).
-            source, fixture = _open_stored(name)
-        else:
-            path = Path(name)
-            if not path.is_file():
-                raise CommandError(f"no such file: {name}")
-            source = path
-            fixture = _fixture(path)
-            stream_file = None if fixture is not None else name
-        if fixture is not None:
-            # A conformance fixture: its stream, its input unless --input overrides it.
-            source = fixture.sse()
-            raw_input = raw_input if raw_input is not None else fixture.raw_input()
-            peer = peer or fixture.peer_max_protocol_version
+        return _check_url(name, settings, raw_input, declaration, meter), None
+    source, stream_file, fixture = _local_source(name)
+    peer = settings.peer_version
+    if fixture is not None:
+        # A conformance fixture: its stream, its input unless --input overrides it.
+        source = fixture.sse()
+        raw_input = raw_input if raw_input is not None else fixture.raw_input()
+        peer = peer or fixture.peer_max_protocol_version
     pipeline = _pipeline(replace(settings, peer_version=peer), declaration, sinks, meter)
-    body, outgoing = None, []
-    if raw_input is not None:
-        from agui_pipeline.model.run_input import prepare_input
-
-        # The same boundary a live run's input crosses, so a file and a URL judge alike.
-        try:
-            prepared = prepare_input(raw_input, peer_max_protocol_version=peer)
-        except InputRejected as error:
-            raise CommandError(f"the run input {input_name}: {error}") from error
-        body, outgoing = prepared.body, list(prepared.diagnostics)
+    body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
         return _drain(pipeline, source, body, outgoing), stream_file
     except OSError as error:
@@ -141,6 +101,69 @@ def _run_source(
     finally:
         if meter is not None:
             meter.close()
+
+
+def _check_url(
+    url: str,
+    settings: Settings,
+    raw_input: dict[str, Any] | None,
+    declaration: Declaration | None,
+    meter: cli_http.Progress | None,
+) -> RunResult:
+    """An agent's URL, checked with the run input POSTed to it."""
+    try:
+        from agui_pipeline.http.client import RequestFailed
+    except ModuleNotFoundError as error:
+        raise missing_extra(error, "http", "checking a URL") from None
+    try:
+        result: RunResult = cli_http.check_url(
+            url,
+            framing=settings.framing,
+            peer_version=settings.peer_version,
+            headers=settings.headers,
+            run_input=raw_input,
+            capabilities=declaration,
+            progress=meter,
+            idle_timeout=settings.idle_timeout,
+            max_duration=settings.max_duration,
+            transport=settings.transport,
+            middleware=[load_middleware(spec) for spec in settings.middleware],
+        )
+    except (ValueError, InputRejected, RequestFailed) as error:
+        raise CommandError(str(error)) from error
+    return result
+
+
+def _local_source(name: str) -> tuple[Source, str | None, Fixture | None]:
+    """What ``name`` (a file, an fsspec URL or ``-``) is read from, the file findings are
+    placed in (``None``: placed by event), and the conformance fixture it holds, if any."""
+    if name == "-":
+        return "-", None, None
+    if recordings.is_stored(name):
+        # Findings in object storage are placed by event, not line (no second read).
+        source, fixture = _open_stored(name)
+        return source, None, fixture
+    path = Path(name)
+    if not path.is_file():
+        raise CommandError(f"no such file: {name}")
+    fixture = _fixture(path)
+    return path, None if fixture is not None else name, fixture
+
+
+def _outgoing(
+    raw_input: dict[str, Any] | None, input_name: str | None, peer: str | None
+) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
+    """The run input as it would be sent, and what the outgoing boundary said of it: the
+    same boundary a live run's input crosses, so a file and a URL judge alike."""
+    if raw_input is None:
+        return None, []
+    from agui_pipeline.model.run_input import prepare_input
+
+    try:
+        prepared = prepare_input(raw_input, peer_max_protocol_version=peer)
+    except InputRejected as error:
+        raise CommandError(f"the run input {input_name}: {error}") from error
+    return prepared.body, list(prepared.diagnostics)
 
 
 def _pipeline(
@@ -388,6 +411,16 @@ def add_check(commands: Any) -> None:
         help="report format (default text; sarif: SARIF 2.1.0 for code scanning; junit: "
         "JUnit XML, one test suite per source and a test case per run)",
     )
+    _add_reading_options(check)
+    _add_gate_options(check)
+    _add_spreading_options(check)
+    _add_report_options(check)
+    _add_live_options(check)
+    check.set_defaults(handler=_check)
+
+
+def _add_reading_options(check: Any) -> None:
+    """How each stream is read, and what it is judged against."""
     check.add_argument(
         "--framing",
         choices=["sse", "jsonl", "json", "proto"],
@@ -436,6 +469,10 @@ def add_check(commands: Any) -> None:
         "its directory, {name} its file name, {stem} that name without its suffix (e.g. "
         "'{dir}/{stem}.input.json', 's3://bucket/inputs/{stem}.json')",
     )
+
+
+def _add_gate_options(check: Any) -> None:
+    """What fails a source."""
     check.add_argument(
         "--fail-on",
         choices=(*FAIL_ON, *FAIL_ON_ALIASES),
@@ -465,6 +502,10 @@ def add_check(commands: Any) -> None:
         metavar="CODE",
         help="leave a diagnostic code out of the report (--rule CODE=off; repeatable)",
     )
+
+
+def _add_spreading_options(check: Any) -> None:
+    """Where the sources are checked: here, in worker processes, on a cluster."""
     check.add_argument(
         "--jobs",
         "-j",
@@ -480,6 +521,10 @@ def add_check(commands: Any) -> None:
         "(tcp://host:8786), or local:N for N worker processes on this machine. The workers "
         "read the sources themselves; the report is the one a single process prints",
     )
+
+
+def _add_report_options(check: Any) -> None:
+    """What the report shows, and how."""
     check.add_argument(
         "--conversation",
         action="store_true",
@@ -502,6 +547,10 @@ def add_check(commands: Any) -> None:
         help="with --format sarif: write file URIs relative to DIR (default: the current "
         "directory); files outside it get absolute file:// URIs",
     )
+
+
+def _add_live_options(check: Any) -> None:
+    """A URL or stdin: the request, and when a live stream is given up."""
     check.add_argument(
         "--header",
         action="append",
@@ -531,7 +580,6 @@ def add_check(commands: Any) -> None:
         action="store_true",
         help="show a progress line on stderr even when it is not a terminal",
     )
-    check.set_defaults(handler=_check)
 
 
 def _seconds(text: str) -> float:
@@ -546,47 +594,7 @@ def _seconds(text: str) -> float:
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    if args.jobs < 1:
-        raise CommandError("--jobs must be at least 1")
-    if args.max_warnings is not None and args.max_warnings < 0:
-        raise CommandError("--max-warnings must be at least 0")
-    if args.conversation and args.format != "json":
-        raise CommandError("--conversation needs --format json")
-    if args.sources.count("-") > 1:
-        raise CommandError("stdin (-) can be read only once")
-    if args.scheduler is not None and args.jobs > 1:
-        raise CommandError("--scheduler and --jobs both spread the sources: give one")
-    if args.scheduler is not None and "-" in args.sources:
-        raise CommandError("--scheduler: the workers cannot read this process's stdin (-)")
-    try:
-        gate = build_gate(
-            Path("pyproject.toml"), args.fail_on, args.max_warnings, args.rule, args.off
-        )
-        cli_http.parse_headers(args.header)
-        if args.run_input is not None:
-            recordings.paired(args.run_input, "runs/a.sse")
-    except (ConfigError, ValueError) as error:
-        raise CommandError(str(error)) from error
-    settings = Settings(
-        format=args.format,
-        framing=args.framing,
-        peer_version=args.peer_version,
-        capabilities=args.capabilities,
-        agent_resource=args.agent_resource,
-        input=args.input,
-        headers=tuple(args.header),
-        progress=args.progress,
-        conversation=args.conversation,
-        quiet=args.quiet,
-        style=Style.choose(args.color, out),
-        gate=gate,
-        sarif_root=args.sarif_root,
-        idle_timeout=args.idle_timeout or None,
-        max_duration=args.max_duration,
-        transport=args.transport,
-        run_input=args.run_input,
-        middleware=tuple(args.middleware),
-    )
+    settings = _settings(args, out)
     # A middleware or a declaration file that cannot be used ends here, before any report.
     _pipeline(settings, _declaration(settings))
     sources = _sources(args.sources)
@@ -613,6 +621,52 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             worst = max(worst, status)
     out.write(report.close(many))
     return worst
+
+
+def _settings(args: argparse.Namespace, out: TextIO) -> Settings:
+    """The settings every source is checked with; options that contradict each other, or a
+    gate, a header or a pattern that does not read, refused before anything is checked."""
+    if args.jobs < 1:
+        raise CommandError("--jobs must be at least 1")
+    if args.max_warnings is not None and args.max_warnings < 0:
+        raise CommandError("--max-warnings must be at least 0")
+    if args.conversation and args.format != "json":
+        raise CommandError("--conversation needs --format json")
+    if args.sources.count("-") > 1:
+        raise CommandError("stdin (-) can be read only once")
+    if args.scheduler is not None and args.jobs > 1:
+        raise CommandError("--scheduler and --jobs both spread the sources: give one")
+    if args.scheduler is not None and "-" in args.sources:
+        raise CommandError("--scheduler: the workers cannot read this process's stdin (-)")
+    try:
+        gate = build_gate(
+            Path("pyproject.toml"), args.fail_on, args.max_warnings, args.rule, args.off
+        )
+        cli_http.parse_headers(args.header)
+        if args.run_input is not None:
+            recordings.paired(args.run_input, "runs/a.sse")
+    except (ConfigError, ValueError) as error:
+        raise CommandError(str(error)) from error
+    return Settings(
+        format=args.format,
+        framing=args.framing,
+        peer_version=args.peer_version,
+        capabilities=args.capabilities,
+        agent_resource=args.agent_resource,
+        input=args.input,
+        headers=tuple(args.header),
+        progress=args.progress,
+        conversation=args.conversation,
+        quiet=args.quiet,
+        style=Style.choose(args.color, out),
+        gate=gate,
+        sarif_root=args.sarif_root,
+        idle_timeout=args.idle_timeout or None,
+        max_duration=args.max_duration,
+        transport=args.transport,
+        run_input=args.run_input,
+        middleware=tuple(args.middleware),
+    )
 
 
 def _parts(
