@@ -5,8 +5,6 @@ line's own declaration files."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, get_args
 
@@ -16,7 +14,7 @@ from agui_pipeline.declaration import Declaration
 from agui_pipeline.subscribers import HandledType
 
 from tests.cli_run import agui
-from tests.conftest import ROOT
+from tests.conftest import ROOT, mypy_strict
 
 WEATHER = ROOT / "examples" / "weather.sse"
 DECLARATION = ROOT / "examples" / "weather.capabilities.json"
@@ -80,13 +78,7 @@ handlers.on("TEXT_MESAGE_CONTENT", show)  # line 15
 def test_mypy_refuses_a_misspelt_event_type(tmp_path: Path) -> None:
     script = tmp_path / "misspelt.py"
     script.write_text(MISSPELT)
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = mypy_strict(script)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert [line.split(":")[1] for line in errors] == ["14", "15"], done.stdout
     assert all('No overload variant of "on"' in line for line in errors)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, mypy_strict
 from tests.test_docs_examples import blocks
 
 PAGE = ROOT / "docs" / "guides" / "writing-stages.md"
@@ -31,13 +31,7 @@ def test_the_stages_of_the_page_pass_mypy_strict(tmp_path: Path) -> None:
     for name in STAGES:
         files.append(tmp_path / f"{name}.py")
         files[-1].write_text(program(name))
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *map(str, files)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = mypy_strict(*files)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
