@@ -37,7 +37,7 @@ def test_the_stages_of_the_page_pass_mypy_strict(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", STAGES)
 def test_each_stage_behaves_as_the_page_says_on_a_chunked_stream(name: str, tmp_path: Path) -> None:
-    assert "_CHUNK" in (ROOT / "examples" / "chunked.sse").read_text()
+    assert "_CHUNK" in (ROOT / "docs" / "guides" / "chunked.sse").read_text()
     script = tmp_path / f"{name}.py"
     script.write_text(program(name))
     done = subprocess.run(
