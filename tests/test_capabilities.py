@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.errors import DeclarationUnusable
@@ -351,7 +352,10 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
         assert not read_declaration(b"null").usable
         return
     expected = validator().is_valid(strip_unrecognised(document, defs()["AgentCapabilities"]))
-    declaration = read_declaration(document)
+    # A JSON string is sent as JSON: a Python str would be a file path.
+    declaration = read_declaration(
+        orjson.dumps(document) if isinstance(document, str) else document
+    )
     assert declaration.usable == expected, (document, declaration.notes)
     if not expected:
         # The diagnostic names a field the schema itself faults (or, for a missing

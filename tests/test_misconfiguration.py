@@ -111,6 +111,8 @@ def test_a_str_declaration_naming_no_file_is_a_note_that_says_the_rule(tmp_path:
     declaration = declared(Pipeline(capabilities=str(tmp_path / "missing.json")))
     assert declaration.capabilities is None
     assert "a str declaration is a file path" in declaration.notes[0].message
+    unnameable = declared(Pipeline(capabilities="run\x00.json"))  # no system names that file
+    assert "no file can be named" in unnameable.notes[0].message
 
 
 # -- the command line refuses its own bad declaration files ---------------------------------

@@ -265,6 +265,8 @@ def _read_path(path: str) -> bytes:
         return read_document(path)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"no such file ({_PATH_RULE})", path) from None
+    except ValueError as error:  # a path the system refuses (a NUL byte in it)
+        raise OSError(f"no file can be named {path!r}: {error} ({_PATH_RULE})") from None
 
 
 def _unrecognised(model: BaseModel, at: str) -> Iterator[str]:
