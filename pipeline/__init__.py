@@ -43,6 +43,7 @@ from agui_pipeline.model.conversation import Conversation
 from agui_pipeline.model.declared import check_run_input
 from agui_pipeline.options import Limits, Options
 from agui_pipeline.stage import (
+    ChunkForm,
     Counters,
     Decoder,
     RunRecord,
@@ -140,6 +141,7 @@ __all__ = [
     "BackgroundServer",
     # writing a stage
     "Batch",
+    "ChunkForm",
     "Code",
     "Conversation",
     "Counters",

@@ -29,8 +29,9 @@ class CapabilitiesModel(Protocol):
 CapabilitiesSource: TypeAlias = (
     CapabilitiesModel | Mapping[str, Any] | bytes | str | os.PathLike[str]
 )
-"""A declaration as the caller has it: an ``AgentCapabilities`` model, a dict, JSON bytes or
-text, or a file path."""
+"""A declaration as the caller has it: an ``AgentCapabilities`` model, a dict, JSON bytes, or
+a file path (``Path`` or ``str``: a ``str`` is a path, as for ``Pipeline.run``; JSON text
+in a ``str`` is refused with ``ValueError``)."""
 
 
 @dataclass(frozen=True, slots=True)

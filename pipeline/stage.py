@@ -32,7 +32,16 @@ from agui_pipeline.options import Options
 
 @dataclass(slots=True)
 class Counters:
-    """What happened to the events of one stream, for the accounting on the result."""
+    """What happened to the events of one stream, for the accounting on the result.
+
+    Always: ``read + synthesized == delivered + dropped + expanded + discarded``.
+    The built-in stages count what they do. For a stage of yours the engine
+    counts: the events it returns fewer than it was handed are ``dropped``, those
+    it returns more are ``synthesized`` (a replacement is neither). A stage may
+    count for itself instead (a replacement for expand counts ``expanded``), as
+    long as what it counts balances what it returned; one that does not is a bug,
+    raised as a :class:`~agui_pipeline.UsageError` naming the stage.
+    """
 
     read: int = 0
     """Frames decoded by parse."""
@@ -48,10 +57,27 @@ class Counters:
     """Events made by a stage (the start/content/end events of a chunk)."""
     discarded: int = 0
     """Events that had entered the pipeline when a rejection or a handler failure
-    ended the stream: the offending event and those after it in its batch.
+    ended the stream: the offending event and those after it in its batch."""
 
-    Always: ``read + synthesized == delivered + dropped + expanded + discarded``.
+
+class ChunkForm(StrEnum):
+    """Which form of a streamed message, tool call or reasoning message a stage is handed.
+
+    A producer may send an item as ``*_CHUNK`` events or as its start/content/end
+    events, and a middleware chain may expand chunks between its own stages
+    (``/spec/1.1/basic/processing``, "Where middleware sits"): a stage says on
+    :attr:`Stage.form` which form it needs, and the engine keeps to it.
     """
+
+    EITHER = "either"
+    """Whatever its place gives it (the default): both forms before expand, only the
+    expanded one after it. The stage handles both."""
+    AS_SENT = "as-sent"
+    """The events as the producer sent them, chunks included: nothing has been expanded
+    before this stage. Placing it after expansion is refused (``UsageError``)."""
+    EXPANDED = "expanded"
+    """Never a chunk: the engine expands chunks just before this stage, unless
+    something before it already has."""
 
 
 class RunStatus(StrEnum):
@@ -311,6 +337,8 @@ class Stage:
     """
 
     name: ClassVar[str] = "stage"
+    form: ClassVar[ChunkForm] = ChunkForm.EITHER
+    """Which form of a chunked item the stage is handed (:class:`ChunkForm`)."""
 
     def __init__(self, ctx: StreamContext) -> None:
         self.ctx = ctx
@@ -341,4 +369,14 @@ class Decoder:
 
 
 StageFactory = Callable[[StreamContext], Stage]
+"""What ``Pipeline(middleware=[...])`` takes: anything that makes a stream's stage from its
+context. A stage class whose ``__init__`` takes only the context is one; a stage that
+takes arguments of its own is given with them bound, and mypy checks them::
+
+    class Redact(Stage):
+        def __init__(self, ctx: StreamContext, tools: frozenset[str]) -> None: ...
+
+    Pipeline(middleware=[functools.partial(Redact, tools=frozenset({"login"}))])
+
+(``docs/guides/writing-stages.md``, the whole example.)"""
 DecoderFactory = Callable[[StreamContext], Decoder]

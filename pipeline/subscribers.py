@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast, get_args, overload
 
 import orjson
+from agui_pipeline._suggest import did_you_mean
 from agui_pipeline.errors import UsageError
 from agui_pipeline.events import (
     ActivityDeltaEvent,
@@ -75,6 +76,44 @@ EVERY = "*"
 """The event type to register under for a handler that sees every event."""
 
 H = TypeVar("H", bound=Handler)
+
+HandledType: TypeAlias = Literal[
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TEXT_MESSAGE_CHUNK",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_CHUNK",
+    "TOOL_CALL_RESULT",
+    "STATE_SNAPSHOT",
+    "STATE_DELTA",
+    "MESSAGES_SNAPSHOT",
+    "ACTIVITY_SNAPSHOT",
+    "ACTIVITY_DELTA",
+    "RAW",
+    "CUSTOM",
+    "RUN_STARTED",
+    "RUN_FINISHED",
+    "RUN_ERROR",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "REASONING_START",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_CONTENT",
+    "REASONING_MESSAGE_END",
+    "REASONING_MESSAGE_CHUNK",
+    "REASONING_END",
+    "REASONING_ENCRYPTED_VALUE",
+    "SUBAGENT_STARTED",
+    "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR",
+    "*",
+]
+"""What a handler can be registered for, by name: an AG-UI 1.1 event type, or ``"*"``."""
+
+_HANDLED = frozenset(get_args(HandledType))
 
 
 def delivered(events: list[Event]) -> list[AnyEvent]:
@@ -131,6 +170,13 @@ class Handlers:
             )
         if not callable(handler):
             raise TypeError(f"a handler must be callable, not {type(handler).__name__}")
+        if event_type not in _HANDLED:
+            raise UsageError(
+                f"cannot register a handler for {event_type!r}: no AG-UI 1.1 event has that "
+                f"type{did_you_mean(str(event_type), _HANDLED, loosely=True)}, and an event "
+                "of a type the protocol does not describe is dropped before delivery "
+                "(/spec/1.1/basic/processing), so the handler would never be called"
+            )
         self.by_type[event_type] = (*self.by_type.get(event_type, ()), handler)
 
     # One overload per event type, so that a handler typed with its event's
@@ -258,12 +304,19 @@ class Handlers:
     @overload
     def on(self, event_type: Literal["*"]) -> Register[AnyEvent]: ...
     @overload
-    def on(self, event_type: str) -> Register[Any]: ...
+    def on(self, event_type: EventType) -> Register[Any]: ...
     @overload
-    def on(self, event_type: str, handler: H) -> H: ...
+    def on(self, event_type: HandledType, handler: H) -> H: ...
+    @overload
+    def on(self, event_type: EventType, handler: H) -> H: ...
 
     def on(self, event_type: str, handler: H | None = None) -> H | Callable[[H], H]:
-        """Register ``handler`` for ``event_type`` (``"*"``: every event); usable as a decorator."""
+        """Register ``handler`` for ``event_type`` (``"*"``: every event); usable as a decorator.
+
+        A name that is no event type is refused, by a type checker (the overloads take
+        only the protocol's names) and at run time (:class:`~agui_pipeline.UsageError`,
+        with the name it most likely misspells); :meth:`add` takes any ``str``.
+        """
         if handler is not None:
             self.add(event_type, handler)
             return handler

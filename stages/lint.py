@@ -63,23 +63,23 @@ whole result's findings.
 
 Cost: one dict lookup by event type per event, for the whole batch at C
 speed; the content deltas between two events that have a handler are held by
-reference, one Python step per stretch of them (see ``Lint._hold``), and joined
-into their item's text only when something reads it. The run's streamed text
-is kept until the run ends, so a snapshot can be compared with it.
+reference, one Python step per stretch of them, and joined into their item's
+text only when something reads it. The run's streamed text is kept until the
+run ends, so a snapshot can be compared with it.
+
+The stage is three modules: this one (what each event type means to lint),
+``_lint_state`` (what lint remembers, and the holding: ``LintState._hold``) and
+``_lint_snapshot`` (a ``MESSAGES_SNAPSHOT`` against what the run streamed).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import compress, groupby, repeat
-from operator import is_, itemgetter
+from itertools import compress
 from typing import Any, ClassVar
 
-import orjson
 from agui_pipeline.batch import Batch, Event, type_table
 from agui_pipeline.catalog import (
-    LINT_ARGUMENTS_NOT_JSON,
     LINT_HISTORY_RESTREAMED,
     LINT_INTERRUPT_OUTCOME,
     LINT_INTERRUPT_UNKNOWN_CALL,
@@ -96,22 +96,29 @@ from agui_pipeline.catalog import (
     LINT_RUN_IDENTITY,
     LINT_RUN_REPORT,
     LINT_SECOND_RESULT,
-    LINT_SNAPSHOT_CONTRADICTS,
-    LINT_SNAPSHOT_DROPS,
-    LINT_SNAPSHOT_RENAMES,
-    LINT_TEXT_BUDGET,
     LINT_THREAD_CHANGED,
     LINT_USAGE_ARITHMETIC,
-    Code,
 )
-from agui_pipeline.stage import Stage, StreamContext
+from agui_pipeline.stage import StreamContext
+from agui_pipeline.stages._lint_snapshot import SnapshotComparison
+from agui_pipeline.stages._lint_state import (
+    _ACTIVITY,
+    _ARGS,
+    _CARRIER,
+    _IDS_SHOWN,
+    _MISSING,
+    _RESULT,
+    _ids,
+    _kind,
+    _list,
+    _same_arguments,
+    _short,
+)
 
 Handler = Callable[[Event, int], None]
 
-_MISSING: Any = object()
 
-
-class Lint(Stage):
+class Lint(SnapshotComparison):
     """Report producer mistakes the consumer accepts; never reject, delay or change an event."""
 
     name: ClassVar[str] = "lint"
@@ -136,84 +143,10 @@ class Lint(Stage):
         self._table = self._lookup(history=False)
         self._retable = False
         """Set when the run input, met on the stream, changed ``_table`` mid-batch."""
-        self._messages: dict[Any, Event] = {}
-        """messageId → what established it: its start event, result, activity snapshot, or the
-        history's or a snapshot's message (all spell ``role``, ``name``, ``subagentRunId``
-        alike; kept by reference, as an object made per item would cost the collector more
-        than the whole check). A reused id's later message takes its place."""
-        self._history_text: dict[Any, str] = {}
-        """The input history's text content by messageId (to tell a restatement)."""
-        self._calls: dict[Any, Event] = {}
-        """toolCallId → its first TOOL_CALL_START (or the same fields, for a history call)."""
-        self._open_calls: set[Any] = set()
-        """Calls started and not yet ended: when one alone is open, an argument delta is its
-        (verify saw to that), and a stretch of them is joined at once (``_hold``)."""
-        self._history_args: dict[Any, str] = {}
-        self._answers: dict[Any, Any] = {}
-        """toolCallId → the messageId of the tool message that answered it."""
-        self._frontend_tools: set[Any] = set()
-        self._tools_listed = False
-        """Whether a run input listed the application's tools (``tools``, maybe empty): only
-        then is a call outside the list one nobody answers (``lint.pending-unlisted-tool``)."""
-        self._input_known = False
-        """Whether a run input (given, or echoed) says what the conversation and tools were."""
-        self._run_ids: dict[Any, None] = {}
-        """The latest ``limits.max_run_ids`` runIds, oldest first (``lint.run-id-reused``)."""
-        self._stream_thread: Any = _MISSING
-        """The threadId of the stream's first run (``lint.thread-changed``)."""
-        self._first_run_ids: list[Any] = []
-        """The first runIds on the stream (a few, for the message): runs add O(1) each."""
-        self._runs_started = 0
-        self._run_id: Any = None
-        self._input_run_seen = False
-        self._last_start: int | None = None
-        self._input_thread: Any = None
-        self._input_run_id: Any = None
-        self._reset_run()
         run_input = ctx.run_input
         if isinstance(run_input, dict):
             self._learn_input(run_input)
             self._retable = False  # no batch read yet
-
-    def _reset_run(self) -> None:
-        self._texts: dict[Any, list[str]] = {}
-        """Messages streamed into in this run → the pieces of text streamed, joined when read."""
-        self._held_texts: list[Event] = []
-        """The run's events without a handler, in order, but for argument deltas: its text
-        deltas among them, held by reference until something reads their text; then (or
-        past ``_HOLD_AT`` of them) folded into ``_texts``."""
-        self._held_args: list[Event] = []
-        """The run's argument deltas in order, held so until folded into ``_args``."""
-        self._new_messages: set[Any] = set()
-        """Of those, the ones this run introduced (a snapshot is compared with these)."""
-        self._streamed: dict[str, dict[Any, Any]] = {kind: {} for kind in _KINDS}
-        """Messages this run streamed and the Conversation still holds, by kind, in order:
-        started, minted by a result (→ the call it answers) or an activity snapshot (→ its
-        type), or named as a call's parent (a snapshot that leaves one out is
-        ``lint.snapshot-drops-message``). By kind, so a snapshot visits only the kinds it
-        may drop: it costs what it carries and drops."""
-        self._run_calls: dict[Any, bool] = {}
-        """Calls started in this run, in order → whether this run answered them."""
-        self._carried: dict[Any, list[Any]] = {}
-        """The message carrying each call this run introduced → those calls (a snapshot
-        restating one of them elsewhere restates their message there)."""
-        self._started: Event | None = None
-        """This run's RUN_STARTED (what its RUN_FINISHED must name)."""
-        self._suspended: dict[Any, list[Any]] = {}
-        """subagentRunId → the interrupt ids its suspended outcome named, this run."""
-        self._args: dict[Any, list[str]] = {}
-        """Calls streamed into in this run → the pieces of argument text, joined when read."""
-        self._new_calls: dict[Any, bool] = {}
-        """Calls this run introduced, in order → whether their arguments were checked."""
-        self._ends: dict[Any, int] = {}
-        """Calls closed in this run → the event index of their last TOOL_CALL_END."""
-        self._run_findings: Counter[str] = Counter()
-        self._run_chars = 0
-        """Characters of streamed (and restated) text this run's ``_texts`` and ``_args``
-        took in, counted as they fold: past ``limits.max_text_chars`` the run is not
-        compared any more (``_blind``), so what lint holds stays bounded."""
-        self._blind = False
-        self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
 
     # -- the stage ----------------------------------------------------------------
 
@@ -260,84 +193,6 @@ class Lint(Stage):
             self._hold(events, indices, found, cut, len(found))
         return None, cut
 
-    def _hold(
-        self, events: list[Event], indices: list[int], found: Sequence[Any], start: int, stop: int
-    ) -> None:
-        """Hold the events of ``events[start:stop]``, a stretch without a handler.
-
-        What keeps the lint within its budget: a content delta costs no Python bytecode,
-        and its text is joined only when something reads it (a snapshot, a history item
-        closing, the run's end for arguments). On a real stream the stretch between two
-        events with a handler is one message's deltas and what follows its end (no
-        handler: ``None`` throughout), or one call's argument deltas (``_ARGS``
-        throughout): counting one mark, an identity test in C, tells it, and the stretch
-        is held by one slice — or, for one call's deltas while it alone is open, joined
-        at once (verify has seen that each delta names an open call), which costs less
-        than holding them and grouping them by call later. Measured
-        (``python -m benchmarks.instructions``, the whole pipeline against
-        ``--without lint``): lint cost 997 instructions an event holding every
-        argument delta, 940 with this.
-        """
-        if self._blind:
-            return
-        marks = found[start:stop]
-        first = marks[0]
-        if marks.count(first) == len(marks):  # one kind throughout: identity tests only
-            if first is None:
-                self._held_texts += events[start:stop]
-            elif len(self._open_calls) == 1 and not self._held_args:
-                # One call's deltas, none of its earlier ones still held: join them now.
-                (call_id,) = self._open_calls
-                text = "".join(map(_DELTA, events[start:stop]))
-                self._args.setdefault(call_id, []).append(text)
-                self._count(len(text), indices[stop - 1])
-            else:
-                self._held_args += events[start:stop]
-        else:  # argument deltas among other events: pick each out
-            stretch = events[start:stop]
-            self._held_texts += compress(stretch, map(is_, marks, repeat(None)))
-            self._held_args += compress(stretch, map(is_, marks, repeat(_ARGS)))
-        # A long run keeps its text, not its event objects: held events are folded past
-        # _HOLD_AT of them, or once _HOLD_BYTES more of the stream was read (large deltas).
-        if (
-            len(self._held_texts) > _HOLD_AT
-            or len(self._held_args) > _HOLD_AT
-            or self.ctx.bytes_read > self._fold_at
-        ):
-            self._fold_texts(indices[stop - 1])
-            self._fold_args(indices[stop - 1])
-            self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
-
-    def _fold_texts(self, index: int) -> None:
-        """Fold the held text deltas into ``_texts`` (``index``: the event lint is at)."""
-        held = self._held_texts
-        self._count(_fold(_text_deltas(held), _MESSAGE_ID, self._texts), index)
-        held.clear()
-
-    def _fold_args(self, index: int) -> None:
-        self._count(_fold(self._held_args, _TOOL_CALL_ID, self._args), index)
-        self._held_args.clear()
-
-    def _count(self, chars: int, index: int) -> None:
-        """Charge ``chars`` of text to the run, taken in at event ``index``; past the limit,
-        stop comparing this run."""
-        self._run_chars += chars
-        limit = self.ctx.limits.max_text_chars
-        if self._run_chars <= limit or self._blind:
-            return
-        self._blind = True
-        self._texts, self._args = {}, {}
-        self._held_texts.clear()
-        self._held_args.clear()
-        self.ctx.report(
-            LINT_TEXT_BUDGET,
-            f"run {_short(self._run_id)} streamed more than max_text_chars={limit} characters "
-            "of text and arguments: lint compares nothing more of this run's text (snapshots, "
-            "history, argument JSON); the findings before stand",
-            event_index=index,
-            pointer="",
-        )
-
     async def finish(self) -> Batch:
         wanted = self._input_run_id
         seen = self._input_run_seen or wanted in self._first_run_ids
@@ -351,10 +206,6 @@ class Lint(Stage):
                 "/runId",
             )
         return await super().finish()
-
-    def _report(self, code: Code, message: str, index: int | None, pointer: str) -> None:
-        self._run_findings[code.id] += 1
-        self.ctx.report(code, message, event_index=index, pointer=pointer)
 
     # -- the run input ------------------------------------------------------------
 
@@ -384,24 +235,6 @@ class Lint(Stage):
                 arguments = self._learn_call(call, message)
                 if arguments is not None:
                     self._history_args[call["id"]] = arguments
-
-    def _learn_call(self, call: Any, message: dict[str, Any]) -> str | None:
-        """A tool call restated whole (history, or a snapshot) is one the stream carried:
-        recorded as a start would be, unless known already; its argument text, or ``None``
-        for a call that is not one."""
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or not isinstance(call.get("id"), str):
-            return None
-        self._calls.setdefault(
-            call["id"],
-            {
-                "toolCallName": function.get("name"),
-                "parentMessageId": message.get("id"),
-                "subagentRunId": message.get("subagentRunId"),
-            },
-        )
-        arguments = function.get("arguments")
-        return arguments if isinstance(arguments, str) else ""
 
     # -- runs ---------------------------------------------------------------------
 
@@ -662,22 +495,6 @@ class Lint(Stage):
         for call_id in self._new_calls:
             self._check_call(call_id)
 
-    def _check_call(self, call_id: Any) -> None:
-        """Once per call per run: the text as streamed (before a snapshot restates it)."""
-        if self._new_calls.get(call_id) or call_id not in self._ends:
-            return
-        self._new_calls[call_id] = True
-        text = "".join(self._args.get(call_id, ()))
-        if text and _json(text) is _MISSING:
-            self._report(
-                LINT_ARGUMENTS_NOT_JSON,
-                f"tool call {_short(call_id)} ({_short(self._calls[call_id]['toolCallName'])}) "
-                f"closed with argument text that is not JSON: {_excerpt(text)}; whoever executes "
-                "it parses that text (JSON is the convention, not a rule)",
-                self._ends.get(call_id),
-                "/toolCallId",
-            )
-
     # -- messages -----------------------------------------------------------------
 
     def _message_start(self, event: Event, index: int) -> None:
@@ -872,178 +689,6 @@ class Lint(Stage):
 
     # -- snapshots ----------------------------------------------------------------
 
-    def _messages_snapshot(self, event: Event, index: int) -> None:
-        self._fold_texts(index)
-        self._fold_args(index)
-        messages = event["messages"]
-        positions: dict[Any, int] = {}
-        roles: set[Any] = set()
-        for position, message in enumerate(messages):
-            positions.setdefault(message.get("id"), position)
-            roles.add(message.get("role"))
-        self._restated_results(messages, index)
-        self._restated_streamed(messages, positions, roles, index)
-        for position, message in enumerate(messages):
-            message_id, role = message.get("id"), message.get("role")
-            self._messages.setdefault(message_id, message)
-            if role == "tool":
-                continue  # results are judged above
-            if self._blind:  # past the budget: no text to compare, but the calls are carried
-                for call in _list(message.get("toolCalls")):
-                    self._learn_call(call, message)
-                continue
-            where = f"/messages/{position}"
-            if message_id in self._new_messages:
-                restated = message.get("content")
-                restated = restated if isinstance(restated, str) else ""
-                text = "".join(self._texts.get(message_id, ()))
-                if restated != text:
-                    self._contradiction(
-                        index, where + "/content", f"message {_short(message_id)}", text, restated
-                    )
-                # Later deltas append to the restated content (state.mdx reconciliation).
-                self._texts[message_id] = [restated]
-                self._count(len(restated), index)
-            for number, call in enumerate(_list(message.get("toolCalls"))):
-                self._restated_call(call, index, f"{where}/toolCalls/{number}")
-                self._learn_call(call, message)
-
-    def _restated_results(self, messages: list[Any], index: int) -> None:
-        """Tool messages as the Conversation will hold them: the snapshot's, and no other
-        (it drops every tool message it leaves out). Two for one call is a second result."""
-        answers: dict[Any, Any] = {}
-        for position, message in enumerate(messages):
-            if message.get("role") != "tool":
-                continue
-            call_id, message_id = message.get("toolCallId"), message.get("id")
-            earlier = answers.setdefault(call_id, message_id)
-            if earlier == message_id:
-                continue
-            where = f"/messages/{position}/toolCallId"
-            self._report(
-                LINT_SECOND_RESULT,
-                f"MESSAGES_SNAPSHOT holds tool message {_short(message_id)} answering call "
-                f"{_short(call_id)} at {where} beside tool message {_short(earlier)}: the "
-                "Conversation now holds two results for one call",
-                index,
-                where,
-            )
-        self._answers = answers
-
-    def _restated_streamed(
-        self, messages: list[Any], positions: dict[Any, int], roles: set[Any], index: int
-    ) -> None:
-        """Each message this run streamed that the snapshot leaves out: restated under a new
-        id (the same text, the same answered call, a call it carried, the same activity), or
-        dropped. The Conversation drops it either way (``/spec/1.1/events/state``), and a UI
-        with it: what it had rendered goes, and a copy appears in its place, or nothing."""
-        gone = [
-            (kind, message_id, detail)
-            for kind, streamed in self._streamed.items()
-            if _droppable(kind, roles)
-            for message_id, detail in streamed.items()
-            if message_id not in positions
-        ]
-        if not gone:
-            return
-        copies = self._copies(messages)
-        for kind, message_id, detail in gone:
-            del self._streamed[kind][message_id]
-            copy = self._copy_of(message_id, kind, detail, copies)
-            what = f"{kind} message {_short(message_id)}"
-            if self._messages[message_id] is _CARRIER and message_id in self._calls:
-                what = (
-                    f"the message carrying tool call {_short(message_id)} (streamed without a "
-                    "parentMessageId, so held under the call's id)"
-                )
-            if copy is None:
-                self._report(
-                    LINT_SNAPSHOT_DROPS,
-                    f"MESSAGES_SNAPSHOT leaves out {what}, which this run streamed: a UI "
-                    "following state.mdx removes it from the conversation",
-                    index,
-                    "/messages",
-                )
-                continue
-            where = f"/messages/{positions[copy]}/id"
-            self._report(
-                LINT_SNAPSHOT_RENAMES,
-                f"MESSAGES_SNAPSHOT restates {what} under a new id {_short(copy)} at {where}: a "
-                "UI following state.mdx removes the message it rendered and appends a copy "
-                "(flicker; any per-message UI state is lost)",
-                index,
-                where,
-            )
-
-    def _copies(self, messages: list[Any]) -> dict[tuple[Any, ...], Any]:
-        """The snapshot's messages under ids never seen before, by what would identify them as
-        a streamed message's copy: (kind, text), ("tool", callId), ("call", callId),
-        ("activity", activityType) → the first such id."""
-        copies: dict[tuple[Any, ...], Any] = {}
-        for message in messages:
-            message_id = message.get("id")
-            if message_id in self._messages:
-                continue
-            kind = _kind(message)
-            content = message.get("content")
-            if kind == "tool":
-                copies.setdefault(("tool", message.get("toolCallId")), message_id)
-            elif kind == "activity":
-                copies.setdefault(("activity", message.get("activityType")), message_id)
-            elif isinstance(content, str) and content:
-                copies.setdefault((kind, content), message_id)
-            for call in _list(message.get("toolCalls")):
-                if isinstance(call, dict):
-                    copies.setdefault(("call", call.get("id")), message_id)
-        return copies
-
-    def _copy_of(
-        self, message_id: Any, kind: str, detail: Any, copies: dict[tuple[Any, ...], Any]
-    ) -> Any:
-        """The id a streamed message was restated under, or ``None`` (``detail``: what
-        ``_streamed`` holds of it, the call a result answers or an activity's type)."""
-        if kind in ("tool", "activity"):
-            return copies.get((kind, detail))
-        text = "".join(self._texts.get(message_id, ())) if not self._blind else ""
-        copy = copies.get((kind, text)) if text else None
-        for call_id in self._carried.get(message_id, ()) if copy is None else ():
-            copy = copies.get(("call", call_id))
-            if copy is not None:
-                break
-        return copy
-
-    def _restated_call(self, call: Any, index: int, where: str) -> None:
-        call_id = call.get("id") if isinstance(call, dict) else None
-        if call_id not in self._new_calls:
-            return
-        function = call.get("function") or {}
-        name, restated = function.get("name"), function.get("arguments")
-        restated = restated if isinstance(restated, str) else ""
-        text = "".join(self._args.get(call_id, ()))
-        if not _same_arguments(text, restated):
-            self._contradiction(
-                index, where + "/function/arguments", f"tool call {_short(call_id)}", text, restated
-            )
-        self._check_call(call_id)
-        streamed_name = self._calls[call_id]["toolCallName"]
-        if name is not None and name != streamed_name:
-            self._contradiction(
-                index, where + "/function/name", f"tool call {_short(call_id)}", streamed_name, name
-            )
-        self._args[call_id] = [restated]
-        self._count(len(restated), index)
-
-    def _contradiction(
-        self, index: int, pointer: str, what: str, streamed: Any, restated: Any
-    ) -> None:
-        self._report(
-            LINT_SNAPSHOT_CONTRADICTS,
-            f"MESSAGES_SNAPSHOT restates {what} at {pointer} as {_excerpt(restated)}, but this run "
-            f"streamed {_excerpt(streamed)}: the UI showed one and now shows the other",
-            index,
-            pointer,
-        )
-
 
 _USAGE_RULES = (
     (("cachedInputTokens",), "inputTokens", "cache reads are part of the input total"),
@@ -1067,48 +712,8 @@ _CALL_FIELDS = (
     ("parentMessageId", "parentMessageId"),
     ("owner", "subagentRunId"),
 )
-_TEXT_ROLES = frozenset({"assistant", "user", "system", "developer"})
-_KINDS = ("text", "reasoning", "tool", "activity")
-"""The kinds of message (``_kind``); a run's streamed messages are kept by kind."""
 _START_KINDS = {"TEXT_MESSAGE_START": "text", "REASONING_MESSAGE_START": "reasoning"}
-_CLIENT_ONLY = frozenset({"activity", "reasoning"})
-"""Kinds a snapshot drops only when it carries that role (the Conversation's rule)."""
-_CARRIER: Event = {"role": "assistant"}
-"""What ``Lint._messages`` holds for a message only a tool call has named (its parent)."""
-_RESULT: Event = {"type": "TOOL_CALL_RESULT"}
-_ACTIVITY: Event = {"type": "ACTIVITY_SNAPSHOT"}
-"""What it holds for a message a result or an activity snapshot minted: its kind is all
-lint reads of it, and a marker keeps no event alive for the collector to walk."""
-
-
-def _kind(message: Event) -> str:
-    """What kind of message an event mints or a restated message is: ``text`` (the four text
-    roles), ``reasoning``, ``tool`` or ``activity``."""
-    kind = message.get("type")
-    if kind == "TOOL_CALL_RESULT":
-        return "tool"
-    if kind == "ACTIVITY_SNAPSHOT":
-        return "activity"
-    role = message.get("role", "assistant")
-    return "text" if role in _TEXT_ROLES else str(role)
-
-
-def _droppable(kind: str, roles: set[Any]) -> bool:
-    """Whether a complete snapshot carrying ``roles`` drops a held message of ``kind``."""
-    return kind not in _CLIENT_ONLY or kind in roles
-
-
-_ARGS = 0
-"""The mark of an argument delta in ``Lint._table``: falsy, so ``compress`` passes over it
-as over the ``None`` of an event without a handler; one object, so ``list.count`` finds it
-by identity."""
 _MESSAGE_ENDS = frozenset({"TEXT_MESSAGE_END", "REASONING_MESSAGE_END"})
-_TEXT_DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT"})
-_HOLD_AT = 4096
-"""Content deltas a run holds by reference before they are folded into text."""
-_HOLD_BYTES = 4 * 1024 * 1024
-"""Bytes of the stream read after which the held deltas are folded, however few: what
-bounds the held events when each is large."""
 _POSITIONS = list(range(4096))
 
 
@@ -1119,77 +724,7 @@ def _positions(count: int) -> list[int] | range:
     return _POSITIONS if count <= len(_POSITIONS) else range(count)
 
 
-_MESSAGE_ID, _TOOL_CALL_ID = itemgetter("messageId"), itemgetter("toolCallId")
-_TYPE = itemgetter("type")
-_DELTA = itemgetter("delta")
-
-
-def _text_deltas(held: list[Event]) -> list[Event]:
-    """The text deltas among held events, in order."""
-    try:
-        return list(compress(held, map(_TEXT_DELTAS.__contains__, map(_TYPE, held))))
-    except (KeyError, TypeError):  # an event that is no object, or its type: only without enforce
-        return [e for e in held if type(e) is dict and _is_text_delta(e.get("type"))]
-
-
-def _is_text_delta(kind: Any) -> bool:
-    return type(kind) is str and kind in _TEXT_DELTAS
-
-
-def _fold(deltas: list[Event], item_of: Callable[[Event], Any], texts: dict[Any, list[str]]) -> int:
-    """Append the deltas to their items' text, in order: one join per run of one item's;
-    the characters appended."""
-    chars = 0
-    for item, run in groupby(deltas, key=item_of):
-        text = "".join(map(_DELTA, run))
-        chars += len(text)
-        if item in texts:
-            texts[item].append(text)
-        else:
-            texts[item] = [text]
-    return chars
-
-
 def _counts(entry: dict[str, Any], names: tuple[str, ...]) -> list[int] | None:
     """The named counts of a usage entry, or ``None`` unless every one is reported."""
     counts = [count for name in names if type(count := entry.get(name)) is int]
     return counts if len(counts) == len(names) else None
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _json(text: str) -> Any:
-    """The JSON value of ``text``, or ``_MISSING`` when it is not a JSON document."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return _MISSING
-
-
-def _same_arguments(streamed: str, restated: str) -> bool:
-    """The same text, or the same JSON value (a producer may re-serialise it)."""
-    if streamed == restated:
-        return True
-    value = _json(streamed)
-    return value is not _MISSING and value == _json(restated)
-
-
-def _short(value: Any) -> str:
-    """A producer-supplied value for a message, cut short: a message never grows with it."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _excerpt(value: Any) -> str:
-    return "empty text" if value == "" else _short(value)
-
-
-_IDS_SHOWN = 5
-
-
-def _ids(first: list[Any], count: int) -> str:
-    """The first runIds of ``count`` runs, for a message."""
-    shown = ", ".join(_short(item) for item in first)
-    return shown + (f" and {count - len(first)} more" if count > len(first) else "")

@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -246,3 +247,14 @@ settings.register_profile(
 )
 settings.register_profile("fuzz", max_examples=5_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def mypy_strict(*files: Path) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict`` on ``files`` as a user would run it, from the repository's root."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )

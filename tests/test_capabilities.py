@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.errors import DeclarationUnusable
@@ -207,7 +208,7 @@ def test_open_objects_are_preserved_whole() -> None:
 def test_sources_file_bytes_text_dict(tmp_path: Path) -> None:
     path = tmp_path / "capabilities.json"
     path.write_text(json.dumps(FULL))
-    for source in (path, json.dumps(FULL).encode(), json.dumps(FULL), FULL):
+    for source in (path, str(path), json.dumps(FULL).encode(), FULL):
         assert AgentCapabilities.load(source).to_json() == FULL
     unreadable = read_declaration(tmp_path / "missing.json")
     assert unreadable.capabilities is None
@@ -351,7 +352,10 @@ def test_usable_exactly_when_the_schema_accepts_it_bar_unrecognised_members(
         assert not read_declaration(b"null").usable
         return
     expected = validator().is_valid(strip_unrecognised(document, defs()["AgentCapabilities"]))
-    declaration = read_declaration(document)
+    # A JSON string is sent as JSON: a Python str would be a file path.
+    declaration = read_declaration(
+        orjson.dumps(document) if isinstance(document, str) else document
+    )
     assert declaration.usable == expected, (document, declaration.notes)
     if not expected:
         # The diagnostic names a field the schema itself faults (or, for a missing

@@ -139,13 +139,16 @@ def test_usage_errors(files: dict[str, Path], tmp_path: Path) -> None:
         check(str(files["stream"]), "--capabilities", "a", "--agent-resource", "b")
 
 
-def test_an_unusable_declaration_is_reported_not_fatal(files: dict[str, Path]) -> None:
+def test_an_unusable_declaration_file_is_the_command_lines_usage_error(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The library reads it as no declaration, with a warning on the stream
+    (``tests/test_capabilities.py``); the command line refuses its own bad file."""
     files["capabilities"].write_text('{"reasoning": {"supported": "nope"}}')
     status, text = check(str(files["stream"]), "--capabilities", str(files["capabilities"]))
-    assert status == 1  # a warning, under the default gate
-    assert "completed, failed" in text
-    assert "reconcile.declaration-unusable" in text
-    assert "reconcile.false-contradicted" not in text
+    assert status == 2 and text == ""
+    said = capsys.readouterr().err
+    assert str(files["capabilities"]) in said and "/reasoning/supported" in said
 
 
 def test_the_readme_examples() -> None:

@@ -7,7 +7,6 @@ import gc
 import inspect
 import os
 import re
-import subprocess
 import sys
 import typing
 import warnings
@@ -41,7 +40,7 @@ from agui_pipeline.declaration import Declaration
 from agui_pipeline.subscribers import encode_sse
 from agui_pipeline.testing.conformance import FixtureError
 
-from tests.conftest import ROOT, run
+from tests.conftest import ROOT, mypy_strict, run
 
 WEATHER = ROOT / "examples" / "weather.sse"
 USAGE = Path(__file__).parent / "typing" / "readme_usage.py"
@@ -352,13 +351,7 @@ def test_every_readme_example_is_in_the_typed_usage_file() -> None:
 
 
 def test_the_readme_examples_pass_mypy_strict() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(USAGE)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = mypy_strict(USAGE)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -379,13 +372,7 @@ def test_mypy_refuses_a_handler_typed_for_another_event(tmp_path: Path) -> None:
     """The overloads are what make a typed handler pass; they also make a wrong one fail."""
     mistyped = tmp_path / "mistyped.py"
     mistyped.write_text(MISTYPED)
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(mistyped)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    done = mypy_strict(mistyped)
     assert done.returncode == 1, done.stdout + done.stderr
     assert '"Callable[[RunErrorEvent], None]"' in done.stdout
     assert "TextMessageContentEvent" in done.stdout

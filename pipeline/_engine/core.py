@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, Protocol
 
+from agui_pipeline._engine.contract import arrange, counted_finish, counted_process
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected, StreamTruncated
@@ -41,8 +42,9 @@ class StagePlan(Protocol):
 
 
 def build(plan: StagePlan, ctx: StreamContext) -> tuple[Decoder, list[Stage]]:
-    """Fresh stages for one stream."""
-    return plan.decoder(ctx), [factory(ctx) for factory in plan.stage_factories]
+    """Fresh stages for one stream, with the expansion their chunk forms ask for."""
+    stages = [factory(ctx) for factory in plan.stage_factories]
+    return plan.decoder(ctx), arrange(ctx, stages, built_in_stages())
 
 
 Fault = StreamRejected | HandlerFailed
@@ -110,9 +112,10 @@ async def _read(
         for stage in stages:
             if not batch.events:
                 return batch  # nothing left to see: the stages after have no work
-            batch = await stage.process(batch)
             if foreign and type(stage) not in built_in:
-                batch.changed()
+                batch = await counted_process(stage, batch)
+            else:
+                batch = await stage.process(batch)
             position += 1
     except (StreamRejected, HandlerFailed) as error:
         stage = stages[position]  # ``batch`` is still what it was handed
@@ -135,21 +138,20 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
     After a fault, what the faulting stage kept (``_after_fault``) still goes through
     the stages after it, unflushed: a later stage may find an earlier fault there, and
     then that one is the verdict. A stage's other exceptions propagate, noted with its
-    name. After a stage that is not built in, what the batch knew of its events
-    (``Batch.types``, ``Batch.objects``) is forgotten: it may have changed them in place.
+    name. A stage that is not built in runs under the contract's bookkeeping
+    (``contract.counted_process``, ``contract.counted_finish``).
     """
     fault: Fault | None = None
     built_in = built_in_stages()
     for stage in stages:
         given, finishing = batch, False
+        foreign = type(stage) not in built_in
         try:
             if batch.events:
-                batch = await stage.process(batch)
-                if type(stage) not in built_in:
-                    batch.changed()
+                batch = await (counted_process(stage, batch) if foreign else stage.process(batch))
             if flush:
                 finishing = True
-                tail = await stage.finish()
+                tail = await (counted_finish(stage) if foreign else stage.finish())
                 if tail.events:
                     batch = batch + tail
         except (StreamRejected, HandlerFailed) as error:

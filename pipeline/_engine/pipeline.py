@@ -19,6 +19,7 @@ from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from agui_pipeline._engine.contract import check_forms, declared_form, factory_name
 from agui_pipeline._engine.core import default_decoder, default_stages
 from agui_pipeline._engine.incremental import Incremental, in_event_loop
 from agui_pipeline._engine.result import RunResult
@@ -127,6 +128,7 @@ class Pipeline:
         else:
             position = self._position(anchor)
             copy._stages[position] = (anchor, factory)
+            copy._check_forms()
         return copy
 
     def without(self, anchor: str) -> Pipeline:
@@ -184,11 +186,14 @@ class Pipeline:
 
     def _with_stages(self, position: int, factory: StageFactory, name: str | None) -> Pipeline:
         copy = self._copy()
-        stage_name = str(
-            name or getattr(factory, "name", None) or getattr(factory, "__name__", "stage")
-        )
-        copy._stages.insert(position, (stage_name, factory))
+        copy._stages.insert(position, (name or factory_name(factory), factory))
+        copy._check_forms()
         return copy
+
+    def _check_forms(self) -> None:
+        """Refuse, here rather than on the first stream, a stage class asking for chunks as
+        sent placed after expansion (:class:`~agui_pipeline.ChunkForm`)."""
+        check_forms((name, declared_form(factory)) for name, factory in self._stages)
 
     def _copy(self) -> Pipeline:
         copy = object.__new__(Pipeline)

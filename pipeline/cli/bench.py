@@ -2,7 +2,7 @@
 
 ``benchmarks/`` (the project's comparison suite) is not installed; this is what
 a user can run: the default pipeline, with their middleware
-(``--middleware module:Class``) and declaration (``--capabilities F``), over
+(``--middleware module:factory``) and declaration (``--capabilities F``), over
 their recordings (``SOURCE...``) or the built-in realistic workload
 (:mod:`agui_pipeline.testing.workload`). It reports events/s for the whole pipeline,
 with the spread of its rounds, µs/event for each stage alone, and peak memory;
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import json
 import resource
 import sys
@@ -31,7 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agui_pipeline._engine.pipeline import Pipeline
+from agui_pipeline.cli.common import CommandError, load_middleware
 from agui_pipeline.cli.http import add_transport_option, transport_named
+from agui_pipeline.errors import UsageError
 from agui_pipeline.stage import Stage, StageFactory
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """\
 Measure the installed pipeline as you run it: the default pipeline with your
-middleware (--middleware module:Class) and declaration (--capabilities F), over
+middleware (--middleware module:factory) and declaration (--capabilities F), over
 your recordings (SOURCE...) or a built-in realistic workload. Reports events/s
 for the whole pipeline with the spread of its rounds, microseconds per event for
 each stage alone, and peak memory; beside it, on the same events, a baseline:
@@ -72,8 +73,9 @@ def add_command(commands: Any) -> None:
         "--middleware",
         action="append",
         default=[],
-        metavar="MODULE:CLASS",
-        help="a stage factory to insert as middleware (repeatable, in order)",
+        metavar="MODULE:FACTORY",
+        help="a stage factory to insert as middleware: a Stage class, or a function from the "
+        "StreamContext to a stage (repeatable, in order)",
     )
     bench.add_argument("--capabilities", metavar="F", help="the agent's declaration (JSON)")
     bench.add_argument(
@@ -100,11 +102,14 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.repeat < 1 or args.events < 1 or args.runs < 1 or args.live_events < 1:
         raise ValueError("--repeat, --events, --runs and --live-events must be at least 1")
-    middleware = [_load(spec) for spec in args.middleware]
+    middleware = [load_middleware(spec) for spec in args.middleware]
     capabilities: Any = Path(args.capabilities) if args.capabilities else None
     if capabilities is None and not args.sources:
         capabilities = DECLARATION  # the workload's own agent
-    pipeline = Pipeline(middleware=middleware, capabilities=capabilities)
+    try:
+        pipeline = Pipeline(middleware=middleware, capabilities=capabilities)
+    except UsageError as error:  # a middleware placed where its chunk form cannot be met
+        raise CommandError(f"--middleware: {error}") from None
     report: dict[str, Any] = {"stages": pipeline.stage_names, "sources": []}
     named = [(name, _read(name)) for name in args.sources] or [
         (f"built-in workload ({args.events:,} events)", encode_sse(events(args.events)))
@@ -119,17 +124,6 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     report["peak RSS MiB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out.write(json.dumps(report, indent=2) + "\n" if args.format == "json" else _text(report))
     return 0
-
-
-def _load(spec: str) -> StageFactory:
-    module_name, colon, attribute = spec.partition(":")
-    if not colon or not module_name or not attribute:
-        raise ValueError(f"--middleware expects MODULE:CLASS, got {spec!r}")
-    try:
-        factory: StageFactory = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"--middleware {spec}: {error}") from None
-    return factory
 
 
 def _read(name: str) -> bytes:

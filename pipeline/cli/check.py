@@ -9,7 +9,7 @@ import itertools
 import os
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +25,7 @@ from agui_pipeline.cli.config import FAIL_ON, FAIL_ON_ALIASES, LEVELS, ConfigErr
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
 from agui_pipeline.delivery.redaction import redact_url
-from agui_pipeline.errors import Diagnostic, InputRejected
+from agui_pipeline.errors import Diagnostic, InputRejected, UsageError
 from agui_pipeline.model.declared import read_declaration
 from agui_pipeline.subscribers import Sink
 
@@ -49,6 +49,7 @@ from agui_pipeline.cli.common import (
     CommandError,
     Settings,
     Style,
+    load_middleware,
 )
 from agui_pipeline.cli.output import REPORTS
 
@@ -82,64 +83,17 @@ def _run_source(
     sinks: list[Sink] = [meter] if meter else []
     if sink is not None:
         sinks.append(sink)
-    peer = settings.peer_version
     if name.startswith(("http://", "https://")):
-        try:
-            from agui_pipeline.http.client import RequestFailed
-        except ModuleNotFoundError as error:
-            raise missing_extra(error, "http", "checking a URL") from None
-        try:
-            return cli_http.check_url(
-                name,
-                framing=settings.framing,
-                peer_version=peer,
-                headers=settings.headers,
-                run_input=raw_input,
-                capabilities=declaration,
-                progress=meter,
-                idle_timeout=settings.idle_timeout,
-                max_duration=settings.max_duration,
-                transport=settings.transport,
-            ), None
-        except (ValueError, InputRejected, RequestFailed) as error:
-            raise CommandError(str(error)) from error
-    source: Source = "-"
-    stream_file: str | None = None
-    if name != "-":
-        if recordings.is_stored(name):
-            # Findings in object storage are placed by event, not line (no second read).
-            source, fixture = _open_stored(name)
-        else:
-            path = Path(name)
-            if not path.is_file():
-                raise CommandError(f"no such file: {name}")
-            source = path
-            fixture = _fixture(path)
-            stream_file = None if fixture is not None else name
-        if fixture is not None:
-            # A conformance fixture: its stream, its input unless --input overrides it.
-            source = fixture.sse()
-            raw_input = raw_input if raw_input is not None else fixture.raw_input()
-            peer = peer or fixture.peer_max_protocol_version
-    pipeline = Pipeline(
-        framing=settings.framing,
-        peer_max_protocol_version=peer,
-        capabilities=declaration,
-        sinks=sinks,
-        on_diagnostic=meter.diagnostic if meter else None,
-        idle_timeout=settings.idle_timeout,
-        max_duration=settings.max_duration,
-    )
-    body, outgoing = None, []
-    if raw_input is not None:
-        from agui_pipeline.model.run_input import prepare_input
-
-        # The same boundary a live run's input crosses, so a file and a URL judge alike.
-        try:
-            prepared = prepare_input(raw_input, peer_max_protocol_version=peer)
-        except InputRejected as error:
-            raise CommandError(f"the run input {input_name}: {error}") from error
-        body, outgoing = prepared.body, list(prepared.diagnostics)
+        return _check_url(name, settings, raw_input, declaration, meter), None
+    source, stream_file, fixture = _local_source(name)
+    peer = settings.peer_version
+    if fixture is not None:
+        # A conformance fixture: its stream, its input unless --input overrides it.
+        source = fixture.sse()
+        raw_input = raw_input if raw_input is not None else fixture.raw_input()
+        peer = peer or fixture.peer_max_protocol_version
+    pipeline = _pipeline(replace(settings, peer_version=peer), declaration, sinks, meter)
+    body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
         return _drain(pipeline, source, body, outgoing), stream_file
     except OSError as error:
@@ -147,6 +101,92 @@ def _run_source(
     finally:
         if meter is not None:
             meter.close()
+
+
+def _check_url(
+    url: str,
+    settings: Settings,
+    raw_input: dict[str, Any] | None,
+    declaration: Declaration | None,
+    meter: cli_http.Progress | None,
+) -> RunResult:
+    """An agent's URL, checked with the run input POSTed to it."""
+    try:
+        from agui_pipeline.http.client import RequestFailed
+    except ModuleNotFoundError as error:
+        raise missing_extra(error, "http", "checking a URL") from None
+    try:
+        result: RunResult = cli_http.check_url(
+            url,
+            framing=settings.framing,
+            peer_version=settings.peer_version,
+            headers=settings.headers,
+            run_input=raw_input,
+            capabilities=declaration,
+            progress=meter,
+            idle_timeout=settings.idle_timeout,
+            max_duration=settings.max_duration,
+            transport=settings.transport,
+            middleware=[load_middleware(spec) for spec in settings.middleware],
+        )
+    except (ValueError, InputRejected, RequestFailed) as error:
+        raise CommandError(str(error)) from error
+    return result
+
+
+def _local_source(name: str) -> tuple[Source, str | None, Fixture | None]:
+    """What ``name`` (a file, an fsspec URL or ``-``) is read from, the file findings are
+    placed in (``None``: placed by event), and the conformance fixture it holds, if any."""
+    if name == "-":
+        return "-", None, None
+    if recordings.is_stored(name):
+        # Findings in object storage are placed by event, not line (no second read).
+        source, fixture = _open_stored(name)
+        return source, None, fixture
+    path = Path(name)
+    if not path.is_file():
+        raise CommandError(f"no such file: {name}")
+    fixture = _fixture(path)
+    return path, None if fixture is not None else name, fixture
+
+
+def _outgoing(
+    raw_input: dict[str, Any] | None, input_name: str | None, peer: str | None
+) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
+    """The run input as it would be sent, and what the outgoing boundary said of it: the
+    same boundary a live run's input crosses, so a file and a URL judge alike."""
+    if raw_input is None:
+        return None, []
+    from agui_pipeline.model.run_input import prepare_input
+
+    try:
+        prepared = prepare_input(raw_input, peer_max_protocol_version=peer)
+    except InputRejected as error:
+        raise CommandError(f"the run input {input_name}: {error}") from error
+    return prepared.body, list(prepared.diagnostics)
+
+
+def _pipeline(
+    settings: Settings,
+    declaration: Declaration | None = None,
+    sinks: Sequence[Sink] = (),
+    meter: cli_http.Progress | None = None,
+) -> Pipeline:
+    """The pipeline a file or stdin is checked with; ``--middleware`` loaded (a usage error
+    when it does not load, or asks for a chunk form its place cannot give)."""
+    try:
+        return Pipeline(
+            middleware=[load_middleware(spec) for spec in settings.middleware],
+            framing=settings.framing,
+            peer_max_protocol_version=settings.peer_version,
+            capabilities=declaration,
+            sinks=sinks,
+            on_diagnostic=meter.diagnostic if meter else None,
+            idle_timeout=settings.idle_timeout,
+            max_duration=settings.max_duration,
+        )
+    except UsageError as error:
+        raise CommandError(f"--middleware: {error}") from None
 
 
 def _drain(
@@ -295,27 +335,29 @@ def _declaration(settings: Settings) -> Declaration | None:
 def declaration_from_files(
     capabilities: str | None, agent_resource: str | None
 ) -> Declaration | None:
+    """The declaration ``--capabilities`` or ``--agent-resource`` names, read strictly: the
+    library reads a declaration it cannot use as none, with a warning on every stream
+    (``reconcile.declaration-unusable``), but a file the command line was given that
+    cannot be used is its own configuration gone wrong, refused naming the file."""
     path = capabilities or agent_resource
     if path is None:
         return None
     if not Path(path).is_file():
         raise CommandError(f"no such file: {path}")
-    from agui_pipeline._json import MAX_DOCUMENT
-
-    size = Path(path).stat().st_size
-    if size > MAX_DOCUMENT:
-        raise CommandError(
-            f"{path} holds {size:,} bytes, over the {MAX_DOCUMENT:,}-byte cap on a "
-            "declaration or agent resource (MAX_DOCUMENT)"
-        )
-    if capabilities:
-        return read_declaration(Path(path))
     from agui_pipeline.model.agent_resource import capabilities_from_agent_resource
+    from agui_pipeline.model.capabilities import AgentCapabilities
 
     try:
-        return read_declaration(capabilities_from_agent_resource(Path(path)))
-    except (OSError, ValueError) as exc:
-        raise CommandError(f"cannot derive a declaration from {path}: {exc}") from exc
+        if capabilities:
+            model = AgentCapabilities.load(Path(path))
+        else:
+            model = capabilities_from_agent_resource(Path(path))
+    except orjson.JSONDecodeError as error:
+        raise CommandError(f"{path} is not JSON: {error}") from None
+    except (OSError, ValueError) as error:  # DeclarationUnusable, AgentResourceError, too large
+        what = "a declaration" if capabilities else "the declaration of an agent resource"
+        raise CommandError(f"{path} is not usable as {what}: {error}") from None
+    return read_declaration(model)
 
 
 def missing_extra(error: ModuleNotFoundError, extra: str, doing: str) -> CommandError:
@@ -369,6 +411,16 @@ def add_check(commands: Any) -> None:
         help="report format (default text; sarif: SARIF 2.1.0 for code scanning; junit: "
         "JUnit XML, one test suite per source and a test case per run)",
     )
+    _add_reading_options(check)
+    _add_gate_options(check)
+    _add_spreading_options(check)
+    _add_report_options(check)
+    _add_live_options(check)
+    check.set_defaults(handler=_check)
+
+
+def _add_reading_options(check: Any) -> None:
+    """How each stream is read, and what it is judged against."""
     check.add_argument(
         "--framing",
         choices=["sse", "jsonl", "json", "proto"],
@@ -393,6 +445,15 @@ def add_check(commands: Any) -> None:
         metavar="FILE",
         help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
     )
+    check.add_argument(
+        "--middleware",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="a stage of yours to run as middleware, before enforce: a Stage class or a "
+        "function from the StreamContext to a stage, found from the current directory "
+        "(repeatable, in order)",
+    )
     inputs = check.add_mutually_exclusive_group()
     inputs.add_argument(
         "--input",
@@ -408,6 +469,10 @@ def add_check(commands: Any) -> None:
         "its directory, {name} its file name, {stem} that name without its suffix (e.g. "
         "'{dir}/{stem}.input.json', 's3://bucket/inputs/{stem}.json')",
     )
+
+
+def _add_gate_options(check: Any) -> None:
+    """What fails a source."""
     check.add_argument(
         "--fail-on",
         choices=(*FAIL_ON, *FAIL_ON_ALIASES),
@@ -437,6 +502,10 @@ def add_check(commands: Any) -> None:
         metavar="CODE",
         help="leave a diagnostic code out of the report (--rule CODE=off; repeatable)",
     )
+
+
+def _add_spreading_options(check: Any) -> None:
+    """Where the sources are checked: here, in worker processes, on a cluster."""
     check.add_argument(
         "--jobs",
         "-j",
@@ -452,6 +521,10 @@ def add_check(commands: Any) -> None:
         "(tcp://host:8786), or local:N for N worker processes on this machine. The workers "
         "read the sources themselves; the report is the one a single process prints",
     )
+
+
+def _add_report_options(check: Any) -> None:
+    """What the report shows, and how."""
     check.add_argument(
         "--conversation",
         action="store_true",
@@ -474,6 +547,10 @@ def add_check(commands: Any) -> None:
         help="with --format sarif: write file URIs relative to DIR (default: the current "
         "directory); files outside it get absolute file:// URIs",
     )
+
+
+def _add_live_options(check: Any) -> None:
+    """A URL or stdin: the request, and when a live stream is given up."""
     check.add_argument(
         "--header",
         action="append",
@@ -503,7 +580,6 @@ def add_check(commands: Any) -> None:
         action="store_true",
         help="show a progress line on stderr even when it is not a terminal",
     )
-    check.set_defaults(handler=_check)
 
 
 def _seconds(text: str) -> float:
@@ -518,46 +594,9 @@ def _seconds(text: str) -> float:
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
-    if args.jobs < 1:
-        raise CommandError("--jobs must be at least 1")
-    if args.max_warnings is not None and args.max_warnings < 0:
-        raise CommandError("--max-warnings must be at least 0")
-    if args.conversation and args.format != "json":
-        raise CommandError("--conversation needs --format json")
-    if args.sources.count("-") > 1:
-        raise CommandError("stdin (-) can be read only once")
-    if args.scheduler is not None and args.jobs > 1:
-        raise CommandError("--scheduler and --jobs both spread the sources: give one")
-    if args.scheduler is not None and "-" in args.sources:
-        raise CommandError("--scheduler: the workers cannot read this process's stdin (-)")
-    try:
-        gate = build_gate(
-            Path("pyproject.toml"), args.fail_on, args.max_warnings, args.rule, args.off
-        )
-        cli_http.parse_headers(args.header)
-        if args.run_input is not None:
-            recordings.paired(args.run_input, "runs/a.sse")
-    except (ConfigError, ValueError) as error:
-        raise CommandError(str(error)) from error
-    settings = Settings(
-        format=args.format,
-        framing=args.framing,
-        peer_version=args.peer_version,
-        capabilities=args.capabilities,
-        agent_resource=args.agent_resource,
-        input=args.input,
-        headers=tuple(args.header),
-        progress=args.progress,
-        conversation=args.conversation,
-        quiet=args.quiet,
-        style=Style.choose(args.color, out),
-        gate=gate,
-        sarif_root=args.sarif_root,
-        idle_timeout=args.idle_timeout or None,
-        max_duration=args.max_duration,
-        transport=args.transport,
-        run_input=args.run_input,
-    )
+    settings = _settings(args, out)
+    # A middleware or a declaration file that cannot be used ends here, before any report.
+    _pipeline(settings, _declaration(settings))
     sources = _sources(args.sources)
     report = REPORTS[args.format]
     many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
@@ -582,6 +621,52 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             worst = max(worst, status)
     out.write(report.close(many))
     return worst
+
+
+def _settings(args: argparse.Namespace, out: TextIO) -> Settings:
+    """The settings every source is checked with; options that contradict each other, or a
+    gate, a header or a pattern that does not read, refused before anything is checked."""
+    if args.jobs < 1:
+        raise CommandError("--jobs must be at least 1")
+    if args.max_warnings is not None and args.max_warnings < 0:
+        raise CommandError("--max-warnings must be at least 0")
+    if args.conversation and args.format != "json":
+        raise CommandError("--conversation needs --format json")
+    if args.sources.count("-") > 1:
+        raise CommandError("stdin (-) can be read only once")
+    if args.scheduler is not None and args.jobs > 1:
+        raise CommandError("--scheduler and --jobs both spread the sources: give one")
+    if args.scheduler is not None and "-" in args.sources:
+        raise CommandError("--scheduler: the workers cannot read this process's stdin (-)")
+    try:
+        gate = build_gate(
+            Path("pyproject.toml"), args.fail_on, args.max_warnings, args.rule, args.off
+        )
+        cli_http.parse_headers(args.header)
+        if args.run_input is not None:
+            recordings.paired(args.run_input, "runs/a.sse")
+    except (ConfigError, ValueError) as error:
+        raise CommandError(str(error)) from error
+    return Settings(
+        format=args.format,
+        framing=args.framing,
+        peer_version=args.peer_version,
+        capabilities=args.capabilities,
+        agent_resource=args.agent_resource,
+        input=args.input,
+        headers=tuple(args.header),
+        progress=args.progress,
+        conversation=args.conversation,
+        quiet=args.quiet,
+        style=Style.choose(args.color, out),
+        gate=gate,
+        sarif_root=args.sarif_root,
+        idle_timeout=args.idle_timeout or None,
+        max_duration=args.max_duration,
+        transport=args.transport,
+        run_input=args.run_input,
+        middleware=tuple(args.middleware),
+    )
 
 
 def _parts(

@@ -4,14 +4,14 @@ and the settings and outcome of checking one source."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline.cli.config import Gate
-
-if TYPE_CHECKING:
-    pass
+from agui_pipeline.options import Options
+from agui_pipeline.stage import Stage, StageFactory, StreamContext
 
 # Start-up is most of `check` on a short file, so what only some paths need is imported
 # there: pydantic (the run input's and a declaration's models), the SARIF and JUnit
@@ -43,6 +43,57 @@ exit status (each command's --help lists its own):
 
 class CommandError(Exception):
     """A problem with the command line or a file it names (exit status 2)."""
+
+
+def load_middleware(spec: str) -> StageFactory:
+    """The stage factory ``--middleware MODULE:FACTORY`` names, built once to see that it
+    builds: a failure is a usage error naming the spec and the cause, not a traceback.
+
+    The current directory is searched first, as ``python -m`` would (the installed
+    ``agui-pipeline`` script does not put it on the path), so a module of the project
+    the command runs in is found.
+    """
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise CommandError(
+            f"--middleware expects MODULE:FACTORY (a Stage class, or a function from the "
+            f"StreamContext to a stage), got {spec!r}"
+        )
+    import importlib
+
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # whatever the user's module raises on import
+        raise CommandError(
+            f"--middleware {spec}: importing {module_name} failed: {_cause(error)}"
+        ) from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        found = "no attribute" if factory is None else f"a {type(factory).__name__}"
+        raise CommandError(
+            f"--middleware {spec}: module {module_name} has {found} {attribute!r}, "
+            "not a stage factory"
+        )
+    try:
+        stage = factory(StreamContext(Options()))
+    except Exception as error:  # whatever the user's factory raises
+        raise CommandError(
+            f"--middleware {spec}: the factory failed when given a StreamContext: "
+            f"{_cause(error)} (a factory takes the stream's context and returns a Stage; "
+            "one that takes arguments of its own is a function or functools.partial that "
+            "supplies them)"
+        ) from None
+    if not isinstance(stage, Stage):
+        raise CommandError(
+            f"--middleware {spec}: the factory returned a {type(stage).__name__}, not a Stage"
+        )
+    return factory  # type: ignore[no-any-return]
+
+
+def _cause(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 # -- the terminal ---------------------------------------------------------------------
@@ -109,6 +160,9 @@ class Settings:
     transport: str = "httpx"
     run_input: str | None = None
     """``--run-input``: the pattern that names each recording's run input."""
+    middleware: tuple[str, ...] = ()
+    """``--middleware``: the stage factories to insert, as ``MODULE:FACTORY`` (each process
+    of ``--jobs`` or the cluster loads them itself)."""
 
 
 @dataclass(slots=True)

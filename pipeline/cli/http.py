@@ -21,6 +21,7 @@ from agui_pipeline.events import AnyEvent
 
 if TYPE_CHECKING:
     from agui_pipeline.http.client import Transport
+    from agui_pipeline.stage import StageFactory
 
 TRANSPORTS = ("httpx", "aiohttp")
 """What ``--transport`` names: the HTTP client a URL is read through (httpx, the default)."""
@@ -121,13 +122,15 @@ def check_url(
     idle_timeout: float | None = 300.0,
     max_duration: float | None = None,
     transport: str = "httpx",
+    middleware: Sequence[StageFactory] = (),
 ) -> Any:
     """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse).
 
     ``run_input`` is POSTed (a minimal one for a fresh thread when ``None``);
     ``capabilities`` is the agent's declaration, to reconcile the stream with;
     ``idle_timeout`` and ``max_duration`` are the pipeline's (``--idle-timeout``,
-    ``--max-duration``); ``transport`` names the HTTP client (``--transport``).
+    ``--max-duration``); ``transport`` names the HTTP client (``--transport``);
+    ``middleware`` runs before enforce (``--middleware``).
     """
     from agui_pipeline._engine.pipeline import Pipeline
     from agui_pipeline.http.client import HttpAgent
@@ -138,6 +141,7 @@ def check_url(
     # then picks the parser (an agent without the binding answers SSE).
     binary = framing == "proto"
     pipeline = Pipeline(
+        middleware=middleware,
         framing=None if binary else framing,
         peer_max_protocol_version=peer_version,
         capabilities=capabilities,

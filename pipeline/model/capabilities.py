@@ -21,6 +21,7 @@ and ``DeclaredSubagent`` spell again ``events.Tool`` and ``events.SubagentInfo``
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
@@ -174,8 +175,8 @@ class HumanInTheLoopCapabilities(_Declared):
 class AgentCapabilities(_Declared):
     """An agent's declaration (``/spec/1.1/basic/capabilities``).
 
-    ``AgentCapabilities.load(source)`` reads one from a file, JSON bytes or
-    text, or a dict, and raises :class:`DeclarationUnusable` naming the field
+    ``AgentCapabilities.load(source)`` reads one from a file (a ``Path`` or a ``str``),
+    JSON bytes, or a dict, and raises :class:`DeclarationUnusable` naming the field
     when a known field is malformed. Unrecognised members are kept in each
     object's ``model_extra``. :class:`Declaration` is the lenient reader the
     pipeline uses.
@@ -235,14 +236,37 @@ def defined_members(capabilities: AgentCapabilities, pointer: str) -> list[str]:
 
 
 def _document(source: object) -> Any:
-    """The decoded JSON value; a value that is neither text nor a path is taken as decoded."""
+    """The decoded JSON value; a value that is neither JSON bytes nor a path is taken as
+    decoded. A ``str`` is a file path, as a ``str`` source is for ``Pipeline.run``."""
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, bytes | str):
+    if isinstance(source, bytes):
         return orjson.loads(source)
+    if isinstance(source, str):
+        return orjson.loads(_read_path(source))
     if isinstance(source, os.PathLike):
         return orjson.loads(read_document(source))
     return source
+
+
+_PATH_RULE = (
+    "a str declaration is a file path, as a str source is for run(); pass JSON as bytes "
+    "(text.encode()) or a dict"
+)
+
+
+def _read_path(path: str) -> bytes:
+    """The file ``path`` names; a ``str`` that is JSON text is refused with the rule, and a
+    file that is not there says it too (a note on the declaration, which stays lenient)."""
+    if path.lstrip().startswith(("{", "[")) or "\n" in path:
+        excerpt = path if len(path) <= 40 else path[:40] + "…"
+        raise ValueError(f"{excerpt!r} reads as JSON text, not a file: {_PATH_RULE}")
+    try:
+        return read_document(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, f"no such file ({_PATH_RULE})", path) from None
+    except ValueError as error:  # a path the system refuses (a NUL byte in it)
+        raise OSError(f"no file can be named {path!r}: {error} ({_PATH_RULE})") from None
 
 
 def _unrecognised(model: BaseModel, at: str) -> Iterator[str]:
