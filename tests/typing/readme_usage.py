@@ -29,8 +29,10 @@ from agui_pipeline import (
     AnyEvent,
     BackgroundServer,
     Batch,
+    ChunkForm,
     Code,
     Conversation,
+    Event,
     Handlers,
     HttpAgent,
     InputRejected,
@@ -47,6 +49,7 @@ from agui_pipeline import (
     Source,
     SseSink,
     Stage,
+    StreamContext,
     Tap,
     Upstream,
     Verdict,
@@ -756,3 +759,97 @@ async def _limits_1(url: str) -> None:  # docs/limits.md
     strict = Pipeline(limits=Limits(max_items=2))  # at most 2 messages and tool calls
     result = run_sync(Path("examples/weather.sse"), strict)
     print(result.verdict.outcome, result.verdict.error)
+
+
+def _guides_writing_stages_1() -> None:  # docs/guides/writing-stages.md
+    from functools import partial
+    from pathlib import Path
+    from typing import ClassVar
+
+    from agui_pipeline import Batch, ChunkForm, Event, Pipeline, Stage, StreamContext, run_sync
+
+    class RedactArguments(Stage):
+        """Hides the arguments of calls to the tools named, before any handler sees them."""
+
+        name: ClassVar[str] = "redact-arguments"
+        form: ClassVar[ChunkForm] = ChunkForm.EXPANDED  # TOOL_CALL_CHUNK arrives as TOOL_CALL_ARGS
+
+        def __init__(self, ctx: StreamContext, tools: frozenset[str]) -> None:
+            super().__init__(ctx)
+            self.tools = tools
+            self.hidden: dict[str, bool] = {}  # call id -> whether its "{}" has been sent
+
+        async def process(self, batch: Batch) -> Batch:
+            events: list[Event] = []
+            for event in batch.events:
+                if event["type"] == "TOOL_CALL_START" and event.get("toolCallName") in self.tools:
+                    self.hidden[event["toolCallId"]] = False
+                elif event["type"] == "TOOL_CALL_ARGS" and event.get("toolCallId") in self.hidden:
+                    said = self.hidden[event["toolCallId"]]
+                    self.hidden[event["toolCallId"]] = True
+                    # A new event, not the producer's changed: and without its rawEvent,
+                    # which holds the chunk it was made from, password and all.
+                    event = {"type": "TOOL_CALL_ARGS", "toolCallId": event["toolCallId"]}
+                    event["delta"] = "" if said else "{}"
+                events.append(event)
+            return Batch(events, batch.indices)
+
+    pipeline = Pipeline(middleware=[partial(RedactArguments, tools=frozenset({"login"}))])
+    result = run_sync(Path("docs/guides/chunked.sse"), pipeline)
+    assert result.conversation is not None
+    message = result.conversation.message("m1")  # the assistant message the call is on
+    assert message is not None and message["role"] == "assistant"
+    print(message["toolCalls"])  # [{'id': 'c1', ..., 'arguments': '{}'}]
+    assert "hunter2" not in str(result.events) and "hunter2" not in str(message)
+
+
+def _guides_writing_stages_2() -> None:  # docs/guides/writing-stages.md
+    from pathlib import Path
+    from typing import ClassVar
+
+    from agui_pipeline import Batch, Pipeline, Stage, run_sync
+
+    class DropCustom(Stage):
+        """Removes CUSTOM events: this application has no use for them."""
+
+        name: ClassVar[str] = "drop-custom"
+
+        async def process(self, batch: Batch) -> Batch:
+            keep = [i for i, kind in enumerate(batch.types) if kind != "CUSTOM"]
+            if len(keep) == len(batch):
+                return batch
+            return Batch([batch.events[i] for i in keep], [batch.indices[i] for i in keep])
+
+    result = run_sync(Path("docs/guides/chunked.sse"), Pipeline(middleware=[DropCustom]))
+    print(result.counters.dropped, [event["type"] for event in result.events][-2:])
+    assert result.counters.dropped == 1
+    assert "CUSTOM" not in [event["type"] for event in result.events]
+
+
+def _guides_writing_stages_3() -> None:  # docs/guides/writing-stages.md
+    from collections import Counter
+    from functools import partial
+    from pathlib import Path
+    from typing import ClassVar
+
+    from agui_pipeline import Batch, ChunkForm, Pipeline, Stage, StreamContext, run_sync
+
+    class CountTypes(Stage):
+        """Counts the events of each type the producer sent, into ``counts``."""
+
+        name: ClassVar[str] = "count-types"
+        form: ClassVar[ChunkForm] = ChunkForm.AS_SENT
+
+        def __init__(self, ctx: StreamContext, counts: Counter[str]) -> None:
+            super().__init__(ctx)
+            self.counts = counts
+
+        async def process(self, batch: Batch) -> Batch:
+            self.counts.update(kind for kind in batch.types if isinstance(kind, str))
+            return batch
+
+    counts: Counter[str] = Counter()
+    stage = partial(CountTypes, counts=counts)
+    run_sync(Path("docs/guides/chunked.sse"), Pipeline(middleware=[stage]))
+    print(counts["TOOL_CALL_CHUNK"], counts["TEXT_MESSAGE_CHUNK"])  # 2 2
+    assert counts["TOOL_CALL_CHUNK"] == 2 and counts["TOOL_CALL_ARGS"] == 0
