@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from agui_pipeline.model.capabilities import AgentCapabilities  # pydantic: the model, for types
 
 from agui_pipeline.model.declared import read_declaration
-from agui_pipeline.stages.enforce import would_deliver
+from agui_pipeline.stages._checks import would_deliver
 
 OBSERVABLE = (
     "/transport/streaming",

@@ -74,7 +74,7 @@ from agui_pipeline.catalog import (
 )
 from agui_pipeline.errors import StreamRejected, StreamTruncated
 from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext, reject_after
-from agui_pipeline.stages.enforce import would_deliver
+from agui_pipeline.stages._checks import would_deliver
 
 Owner = str | None
 """Who produced an item: a ``subagentRunId``, or ``None`` for the parent agent."""
