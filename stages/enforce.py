@@ -91,6 +91,26 @@ class Enforce(Stage):
             return batch  # every event clean: the batch goes on untouched
         return self._judge_from(batch, start)
 
+    def step(self, event: Event, kind: Any, index: int) -> Event | None:
+        """One event of the engine's fused pass (``_engine/chain.py``): what :meth:`process`
+        makes of a batch of this event alone — the event, perhaps stripped, or ``None``
+        when it is dropped."""
+        try:
+            if CLEAN[kind](event):
+                return event
+        except (KeyError, TypeError):  # an unknown or unhashable type: judged below
+            pass
+        try:
+            keep = self._judge(event, index)
+        except StreamRejected as rejection:
+            raise reject_after(empty_batch(), rejection) from None
+        return event if keep else None
+
+    def chained(self) -> None:
+        """The fused pass hands events one by one, not parse's reads: parse searches each
+        read for integers past 64 bits itself (``IntegerSearch``), as with no enforce."""
+        self.ctx.integer_search = None
+
     async def finish(self) -> Batch:
         self._integers.flush()
         return empty_batch()

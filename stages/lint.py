@@ -297,15 +297,43 @@ class Lint(Stage):
             stretch = events[start:stop]
             self._held_texts += compress(stretch, map(is_, marks, repeat(None)))
             self._held_args += compress(stretch, map(is_, marks, repeat(_ARGS)))
-        # A long run keeps its text, not its event objects: held events are folded past
-        # _HOLD_AT of them, or once _HOLD_BYTES more of the stream was read (large deltas).
+        self._fold_if_due(indices[stop - 1])
+
+    def step(self, event: Event, kind: Any, index: int) -> Event:
+        """One event of the engine's fused pass (``_engine/chain.py``): seen as
+        :meth:`process` sees a batch of this event alone (``_hold`` for one event)."""
+        try:
+            handler = self._table.get(kind)
+        except TypeError:  # an unhashable type: no handler, as in Batch.by_type
+            handler = None
+        if handler:
+            handler(event, index)
+            self._retable = False
+            return event
+        if self._blind:
+            return event
+        if handler is None:
+            self._held_texts.append(event)
+        elif len(self._open_calls) == 1 and not self._held_args:
+            (call_id,) = self._open_calls
+            text = "".join((_DELTA(event),))
+            self._args.setdefault(call_id, []).append(text)
+            self._count(len(text), index)
+        else:
+            self._held_args.append(event)
+        self._fold_if_due(index)
+        return event
+
+    def _fold_if_due(self, index: int) -> None:
+        """A long run keeps its text, not its event objects: held events are folded past
+        _HOLD_AT of them, or once _HOLD_BYTES more of the stream was read (large deltas)."""
         if (
             len(self._held_texts) > _HOLD_AT
             or len(self._held_args) > _HOLD_AT
             or self.ctx.bytes_read > self._fold_at
         ):
-            self._fold_texts(indices[stop - 1])
-            self._fold_args(indices[stop - 1])
+            self._fold_texts(index)
+            self._fold_args(index)
             self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
 
     def _fold_texts(self, index: int) -> None:
