@@ -198,12 +198,11 @@ class Chain:
         """
         kept = after_fault(fault, self.stages[at], given)
         rest = Batch(read.events[position + 1 :], read.indices[position + 1 :])
-        if at and rest.events:
-            try:
-                reached = _through(self.stages[:at], rest)
-            except ChainFault as earlier:  # its own fault is later in the stream than ``fault``
-                reached = earlier.delivered
-            self.stages[at].ctx.counters.discarded += len(reached)
+        try:
+            reached = _through(self.stages[:at], rest)
+        except ChainFault as earlier:  # its own fault is later in the stream than ``fault``
+            reached = earlier.delivered
+        self.stages[at].ctx.counters.discarded += len(reached)
         try:
             carried = _through(self.stages[at + 1 : len(self._steps)], kept)
         except ChainFault as later:  # a fault on what went on: earlier in the stream, it wins
