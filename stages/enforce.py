@@ -95,6 +95,8 @@ class Enforce(Stage):
         """One event of the engine's fused pass (``_engine/chain.py``): what :meth:`process`
         makes of a batch of this event alone — the event, perhaps stripped, or ``None``
         when it is dropped."""
+        if self._integers.held is not None:  # parse handed a read over: search it now
+            self._integers.flush()
         try:
             if CLEAN[kind](event):
                 return event
@@ -105,11 +107,6 @@ class Enforce(Stage):
         except StreamRejected as rejection:
             raise reject_after(empty_batch(), rejection) from None
         return event if keep else None
-
-    def chained(self) -> None:
-        """The fused pass hands events one by one, not parse's reads: parse searches each
-        read for integers past 64 bits itself (``IntegerSearch``), as with no enforce."""
-        self.ctx.integer_search = None
 
     async def finish(self) -> Batch:
         self._integers.flush()

@@ -10,7 +10,7 @@ order, the unfused one in stage order.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
@@ -145,7 +145,7 @@ def streams(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-def _reads(body: bytes, draw: st.DrawFn) -> list[bytes]:
+def _reads(body: bytes, draw: Callable[[st.SearchStrategy[Any]], Any]) -> list[bytes]:
     """Cut at random, or one frame a read (a live stream's shape)."""
     if draw(st.booleans()):
         return [frame + b"\n\n" for frame in body.split(b"\n\n")[:-1]]
@@ -165,15 +165,18 @@ def _encode(events: list[Event]) -> bytes:
 
 
 @contextmanager
-def _fused(on: bool) -> Iterator[None]:
-    saved, chain.FUSE = chain.FUSE, on
+def _fused(on: bool, stepped: int) -> Iterator[None]:
+    saved = chain.FUSE, chain.STEPPED_READS
+    chain.FUSE, chain.STEPPED_READS = on, stepped
     try:
         yield
     finally:
-        chain.FUSE = saved
+        chain.FUSE, chain.STEPPED_READS = saved
 
 
-def _run(pipeline: Pipeline, reads: list[bytes], run_input: Any, fused: bool) -> Any:
+def _run(
+    pipeline: Pipeline, reads: list[bytes], run_input: Any, fused: bool, stepped: int = 0
+) -> Any:
     async def go() -> tuple[RunResult, list[int]]:
         indices: list[int] = []
         events: list[Event] = []
@@ -183,7 +186,7 @@ def _run(pipeline: Pipeline, reads: list[bytes], run_input: Any, fused: bool) ->
                 indices += batch.indices
         return stream.result(events), indices
 
-    with _fused(fused):
+    with _fused(fused, stepped):
         result, indices = anyio.run(go)
     verdict = result.verdict
     return {
@@ -209,14 +212,17 @@ def _run(pipeline: Pipeline, reads: list[bytes], run_input: Any, fused: bool) ->
     events=streams(),
     name=st.sampled_from(sorted(PIPELINES)),
     with_input=st.booleans(),
+    stepped=st.sampled_from([chain.STEPPED_READS, 10**9]),
     data=st.data(),
 )
 def test_fused_and_unfused_give_the_same_result(
-    events: list[Event], name: str, with_input: bool, data: st.DataObject
+    events: list[Event], name: str, with_input: bool, stepped: int, data: st.DataObject
 ) -> None:
+    """``stepped``: the largest read the chain takes event by event (every read, or its
+    default); the unfused run takes each stage's batch method whatever the read."""
     reads = _reads(_encode(events), data.draw)
     run_input = copy.deepcopy(RUN_INPUT) if with_input else None
-    fused = _run(PIPELINES[name], copy.deepcopy(reads), run_input, fused=True)
+    fused = _run(PIPELINES[name], copy.deepcopy(reads), run_input, fused=True, stepped=stepped)
     unfused = _run(PIPELINES[name], copy.deepcopy(reads), copy.deepcopy(run_input), fused=False)
     for part, value in fused.items():
         assert value == unfused[part], part
