@@ -245,3 +245,24 @@ def test_the_built_in_stages_are_chained(name: str) -> None:
         "with a handler": ["dispatch"],
     }.get(name, [])
     assert outside == expected
+
+
+@pytest.mark.parametrize("reads", ["one", "all"], ids=["one frame a read", "one read"])
+def test_a_bug_in_a_chained_stage_names_the_stage(
+    reads: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage's own exception surfaces as itself, noted with the stage's name, whether
+    the chain took the read step by step or stage by stage."""
+    from agui_pipeline.stages.reconcile import Reconcile
+
+    def broken(self: Reconcile, *_: Any) -> Any:
+        raise RuntimeError("reconcile's bug")
+
+    monkeypatch.setattr(Reconcile, "step", broken)
+    monkeypatch.setattr(Reconcile, "process", broken)
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}] * 10
+    body = _encode(events)
+    chunks = _reads(body, lambda _: reads == "one") if reads == "one" else [body]
+    with pytest.raises(RuntimeError) as raised:
+        _run(PIPELINES["declared"], chunks, None, fused=True, stepped=chain.STEPPED_READS)
+    assert "raised in the 'reconcile' stage" in (raised.value.__notes__ or [])

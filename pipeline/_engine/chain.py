@@ -110,44 +110,61 @@ class Chain:
             # A large read costs less stage by stage: each batch method's scans run in C
             # over the events it has no work for, and its set-up is paid once per many.
             return _through(self.stages, batch)
-        out: list[Any] = []
-        out_indices: list[int] = []
         steps = self._steps
+        out: list[Any] | None = None  # made only once a step drops or changes an event
+        out_indices: list[int] = []
         unread = iter(events)
-        at = 0
         try:
             for event, kind, index in zip(unread, batch.types, indices, strict=True):
-                at = 0
                 for step in steps:
                     made = step(event, kind, index)
                     if made is not event:  # dropped, or became other events: rarely
-                        if made is not None:
-                            self._carry(at + 1, made, out, out_indices)
                         break
-                    at += 1
                 else:
-                    out.append(event)
-                    out_indices.append(index)
+                    if out is not None:
+                        out.append(event)
+                        out_indices.append(index)
+                    continue
+                if out is None:
+                    position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
+                    out, out_indices = events[:position], indices[:position]
+                if made is not None:
+                    self._carry(steps.index(step) + 1, made, out, out_indices)
         except _StepFault as fault:
             position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
+            if out is None:
+                out, out_indices = events[:position], indices[:position]
             self._fault(fault.fault, fault.at, fault.given, batch, position, out, out_indices)
         except (StreamRejected, HandlerFailed) as fault:
             position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
+            if out is None:
+                out, out_indices = events[:position], indices[:position]
             given = Batch([events[position]], [indices[position]])
+            at = self._raised_in(fault)
             self._fault(fault, at, given, batch, position, out, out_indices)
         except _StepBug as bug:
             bug.error.add_note(f"raised in the {self.stages[bug.at].name!r} stage")
             raise bug.error from None
         except Exception as error:
-            error.add_note(f"raised in the {self.stages[at].name!r} stage")
+            error.add_note(f"raised in the {self.stages[self._raised_in(error)].name!r} stage")
             raise
-        passed = Batch(out, out_indices)
+        # Nothing dropped or changed (the common read): the batch goes on as it came, its
+        # types read once (the Conversation reads them again otherwise).
+        passed = batch if out is None else Batch(out, out_indices)
         if self._tail is None:
             return passed
         try:
             return self._tail.deliver(passed)  # type: ignore[no-any-return]
         except (StreamRejected, HandlerFailed) as fault:
             raise ChainFault(fault, after_fault(fault, self._tail, passed)) from None
+
+    def _raised_in(self, error: Exception) -> int:
+        """The position of the step that raised ``error`` in :meth:`run`'s loop: the stage
+        of the frame the loop called. What it buys: the loop keeps no count of its steps
+        (two stores an event per stage), a cost only a fault pays back."""
+        frame = error.__traceback__.tb_next if error.__traceback__ is not None else None
+        stage = None if frame is None else frame.tb_frame.f_locals.get("self")
+        return next((at for at, known in enumerate(self.stages) if known is stage), 0)
 
     def _carry(self, at: int, made: Batch, out: list[Any], out_indices: list[int]) -> None:
         """What the step before ``at`` made of one event, through the steps from ``at``.
