@@ -15,7 +15,7 @@ is one JSON line:
 
 For each stream: peak RSS, RSS before the stream, the tracemalloc peak of a second
 pass (Python allocations only; slower, so timed apart), and what the stream held —
-its messages and tool calls (I in the README's formula) and the characters of text
+its messages and tool calls (I in the formula of docs/limits.md) and the characters of text
 the Conversation holds (C).
 """
 

@@ -308,7 +308,7 @@ def check_part(report: Report, n: int) -> None:
 
 
 def render(report: Report) -> str:
-    """The report as Markdown (what the README's Performance section holds)."""
+    """The report as Markdown (what docs/performance.md holds)."""
     n = report.events
     lines = [
         f"Machine: {platform.machine()}, {platform.python_implementation()} "

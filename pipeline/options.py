@@ -26,7 +26,7 @@ class Limits:
     Exceeding one rejects the stream with a ``limit.*`` code naming the limit
     and the value seen. The defaults fit in 1 GB together: a stream that fills
     the state, the activity, the Conversation's text and its items to their
-    limits and then sends the largest frame peaks at about 720 MiB (README,
+    limits and then sends the largest frame peaks at about 720 MiB (docs/limits.md,
     "What bounds memory"), so raising one is spending that room.
     """
 

@@ -110,7 +110,7 @@ def spec_artifacts() -> SpecArtifacts:
         unavailable(
             f"needs the AG-UI 1.1 spec artifacts (schema.json, conformance corpus): set "
             f"{SPEC_DIR_SETTING} to a folder holding them (default ../shared; none in "
-            f"{spec_dir()}; see README.md, Tests)"
+            f"{spec_dir()}; see docs/contributing.md)"
         )
     return found
 

@@ -35,7 +35,7 @@ def test_suite_runs_on_a_tiny_stream(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_what_a_finished_run_leaves_is_measured_and_within_the_documented_bound() -> None:
-    """``benchmarks.memory``'s per-run growth: the README's formula counts 1.3 kB an item
+    """``benchmarks.memory``'s per-run growth: the formula in docs/limits.md counts 1.3 kB an item
     (a message or tool call), and a run's items are what a stream keeps of it."""
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.memory", "--one", "per_run", "0"],

@@ -157,7 +157,7 @@ def test_the_readme_examples() -> None:
         "--format",
         "json",
     )
-    assert status == 1  # the README's point: the stream contradicts the declaration
+    assert status == 1  # the docs' point: the stream contradicts the declaration
     warnings = [d for d in json.loads(text)["diagnostics"] if d["severity"] == "warning"]
     assert [(d["code"], d["declared"]) for d in warnings] == [
         ("reconcile.false-contradicted", "/state/deltas")

@@ -66,8 +66,8 @@ def test_conformance_help_says_where_the_corpus_lives() -> None:
     text = agui("conformance", "--help").stdout
     assert "where the corpus lives:" in text
     assert "ag-ui-protocol/ag-ui" in text and "spec/1.1/conformance" in text
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "ag-ui-protocol/ag-ui" in readme and "spec/1.1/conformance" in readme
+    guide = (ROOT / "docs" / "guides" / "conformance.md").read_text(encoding="utf-8")
+    assert "ag-ui-protocol/ag-ui" in guide and "spec/1.1/conformance" in guide
 
 
 def test_did_you_mean_only_one_edit_away(tmp_path: Path) -> None:

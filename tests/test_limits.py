@@ -535,7 +535,7 @@ def test_run_id_reuse_is_checked_within_the_stated_window() -> None:
     assert result.verdict.completed  # a producer's mistake (basic/index): reported, not fatal
     found = [d for d in result.diagnostics if d.code == "lint.run-id-reused"]
     assert found and "max_run_ids=100" in found[0].message
-    # Past the window the reuse is not seen, as the README and the diagnostic say.
+    # Past the window the reuse is not seen, as docs/limits.md and the diagnostic say.
     wider = run(reused, limited(max_run_ids=20))
     assert not [d for d in wider.diagnostics if d.code == "lint.run-id-reused"]
 
@@ -988,7 +988,7 @@ def test_ordinary_patches_on_a_long_stream_never_run_out_of_work(tmp_path: Any) 
 
 def test_a_run_whose_finish_was_discarded_is_listed_open(tmp_path: Any) -> None:
     """Item 12: dispatch's limit rejects the stream before RUN_FINISHED (same read): the
-    finish was discarded, so the run is ``open``, as the README says; a run whose finish
+    finish was discarded, so the run is ``open``, as docs/limits.md says; a run whose finish
     was delivered stays finished."""
     first: list[dict[str, Any]] = [START, FINISH]
     second_start = {**START, "runId": "r-2"}

@@ -317,12 +317,17 @@ async def test_a_loop_that_stops_early_closes_the_file(tmp_path: Path) -> None:
     assert not caught and not unraisable
 
 
-# -- the README, as a user's typed file ----------------------------------------------------
+# -- the README and the docs, as a user's typed file ------------------------------------
 
 
 def _readme_examples() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    return re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    """The Python examples of the README and of every page of the docs."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [
+        example
+        for document in documents
+        for example in re.findall(r"```python\n(.*?)```", document.read_text(), flags=re.DOTALL)
+    ]
 
 
 _IMPORT = re.compile(r"from agui_pipeline import (.*)")
@@ -334,7 +339,7 @@ def test_every_readme_example_is_in_the_typed_usage_file() -> None:
     usage = {line.strip() for line in text.splitlines()}
     imported = set(re.findall(r"^    (\w+),$", text, flags=re.MULTILINE))
     examples = _readme_examples()
-    assert len(examples) >= 10
+    assert len(examples) >= 30
     missing = []
     for example in examples:
         for line in filter(None, map(str.strip, example.splitlines())):
@@ -343,7 +348,7 @@ def test_every_readme_example_is_in_the_typed_usage_file() -> None:
                 missing += [n for n in names[1].split(", ") if n not in imported]
             elif line not in usage:
                 missing.append(line)
-    assert not missing, f"README lines not in {USAGE.name}: {missing}"
+    assert not missing, f"lines of the docs' examples not in {USAGE.name}: {missing}"
 
 
 def test_the_readme_examples_pass_mypy_strict() -> None:

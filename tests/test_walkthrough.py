@@ -1,5 +1,5 @@
 """A new user's first runs of ``check`` (issue 26): the broken streams of tests/walkthrough,
-the README's serve-then-check demo, and an upstream cut short behind the proxy.
+the serve-then-check demo (docs/guides/serve.md), and an upstream cut short behind the proxy.
 
 Each broken stream holds one producer mistake. What a user needs from the report is
 what to fix and where: the gate fails it as a linter would, the finding leads with
@@ -116,7 +116,7 @@ def _serve(*flags: str) -> Iterator[str]:
 
 
 def test_the_readme_demo_passes_the_strictest_gate() -> None:
-    """The README's walk-through: check the example, serve it, check the URL — at
+    """The walk-through of docs/guides/serve.md: check the example, serve it, check the URL — at
     ``--fail-on info``, where any finding at all fails."""
     assert agui("check", WEATHER, "--fail-on", "info").returncode == 0
     for url in _serve():

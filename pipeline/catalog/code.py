@@ -147,7 +147,7 @@ ADVICE: dict[str, str] = {
     "conversation": "Fix the producer's state or activity updates: patches must apply to the "
     "document the consumer holds (send a snapshot first).",
     "lint": "Fix the producer: what it restates, reopens or reports must agree with what it "
-    "streamed and with the run input it answers (the README's lint table says how).",
+    "streamed and with the run input it answers (the docs' producer lint guide says how).",
     "dispatch": "A handler of your application raised: fix the handler; the stream was valid.",
     "transport": "Fix the endpoint: answer with text/event-stream and keep the connection "
     "open until the run ends.",

@@ -169,7 +169,7 @@ LIMIT_CONVERSATION_CHARS = _code(
     "configured limit",
     advice="A stream that restates or streams this much text is past what a UI shows: send a "
     "MESSAGES_SNAPSHOT that drops old messages, or raise Limits.max_conversation_chars "
-    "(and check the memory it spends, README: What bounds memory).",
+    "(and check the memory it spends: the docs, Limits and reliability, What bounds memory).",
     verdict=_bound("Limits.max_conversation_chars"),
 )
 LIMIT_ITEMS = _code(
@@ -179,7 +179,7 @@ LIMIT_ITEMS = _code(
     "the stream introduced more messages and tool calls than the configured limit",
     advice="Each message and tool call a stream introduces is remembered to judge later events "
     "against it: split a long conversation over several streams (runs of one thread), or "
-    "raise Limits.max_items (about 1 kB each, README: What bounds memory).",
+    "raise Limits.max_items (about 1 kB each: the docs, Limits and reliability).",
     verdict=_bound("Limits.max_items"),
 )
 LIMIT_STATE_BYTES = _code(

@@ -34,7 +34,7 @@ from distributed.scheduler import KilledWorker
 
 BATCH_SOURCES = 32
 """Sources per task at most: a Dask task costs about 5 ms of CPU beyond its sources, the
-check of a dozen short recordings (README, Archives on a cluster)."""
+check of a dozen short recordings (docs/guides/cluster.md)."""
 BATCH_BYTES = 8 << 20
 """Bytes per task at most, where the listing gave sizes: about a tenth of a second's check."""
 WAITING_BATCHES = 256

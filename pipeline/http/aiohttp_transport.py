@@ -2,7 +2,7 @@
 
 A live stream arrives one frame per read, and httpx is most of what a read costs:
 aiohttp's client reads the same runs for about half the CPU
-(``benchmarks/bench_live.py``, the README's live table). Everything the binding
+(``benchmarks/bench_live.py``, docs/performance.md, The live path). Everything the binding
 asks — the request, the status and content-type rules, the bounded inflating, the
 idle window and the deadline — is :mod:`agui_pipeline.http.client`'s, as over httpx;
 this module only sends the request and hands over the raw body. aiohttp runs under

@@ -75,7 +75,10 @@ LISTEN_BACKLOG = 2048
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
-    """How the gateway sheds load and times clients out (the proxy's flags; see README)."""
+    """How the gateway sheds load and times clients out: the proxy's flags.
+
+    docs/guides/gateway.md describes each.
+    """
 
     max_concurrency: int | None = None
     """Runs relayed at once; past it, ``503``. ``None``: the descriptor budget alone."""

@@ -29,7 +29,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -51,6 +51,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 KEEP_ALIVE = b": keep-alive\n\n"
+Recorded = Mapping[str, Any]
+"""An event as a replay serves it: a parsed dict or a typed event (``RunResult.events``)."""
 MAX_BODY = 1024 * 1024
 """The largest request body a replay reads by default (1 MiB); larger is answered 413."""
 
@@ -111,8 +113,8 @@ class Replay:
     ``events`` or ``turns`` rather than changing one in place.
     """
 
-    events: Sequence[Event]
-    turns: Sequence[Sequence[Event]] = ()
+    events: Sequence[Recorded]
+    turns: Sequence[Sequence[Recorded]] = ()
     """A conversation: the n-th accepted request is answered with ``turns[n]`` (``events``
     is then unused), and a request past the last turn with 409."""
     echo_ids: bool = False
@@ -146,16 +148,16 @@ class Replay:
     """Streams that ended because the client went away."""
     played: int = 0
     """Turns of ``turns`` answered so far."""
-    _encoded: dict[tuple[int, bool], tuple[Sequence[Event], list[bytes]]] = field(
+    _encoded: dict[tuple[int, bool], tuple[Sequence[Recorded], list[bytes]]] = field(
         default_factory=dict, repr=False
     )
 
     @classmethod
-    def conversation(cls, turns: Sequence[Sequence[Event]], **settings: Any) -> Replay:
+    def conversation(cls, turns: Sequence[Sequence[Recorded]], **settings: Any) -> Replay:
         """A replay answering request after request with the next of ``turns``."""
         return cls(events=turns[0] if turns else [], turns=turns, **settings)
 
-    def frames(self, binary: bool = False, events: Sequence[Event] | None = None) -> list[bytes]:
+    def frames(self, binary: bool = False, events: Sequence[Recorded] | None = None) -> list[bytes]:
         """One frame per event, encoded the first time a recording is served and kept:
         a request costs writes, not encoding (200 clients no longer wait on the loop)."""
         events = self.events if events is None else events
@@ -210,7 +212,7 @@ class ReplayApp:
                 {"error": str(error), "code": error.code, "pointer": error.pointer},
                 status_code=422,
             )
-        events: Sequence[Event] = replay.events
+        events: Sequence[Recorded] = replay.events
         if replay.turns:
             if replay.played >= len(replay.turns):
                 return JSONResponse(
@@ -249,7 +251,7 @@ async def _capped_body(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-def _encode(events: Sequence[Event], binary: bool) -> list[bytes]:
+def _encode(events: Sequence[Recorded], binary: bool) -> list[bytes]:
     if binary:
         from agui_pipeline._proto.codec import encode_frames
 
@@ -258,7 +260,7 @@ def _encode(events: Sequence[Event], binary: bool) -> list[bytes]:
 
 
 def _echo_ids(
-    frames: list[bytes], events: Sequence[Event], body: dict[str, Any], binary: bool
+    frames: list[bytes], events: Sequence[Recorded], body: dict[str, Any], binary: bool
 ) -> list[bytes]:
     """The frames with the recording's run identity replaced by the request's, as the
     requested run would carry it (``/spec/1.1/basic/run-input``, Identity): every
@@ -274,7 +276,7 @@ def _echo_ids(
     after = next((index for index in starts if index > requested), len(events))
     thread, run_id = events[starts[0]].get("threadId"), events[requested].get("runId")
 
-    def echoed(member: dict[str, Any], own_run: bool) -> dict[str, Any]:
+    def echoed(member: Recorded, own_run: bool) -> dict[str, Any]:
         changed = {}
         if member.get("threadId", MISSING) == thread:
             changed["threadId"] = body["threadId"]
@@ -306,7 +308,7 @@ _IDENTIFIED = frozenset({"RUN_STARTED", "RUN_FINISHED"})
 carries none)."""
 
 
-def _requested_run(events: Sequence[Event], starts: list[int]) -> int:
+def _requested_run(events: Sequence[Recorded], starts: list[int]) -> int:
     """The index of the requested run's ``RUN_STARTED``: the recording's last run, since the
     requested run is the exchange's last and runs before it replay history
     (``/spec/1.1/basic/run-input``) — not counting a run another run on the recording

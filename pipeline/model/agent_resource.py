@@ -7,7 +7,7 @@ representation: ``displayName``, ``description``, ``tools``, ``toolsets``,
 / ``remoteA2aAgent``). Only what the resource says becomes a declaration:
 an absent or empty field declares nothing (proto3 JSON omits empty lists, so
 the two cannot be told apart), and nothing is inferred beyond the mapping
-below — the README has it as a table.
+below — docs/guides/agent-resource.md has it as a table.
 
 - ``displayName`` / ``description`` → ``identity.name`` / ``identity.description``;
 - non-empty ``tools`` or ``toolsets`` → ``tools.supported: true``; ``tools.items``
