@@ -48,7 +48,8 @@ through each stage's batch method in turn, still with no await between them. Mea
 (``python -m benchmarks.instructions``, the whole pipeline): step by step, 64 KiB reads
 cost 30,149 instructions an event against 19,361 stage by stage, and one-frame reads
 143,631 against 178,050: a step costs more per event than a batch method's scans in C,
-and less than its set-up per read."""
+and less than its set-up per read. Below ``IntegerSearch.FEWEST_FRAMES``: a read parse
+hands enforce to choose its frames from is large enough to go stage by stage."""
 
 
 class ChainFault(Exception):
