@@ -29,7 +29,7 @@ they report and count is the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, NoReturn
 
 from agui_pipeline._engine.faults import Fault, after_fault
 from agui_pipeline.batch import Batch
@@ -106,12 +106,21 @@ class Chain:
 
     def run(self, batch: Batch) -> Batch:
         """The read through every stage of the chain; a fault is a :class:`ChainFault`."""
-        events, indices = batch.events, batch.indices
-        if len(events) > STEPPED_READS:
+        if len(batch.events) > STEPPED_READS:
             # A large read costs less stage by stage: each batch method's scans run in C
             # over the events it has no work for, and its set-up is paid once per many.
             return _through(self.stages, batch)
-        steps = self._steps
+        passed = self._stepped(batch)
+        if self._tail is None:
+            return passed
+        try:
+            return self._tail.deliver(passed)  # type: ignore[no-any-return]
+        except (StreamRejected, HandlerFailed) as fault:
+            raise ChainFault(fault, after_fault(fault, self._tail, passed)) from None
+
+    def _stepped(self, batch: Batch) -> Batch:
+        """The read through every step, event by event: what the last step passed."""
+        events, indices, steps = batch.events, batch.indices, self._steps
         out: list[Any] | None = None  # made only once a step drops or changes an event
         out_indices: list[int] = []
         unread = iter(events)
@@ -131,18 +140,15 @@ class Chain:
                     out, out_indices = events[:position], indices[:position]
                 if made is not None:
                     self._carry(steps.index(step) + 1, made, out, out_indices)
-        except _StepFault as fault:
+        except (_StepFault, StreamRejected, HandlerFailed) as error:
             position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
             if out is None:
                 out, out_indices = events[:position], indices[:position]
-            self._fault(fault.fault, fault.at, fault.given, batch, position, out, out_indices)
-        except (StreamRejected, HandlerFailed) as fault:
-            position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
-            if out is None:
-                out, out_indices = events[:position], indices[:position]
+            if isinstance(error, _StepFault):
+                self._fault(error.fault, error.at, error.given, batch, position, out, out_indices)
             given = Batch([events[position]], [indices[position]])
-            at = self._raised_in(fault)
-            self._fault(fault, at, given, batch, position, out, out_indices)
+            at = self._raised_in(error)
+            self._fault(error, at, given, batch, position, out, out_indices)
         except _StepBug as bug:
             bug.error.add_note(f"raised in the {self.stages[bug.at].name!r} stage")
             raise bug.error from None
@@ -151,13 +157,7 @@ class Chain:
             raise
         # Nothing dropped or changed (the common read): the batch goes on as it came, its
         # types read once (the Conversation reads them again otherwise).
-        passed = batch if out is None else Batch(out, out_indices)
-        if self._tail is None:
-            return passed
-        try:
-            return self._tail.deliver(passed)  # type: ignore[no-any-return]
-        except (StreamRejected, HandlerFailed) as fault:
-            raise ChainFault(fault, after_fault(fault, self._tail, passed)) from None
+        return batch if out is None else Batch(out, out_indices)
 
     def _raised_in(self, error: Exception) -> int:
         """The position of the step that raised ``error`` in :meth:`run`'s loop: the stage
@@ -212,7 +212,7 @@ class Chain:
         position: int,
         out: list[Any],
         out_indices: list[int],
-    ) -> None:
+    ) -> NoReturn:
         """The stage ``at`` faulted on ``given``, made of the read's event at ``position``:
         raise what the unfused stages would deliver, with the verdict they would reach.
 
