@@ -142,15 +142,18 @@ class LintState(Stage):
             stretch = events[start:stop]
             self._held_texts += compress(stretch, map(is_, marks, repeat(None)))
             self._held_args += compress(stretch, map(is_, marks, repeat(_ARGS)))
-        # A long run keeps its text, not its event objects: held events are folded past
-        # _HOLD_AT of them, or once _HOLD_BYTES more of the stream was read (large deltas).
+        self._fold_if_due(indices[stop - 1])
+
+    def _fold_if_due(self, index: int) -> None:
+        """A long run keeps its text, not its event objects: held events are folded past
+        _HOLD_AT of them, or once _HOLD_BYTES more of the stream was read (large deltas)."""
         if (
             len(self._held_texts) > _HOLD_AT
             or len(self._held_args) > _HOLD_AT
             or self.ctx.bytes_read > self._fold_at
         ):
-            self._fold_texts(indices[stop - 1])
-            self._fold_args(indices[stop - 1])
+            self._fold_texts(index)
+            self._fold_args(index)
             self._fold_at = self.ctx.bytes_read + _HOLD_BYTES
 
     def _fold_texts(self, index: int) -> None:

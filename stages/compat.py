@@ -115,6 +115,24 @@ class Compat(Stage):
             return self._without_subagents(batch)
         return batch
 
+    def step(self, event: Event, kind: Any, index: int) -> Event | Batch | None:
+        """One event of the engine's fused pass (``_engine/chain.py``): what :meth:`process`
+        makes of a batch of this event alone — the event, or a batch when its type changed
+        (a retired event translated) or the peer's shim dropped it."""
+        if type(kind) is str:
+            handler = _HANDLERS.get(kind)
+            if handler is not None:
+                handler(self, event, index)
+        if "rawEvent" in event and event["rawEvent"] is None:
+            self._drop_null(event, "rawEvent", f"an event of type {shown(kind)}", index)
+        if self._no_subagents:
+            self._retyped = False
+            return self._without_subagents(Batch([event], [index]))
+        if self._retyped:
+            self._retyped = False
+            return Batch([event], [index])
+        return event
+
     def _each(self, events: list[Event], indices: list[int]) -> None:
         """Event by event: the path for a batch holding anything unusual."""
         handler_for = _HANDLERS.get

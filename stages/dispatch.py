@@ -66,6 +66,21 @@ class Dispatch(Stage):
             await self._write(batch)
         return batch
 
+    @property
+    def waits(self) -> bool:
+        """Whether delivery may wait: a handler or a sink (either may be a coroutine)."""
+        return self._handled or bool(self._writers)
+
+    def deliver(self, batch: Batch) -> Batch:
+        """:meth:`process` when nothing waits (no handler, no sink): the batch applied to the
+        Conversation, if any. The engine's fused pass ends with it (``_engine/chain.py``)."""
+        if self._conversation is not None:
+            try:
+                self._conversation.apply(batch)
+            except StreamRejected as rejection:
+                raise reject_after(batch.before(rejection.event_index), rejection) from None
+        return batch
+
     async def _handle(self, batch: Batch) -> None:
         """Run the handlers event by event, keeping the Conversation exactly one step ahead.
 

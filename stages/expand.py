@@ -44,6 +44,8 @@ never repaired.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
 from itertools import compress, islice
 from typing import Any, ClassVar
 
@@ -109,32 +111,76 @@ class _Open:
         self.fields = fields
 
 
-# What each event type does to the lanes. Explicit item events carry the
-# namespace and identifier key they are matched by, and whether they open or
-# close an item (for tracking the owner of explicitly opened items).
-_CHUNK, _RUN, _TERMINAL, _LANE, _ITEM = range(5)
-_OPENS, _CONTINUES, _CLOSES = range(3)
-_SPAN = "span"  # reasoning spans: their own namespace, no chunk form
+class _Verb(Enum):
+    """What an event type does to the lanes."""
 
-_ACTIONS: dict[str, tuple[Any, ...]] = {
-    **{kind.chunk: (_CHUNK, kind) for kind in KINDS},
-    **{kind.start: (_ITEM, kind, kind.id_key, _OPENS) for kind in KINDS},
-    **{kind.content: (_ITEM, kind, kind.id_key, _CONTINUES) for kind in KINDS},
-    **{kind.end: (_ITEM, kind, kind.id_key, _CLOSES) for kind in KINDS},
-    "TOOL_CALL_RESULT": (_ITEM, TOOL, "toolCallId", _CONTINUES),
-    "REASONING_START": (_ITEM, _SPAN, "messageId", _OPENS),
-    "REASONING_END": (_ITEM, _SPAN, "messageId", _CLOSES),
-    "RUN_STARTED": (_RUN, True),
-    "RUN_FINISHED": (_RUN, True),
-    "RUN_ERROR": (_RUN, True),
-    "MESSAGES_SNAPSHOT": (_RUN, False),
-    "SUBAGENT_FINISHED": (_TERMINAL,),
-    "SUBAGENT_ERROR": (_TERMINAL,),
-    "STEP_STARTED": (_LANE,),
-    "STEP_FINISHED": (_LANE,),
-    "STATE_SNAPSHOT": (_LANE,),
-    "STATE_DELTA": (_LANE,),
-    "CUSTOM": (_LANE,),
+    CHUNK = "chunk"
+    """A chunk: opens or continues its lane's chunk stream."""
+    RUN = "run"
+    """A run's start or end, or a snapshot: every lane closes."""
+    TERMINAL = "terminal"
+    """A subagent's end: its own lane closes."""
+    LANE = "lane"
+    """Any other event of a lane (a step, state, a custom event): that lane closes."""
+    ITEM = "item"
+    """An explicit item event: the lane of its item closes."""
+
+
+class _Effect(Enum):
+    """What an explicit item event does to its item."""
+
+    OPENS = "opens"
+    CONTINUES = "continues"
+    CLOSES = "closes"
+
+
+_SPAN = "span"
+"""Reasoning spans: their own namespace of ids, no chunk form."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Action:
+    """What one event type does: its verb, and for an item event the namespace and id key
+    it is matched by and its effect on the item (for the owner record)."""
+
+    verb: _Verb
+    family: _Kind | None = None
+    """The chunk family a chunk belongs to."""
+    namespace: _Kind | str | None = None
+    """An item event's namespace of ids: its family, or ``_SPAN``."""
+    id_key: str = ""
+    effect: _Effect | None = None
+    forgets_owners: bool = False
+    """A run event after which item ownership is forgotten (it is run-scoped)."""
+
+
+_CHUNK, _RUN, _TERMINAL, _LANE, _ITEM = _Verb
+_OPENS, _CONTINUES, _CLOSES = _Effect
+
+
+def _item(namespace: _Kind | str, id_key: str, effect: _Effect) -> _Action:
+    return _Action(_ITEM, namespace=namespace, id_key=id_key, effect=effect)
+
+
+_ACTIONS: dict[str, _Action] = {
+    **{kind.chunk: _Action(_CHUNK, family=kind) for kind in KINDS},
+    **{kind.start: _item(kind, kind.id_key, _OPENS) for kind in KINDS},
+    **{kind.content: _item(kind, kind.id_key, _CONTINUES) for kind in KINDS},
+    **{kind.end: _item(kind, kind.id_key, _CLOSES) for kind in KINDS},
+    "TOOL_CALL_RESULT": _item(TOOL, "toolCallId", _CONTINUES),
+    "REASONING_START": _item(_SPAN, "messageId", _OPENS),
+    "REASONING_END": _item(_SPAN, "messageId", _CLOSES),
+    "RUN_STARTED": _Action(_RUN, forgets_owners=True),
+    "RUN_FINISHED": _Action(_RUN, forgets_owners=True),
+    "RUN_ERROR": _Action(_RUN, forgets_owners=True),
+    "MESSAGES_SNAPSHOT": _Action(_RUN),
+    "SUBAGENT_FINISHED": _Action(_TERMINAL),
+    "SUBAGENT_ERROR": _Action(_TERMINAL),
+    "STEP_STARTED": _Action(_LANE),
+    "STEP_FINISHED": _Action(_LANE),
+    "STATE_SNAPSHOT": _Action(_LANE),
+    "STATE_DELTA": _Action(_LANE),
+    "CUSTOM": _Action(_LANE),
     # RAW, ACTIVITY_SNAPSHOT, ACTIVITY_DELTA, REASONING_ENCRYPTED_VALUE and
     # SUBAGENT_STARTED stand aside, as does a type this table does not know.
 }
@@ -143,9 +189,9 @@ _IDLE = type_table(
     {
         event_type: action
         for event_type, action in _ACTIONS.items()
-        if action[0] == _CHUNK
-        or (action[0] == _ITEM and action[3] != _CONTINUES)
-        or (action[0] == _RUN and action[1])
+        if action.verb is _CHUNK
+        or (action.verb is _ITEM and action.effect is not _CONTINUES)
+        or action.forgets_owners
     }
 )
 """What matters while no chunk stream is open: a chunk opening one, and the
@@ -161,7 +207,7 @@ class Expand(Stage):
         super().__init__(ctx)
         self._lanes: dict[Owner, _Open] = {}
         """The open chunk stream of each lane, in the order they opened."""
-        self._by_id: dict[tuple[_Kind, str], _Open] = {}
+        self._by_id: dict[tuple[Any, str], _Open] = {}
         self._by_kind: dict[_Kind, dict[Owner, _Open]] = {kind: {} for kind in KINDS}
         self._owners: dict[tuple[Any, str], str] = {}
         """Subagent-owned items opened explicitly, so that an untagged continuation
@@ -175,24 +221,48 @@ class Expand(Stage):
             return batch  # no chunk, nothing open: the batch passes as it is
         indices = batch.indices
         out, out_indices = events[:start], indices[:start]
-        actions = _ACTIONS
         try:
             for position in range(start, len(events)):
-                event, index = events[position], indices[position]
-                event_type = event.get("type")
-                action = actions.get(event_type) if type(event_type) is str else None
-                if action is None:
-                    out.append(event)
-                    out_indices.append(index)
-                elif action[0] == _CHUNK:
-                    self._chunk(action[1], event, index, out, out_indices)
-                else:
-                    self._other(action, event, index, out, out_indices)
-                    out.append(event)
-                    out_indices.append(index)
+                self._expand(events[position], indices[position], out, out_indices)
         except StreamRejected as rejection:
             raise reject_after(Batch(out, out_indices), rejection) from None
         return Batch(out, out_indices)
+
+    def step(self, event: Event, kind: Any, index: int) -> Event | Batch:
+        """One event of the engine's fused pass (``_engine/chain.py``): what :meth:`process`
+        makes of a batch of this event alone — the event, or the events it became."""
+        if not self._lanes:
+            action = _IDLE.get(kind) if type(kind) is str else None
+            if action is None:
+                return event
+            if action.verb is not _CHUNK:
+                self._record_owner(action, event)
+                return event
+        out: list[Event] = []
+        out_indices: list[int] = []
+        try:
+            self._expand(event, index, out, out_indices)
+        except StreamRejected as rejection:
+            raise reject_after(Batch(out, out_indices), rejection) from None
+        if len(out) == 1 and out[0] is event:
+            return event
+        return Batch(out, out_indices)
+
+    def _expand(self, event: Event, index: int, out: list[Event], out_indices: list[int]) -> None:
+        """Append what ``event`` becomes to ``out``: itself, perhaps after the end of a chunk
+        stream it closes, or the events a chunk stands for."""
+        event_type = event.get("type")
+        action = _ACTIONS.get(event_type) if type(event_type) is str else None
+        if action is None:
+            out.append(event)
+            out_indices.append(index)
+        elif action.verb is _CHUNK:
+            assert action.family is not None
+            self._chunk(action.family, event, index, out, out_indices)
+        else:
+            self._other(action, event, index, out, out_indices)
+            out.append(event)
+            out_indices.append(index)
 
     def _until_chunk(self, batch: Batch) -> int:
         """The position of the first chunk, keeping the owner record up to date before it."""
@@ -200,7 +270,7 @@ class Expand(Stage):
         found: Sequence[Any] = batch.by_type(_IDLE)  # the deltas, most events, have no action
         for position in compress(range(len(found)), found):
             action = found[position]
-            if action[0] == _CHUNK:
+            if action.verb is _CHUNK:
                 return position
             self._record_owner(action, events[position])
         return len(events)
@@ -214,16 +284,16 @@ class Expand(Stage):
 
     def _other(
         self,
-        action: tuple[Any, ...],
+        action: _Action,
         event: Event,
         index: int,
         out: list[Event],
         out_indices: list[int],
     ) -> None:
-        verb = action[0]
-        if verb == _ITEM:
-            _, namespace, id_key, effect = action
-            item_id = event.get(id_key)
+        verb = action.verb
+        if verb is _ITEM:
+            namespace, effect = action.namespace, action.effect
+            item_id = event.get(action.id_key)
             tag = event.get("subagentRunId")
             if type(tag) is not str:
                 tag = None
@@ -239,36 +309,36 @@ class Expand(Stage):
                 # ends that stream ("The chunked form").
                 open_stream = self._by_id.get(key)
                 lane = open_stream.owner if open_stream else self._owners.get(key)
-            if effect != _CONTINUES:
+            if effect is not _CONTINUES:
                 self._record_owner(action, event)
             if self._lanes:
                 self._close(lane, index, out, out_indices)
-        elif verb == _LANE:
+        elif verb is _LANE:
             if self._lanes:
                 tag = event.get("subagentRunId")
                 self._close(tag if type(tag) is str else None, index, out, out_indices)
-        elif verb == _TERMINAL:
+        elif verb is _TERMINAL:
             tag = event.get("subagentRunId")
             if self._lanes and type(tag) is str:
                 self._close(tag, index, out, out_indices)
         else:  # _RUN: every lane closes, in the order the streams opened
             for lane in list(self._lanes):
                 self._close(lane, index, out, out_indices)
-            if action[1]:
+            if action.forgets_owners:
                 self._record_owner(action, event)
 
-    def _record_owner(self, action: tuple[Any, ...], event: Event) -> None:
+    def _record_owner(self, action: _Action, event: Event) -> None:
         """Note who owns an explicitly opened item, forget a closed one; a run's end
         forgets them all (ownership is run-scoped)."""
         owners = self._owners
-        if action[0] == _RUN:
+        if action.verb is _RUN:
             owners.clear()
             return
-        _, namespace, id_key, effect = action
-        item_id, tag = event.get(id_key), event.get("subagentRunId")
+        namespace, effect = action.namespace, action.effect
+        item_id, tag = event.get(action.id_key), event.get("subagentRunId")
         if type(item_id) is not str:
             return
-        if effect == _OPENS and type(tag) is str:
+        if effect is _OPENS and type(tag) is str:
             owners[namespace, item_id] = tag
         elif owners:
             owners.pop((namespace, item_id), None)

@@ -105,6 +105,7 @@ from agui_pipeline.stages._lint_state import (
     _ACTIVITY,
     _ARGS,
     _CARRIER,
+    _DELTA,
     _IDS_SHOWN,
     _MISSING,
     _RESULT,
@@ -192,6 +193,31 @@ class Lint(SnapshotComparison):
         if cut < len(found):
             self._hold(events, indices, found, cut, len(found))
         return None, cut
+
+    def step(self, event: Event, kind: Any, index: int) -> Event:
+        """One event of the engine's fused pass (``_engine/chain.py``): seen as
+        :meth:`process` sees a batch of this event alone (``_hold`` for one event)."""
+        try:
+            handler = self._table.get(kind)
+        except TypeError:  # an unhashable type: no handler, as in Batch.by_type
+            handler = None
+        if handler:
+            handler(event, index)
+            self._retable = False
+            return event
+        if self._blind:
+            return event
+        if handler is None:
+            self._held_texts.append(event)
+        elif len(self._open_calls) == 1 and not self._held_args:
+            (call_id,) = self._open_calls
+            text = "".join((_DELTA(event),))  # as _hold joins: a delta that is no str raises
+            self._args.setdefault(call_id, []).append(text)
+            self._count(len(text), index)
+        else:
+            self._held_args.append(event)
+        self._fold_if_due(index)
+        return event
 
     async def finish(self) -> Batch:
         wanted = self._input_run_id

@@ -100,6 +100,15 @@ class Metadata(Stage):
                 self._merge(event)
         return batch
 
+    def step(self, event: Event, kind: Any, index: int) -> Event:
+        """One event of the engine's fused pass (``_engine/chain.py``), seen as
+        :meth:`process` sees each."""
+        if kind in _SPECIAL:
+            self._note(event)
+        elif "metadata" in event:
+            self._merge(event)
+        return event
+
     def _note(self, event: Event) -> None:
         """An event that creates or restates items whatever its metadata."""
         kind = event["type"]

@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from agui_pipeline.model.capabilities import AgentCapabilities  # pydantic: the model, for types
 
 from agui_pipeline.model.declared import read_declaration
-from agui_pipeline.stages.enforce import would_deliver
+from agui_pipeline.stages._checks import would_deliver
 
 OBSERVABLE = (
     "/transport/streaming",
@@ -202,6 +202,26 @@ class Reconcile(Stage):
         while start is not None:
             start = self._dispatch(batch, start)
         return batch
+
+    def step(self, event: Event, kind: Any, index: int) -> Event:
+        """One event of the engine's fused pass (``_engine/chain.py``): seen as
+        :meth:`process` sees a batch of this event alone; reconcile never changes it."""
+        if not self._active:
+            return event
+        if not self._transport_checked:
+            self._check_transport(index)
+        try:
+            handler = self._handlers.get(kind)
+        except TypeError:  # an unhashable type: enforce's to judge
+            return event
+        if handler is not None:
+            self._retable = False
+            try:
+                handler(event, index)
+            except (AttributeError, TypeError, KeyError, ValueError):
+                if would_deliver(event):  # as in _dispatch
+                    raise
+        return event
 
     def _dispatch(self, batch: Batch, start: int) -> int | None:
         """Hand ``batch.events[start:]`` to their handlers; where a new run restores the

@@ -47,15 +47,14 @@ records, lint's and the Conversation's together.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from enum import Enum
 from typing import Any, ClassVar
 
 from agui_pipeline._json import MISSING
 from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
-    LIMIT_ITEMS,
     LIMIT_OPEN_ITEMS,
     VERIFY_AFTER_CLOSE,
-    VERIFY_ATTRIBUTION,
     VERIFY_CALL_ATTRIBUTION,
     VERIFY_CANCELLED_RESULT,
     VERIFY_FIRST_EVENT,
@@ -63,28 +62,41 @@ from agui_pipeline.catalog import (
     VERIFY_OPEN_AT_FINISH,
     VERIFY_REASONING,
     VERIFY_STEP,
-    VERIFY_SUBAGENT,
-    VERIFY_SUBAGENT_ORDER,
     VERIFY_TEXT_MESSAGE,
     VERIFY_TOOL_CALL,
     VERIFY_TRUNCATED,
     VERIFY_UNEXPANDED_CHUNK,
     VERIFY_UNREADABLE,
-    Code,
 )
 from agui_pipeline.errors import StreamRejected, StreamTruncated
 from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext, reject_after
-from agui_pipeline.stages.enforce import would_deliver
+from agui_pipeline.stages._checks import would_deliver
+from agui_pipeline.stages._verify_subagents import Subagents
+from agui_pipeline.stages._verify_texts import (
+    already_open,
+    bad_continuation,
+    describe,
+    join,
+    mismatch,
+    owner_name,
+    step_label,
+    too_many_items,
+)
 
 Owner = str | None
 """Who produced an item: a ``subagentRunId``, or ``None`` for the parent agent."""
 
-# Where the stream stands between runs.
-_BEFORE_FIRST, _ACTIVE, _FINISHED, _ERRORED = range(4)
 
-# A subagentRunId within the current run.
-_ATTRIBUTED, _RUNNING, _ENDED = range(3)
-"""Seen only as a tag (never announced); announced and open; closed this run."""
+class Phase(Enum):
+    """Where the stream stands with respect to its runs."""
+
+    BEFORE_FIRST = "before the first run"
+    ACTIVE = "a run is active"
+    FINISHED = "the last run finished"
+    ERRORED = "the last run ended with RUN_ERROR"
+
+
+_BEFORE_FIRST, _ACTIVE, _FINISHED, _ERRORED = Phase
 
 _CARRIER = "carrier"
 """The kind recorded for a message known only as the parent a tool call named."""
@@ -138,9 +150,7 @@ class Verify(Stage):
         self._open_reasoning: dict[str, Owner] = {}
         self._open_spans: dict[str, Owner] = {}
         self._steps: set[tuple[Owner, str]] = set()
-        self._subagents: dict[str, int] = {}
-        self._running = 0
-        """Subagent invocations announced and not yet closed."""
+        self._subagents = Subagents(ctx)
         self._awaiting_parent: dict[str, list[str]] = {}
         """A message untagged tool calls named before it arrived → those calls (this run)."""
         self._continuations: dict[str, tuple[dict[str, Owner], str]] = {
@@ -192,7 +202,6 @@ class Verify(Stage):
             self._awaiting_parent,
         ):
             tracked.clear()
-        self._running = 0
 
     def _new_item(self, index: int, pointer: str) -> None:
         """The stream introduces one more message or tool call (an id not recorded yet):
@@ -201,17 +210,7 @@ class Verify(Stage):
         decrement ``_items_left`` inline instead: a call costs more than the check.)"""
         self._items_left -= 1
         if self._items_left < 0:
-            raise self._too_many_items(index, pointer)
-
-    def _too_many_items(self, index: int, pointer: str) -> StreamRejected:
-        limit = self.ctx.limits.max_items
-        return self.ctx.reject(
-            LIMIT_ITEMS,
-            f"expected at most {limit} messages and tool calls on one stream (limit "
-            f"max_items), found this event introducing one more at {pointer}",
-            event_index=index,
-            pointer=pointer,
-        )
+            raise too_many_items(self.ctx, index, pointer)
 
     def _make_room(self, index: int) -> None:
         """One more open item must fit under ``max_open_items``: a producer that opens and
@@ -223,7 +222,7 @@ class Verify(Stage):
             + len(self._open_reasoning)
             + len(self._open_spans)
             + len(self._steps)
-            + self._running
+            + self._subagents.running
         )
         if open_now >= limit:
             raise self.ctx.reject(
@@ -244,6 +243,24 @@ class Verify(Stage):
             raise reject_after(batch.before(rejection.event_index), rejection) from None
         return batch
 
+    def step(self, event: Event, kind: Any, index: int) -> Event:
+        """One event of the engine's fused pass (``_engine/chain.py``): judged as
+        :meth:`process` judges a batch of this event alone, which keeps nothing of it on a
+        rejection. The commonest event, a delta to an open item, is judged inline."""
+        try:  # an untagged delta to an open item: its id is among the open ones
+            delta = self._continuations.get(kind)
+            if delta is not None and event[delta[1]] in delta[0] and "subagentRunId" not in event:
+                self._end_index = index + 1
+                return event
+        except (KeyError, TypeError):  # an unhashable type, or an id that cannot be read
+            pass
+        try:
+            self._judge(event, kind, index)
+        except StreamRejected as rejection:
+            raise reject_after(empty_batch(), rejection) from None
+        self._end_index = index + 1
+        return event
+
     def _check(self, batch: Batch) -> None:
         """Judge every event of ``batch`` in turn; raise at the first that breaks a rule."""
         events, indices = batch.events, batch.indices
@@ -255,7 +272,6 @@ class Verify(Stage):
                 event_index=self._end_index,
                 pointer="",
             )
-        handlers, missing = self._handlers, MISSING
         open_text, open_reasoning, open_calls = (
             self._open_text,
             self._open_reasoning,
@@ -263,68 +279,66 @@ class Verify(Stage):
         )
         typed, left = _counting(batch)
         last = len(events) - 1  # the current event is events[last - left()]
+        for event, kind in typed:
+            # The common case first, inline: an untagged continuation of an open item
+            # (nothing is open between runs, so this also finds the run active).
+            try:
+                if (
+                    (kind == "TEXT_MESSAGE_CONTENT" and event["messageId"] in open_text)
+                    or (
+                        kind == "REASONING_MESSAGE_CONTENT" and event["messageId"] in open_reasoning
+                    )
+                    or (kind == "TOOL_CALL_ARGS" and event["toolCallId"] in open_calls)
+                ) and "subagentRunId" not in event:
+                    continue
+            except (KeyError, TypeError):  # an id that cannot be read: judged below, in turn
+                pass
+            self._judge(event, kind, indices[last - left()])
+        if indices:
+            self._end_index = indices[-1] + 1
+
+    def _judge(self, event: Event, kind: Any, index: int) -> None:
+        """Judge one event that is not an untagged delta to an open item."""
         try:
-            for event, kind in typed:
-                # The common case first, inline: an untagged continuation of an open item
-                # (nothing is open between runs, so this also finds the run active).
-                try:
-                    if kind == "TEXT_MESSAGE_CONTENT":
-                        if event["messageId"] in open_text and "subagentRunId" not in event:
-                            continue
-                        continued, field = open_text, "messageId"
-                    elif kind == "REASONING_MESSAGE_CONTENT":
-                        if event["messageId"] in open_reasoning and "subagentRunId" not in event:
-                            continue
-                        continued, field = open_reasoning, "messageId"
-                    elif kind == "TOOL_CALL_ARGS":
-                        if event["toolCallId"] in open_calls and "subagentRunId" not in event:
-                            continue
-                        continued, field = open_calls, "toolCallId"
-                    else:
-                        continued = None
-                except (KeyError, TypeError):  # an id that cannot be read: judged below, in turn
-                    continued, field = self._continuations[kind]
-                if kind is None:  # no type, or not an object: raise what reading it raises
-                    kind = event["type"]
-                index = indices[last - left()]
-                if self._phase != _ACTIVE:
-                    self._between_runs(event, kind, index)
-                    continue
-                tag = None
-                if "subagentRunId" in event:  # rare: an `in` test is cheaper than a get call
-                    tag = event["subagentRunId"]
-                    if tag is not None and kind not in _SUBAGENT_EVENTS:
-                        self._attributed(tag, index)
-                if continued is not None:  # tagged, or its item is not open
-                    owner = continued.get(event[field], missing)
-                    if owner is missing or (tag is not None and tag != owner):
-                        handlers[kind](event, index, tag)  # raises, saying what is wrong
-                    continue
-                handler = handlers.get(kind)
-                if handler is not None:
-                    handler(event, index, tag)
+            if kind is None:  # no type, or not an object: raise what reading it raises
+                kind = event["type"]
+            if self._phase is not _ACTIVE:
+                self._between_runs(event, kind, index)
+                return
+            tag = None
+            if "subagentRunId" in event:  # rare: an `in` test is cheaper than a get call
+                tag = event["subagentRunId"]
+                if tag is not None and kind not in _SUBAGENT_EVENTS:
+                    self._subagents.attributed(tag, index)
+            continuation = self._continuations.get(kind)
+            if continuation is not None:  # tagged, or its item is not open
+                continued, field = continuation
+                owner = continued.get(event[field], MISSING)
+                if owner is MISSING or (tag is not None and tag != owner):
+                    self._handlers[kind](event, index, tag)  # raises, saying what is wrong
+                return
+            handler = self._handlers.get(kind)
+            if handler is not None:
+                handler(event, index, tag)
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             # What reading a malformed event raises. Only a pipeline without enforce lets
             # one through, and then it is the producer's fault; otherwise it is ours.
-            position = last - left()
-            if would_deliver(events[position]):
+            if would_deliver(event):
                 raise
             raise self.ctx.reject(
                 VERIFY_UNREADABLE,
                 f"expected a schema-valid event, found one verification cannot read "
                 f"({type(exc).__name__}: {exc}); is enforce missing from the pipeline?",
-                event_index=indices[position],
+                event_index=index,
                 pointer="",
             ) from None
-        if indices:
-            self._end_index = indices[-1] + 1
 
     async def finish(self) -> Batch:
         """A run still open here has no outcome: the stream is truncated, never completed."""
-        if self._phase == _ACTIVE:
+        if self._phase is _ACTIVE:
             assert self._run is not None
             self._run.status = RunStatus.TRUNCATED
-            still_open = _describe(self._still_open())
+            still_open = describe(self._still_open())
             raise StreamTruncated(
                 VERIFY_TRUNCATED,
                 f"expected RUN_FINISHED or RUN_ERROR for run {self._run.run_id!r}, found the end "
@@ -332,7 +346,7 @@ class Verify(Stage):
                 + (f" ({still_open} still open)" if still_open else ""),
                 event_index=self._end_index,
             )
-        if self._phase == _BEFORE_FIRST:
+        if self._phase is _BEFORE_FIRST:
             raise StreamTruncated(
                 VERIFY_TRUNCATED,
                 "expected RUN_STARTED or RUN_ERROR, found the end of the stream with no event "
@@ -347,20 +361,20 @@ class Verify(Stage):
         """No run is active: only RUN_STARTED, or RUN_ERROR where the lifecycle admits it."""
         if kind == "RUN_STARTED":
             self._run_started(event, index)
-        elif kind == "RUN_ERROR" and self._phase != _ERRORED:
-            if self._phase == _BEFORE_FIRST:
+        elif kind == "RUN_ERROR" and self._phase is not _ERRORED:
+            if self._phase is _BEFORE_FIRST:
                 # A run that failed before it began: nothing to name it by.
                 self._run = RunRecord(None, None)
                 self.ctx.record_run(self._run)
             self._fail_run(event, index)
-        elif self._phase == _BEFORE_FIRST:
+        elif self._phase is _BEFORE_FIRST:
             raise self.ctx.reject(
                 VERIFY_FIRST_EVENT,
                 f"First event must be 'RUN_STARTED' or 'RUN_ERROR', found {kind!r} at /type",
                 event_index=index,
                 pointer="/type",
             )
-        elif self._phase == _FINISHED:
+        elif self._phase is _FINISHED:
             raise self.ctx.reject(
                 VERIFY_AFTER_CLOSE,
                 f"The run has already finished with 'RUN_FINISHED': expected RUN_STARTED "
@@ -404,7 +418,7 @@ class Verify(Stage):
 
     def _fail_run(self, event: Event, index: int) -> None:
         assert self._run is not None
-        if self._phase == _FINISHED and self._run.ended_at is not None:
+        if self._phase is _FINISHED and self._run.ended_at is not None:
             self._run.superseded = (self._run.status, self._run.ended_at)  # a late error
         self._run.status = RunStatus.ERROR
         self._run.error = event["message"]
@@ -417,7 +431,7 @@ class Verify(Stage):
         assert run is not None
         still_open = self._still_open()
         if still_open:
-            active = (f"{label} are still active: {_join(shown)}" for label, shown in still_open)
+            active = (f"{label} are still active: {join(shown)}" for label, shown in still_open)
             raise self.ctx.reject(
                 VERIFY_OPEN_AT_FINISH,
                 f"Cannot send 'RUN_FINISHED' while {'; '.join(active)} — a run closes "
@@ -454,96 +468,18 @@ class Verify(Stage):
             ("tool calls", [repr(item) for item in self._open_calls]),
             ("reasoning messages", [repr(item) for item in self._open_reasoning]),
             ("reasoning spans", [repr(item) for item in self._open_spans]),
-            ("steps", [_step_label(owner, name) for owner, name in self._steps]),
-            (
-                "subagent invocations",
-                [repr(sub) for sub, state in self._subagents.items() if state == _RUNNING],
-            ),
+            ("steps", [step_label(owner, name) for owner, name in self._steps]),
+            ("subagent invocations", self._subagents.still_running()),
         ]
         return [(label, shown) for label, shown in groups if shown]
 
     # -- attribution and subagents (/spec/1.1/events/subagents) ------------------
 
-    def _attributed(self, tag: str, index: int) -> None:
-        state = self._subagents.get(tag)
-        if state is None:
-            self._subagents[tag] = _ATTRIBUTED  # unannounced attribution is legal
-        elif state == _ENDED:
-            self._out_of_order(
-                f"an event attributed to subagent {tag!r} at /subagentRunId arrived after that "
-                "invocation ended in this run; a new invocation takes a new id",
-                index,
-                "/subagentRunId",
-            )
-            self._subagents[tag] = _ATTRIBUTED  # said once: it is in use again, unannounced
-
-    def _out_of_order(self, message: str, index: int, pointer: str) -> None:
-        """A subagent lifecycle rule that binds only the producer (subagents.mdx, Lifecycle)."""
-        self.ctx.report(VERIFY_SUBAGENT_ORDER, message, event_index=index, pointer=pointer)
-
     def _subagent_started(self, event: Event, index: int, tag: Owner) -> None:
-        sub = event["subagentRunId"]
-        state = self._subagents.get(sub)
-        if state is not None:
-            problem = {
-                _RUNNING: "is already active",
-                _ENDED: "already finished in this run, and an id names one invocation",
-                _ATTRIBUTED: "already had events attributed to it; an invocation is announced "
-                "before any event attributed to it",
-            }[state]
-            self._out_of_order(
-                f"SUBAGENT_STARTED for {sub!r} at /subagentRunId, but that invocation {problem}",
-                index,
-                "/subagentRunId",
-            )
-            if state == _RUNNING:
-                return  # still the one active invocation
-        parent = event.get("parentSubagentRunId")
-        if parent is not None and self._subagents.get(parent) != _RUNNING:
-            why = (
-                "has already ended"
-                if self._subagents.get(parent) == _ENDED
-                else "was not announced in this run"
-            )
-            self._out_of_order(
-                f"SUBAGENT_STARTED for {sub!r} names parent invocation {parent!r} at "
-                f"/parentSubagentRunId, which {why}",
-                index,
-                "/parentSubagentRunId",
-            )
-        self._make_room(index)
-        self._subagents[sub] = _RUNNING
-        self._running += 1
+        self._subagents.started(event, index, self._make_room)
 
     def _subagent_ended(self, event: Event, index: int, tag: Owner) -> None:
-        sub, kind = event["subagentRunId"], event["type"]
-        state = self._subagents.get(sub)
-        if state != _RUNNING:
-            why = {
-                None: "was never started",
-                _ATTRIBUTED: "was never announced with SUBAGENT_STARTED",
-                _ENDED: "has already ended",
-            }[state]
-            raise self.ctx.reject(
-                VERIFY_SUBAGENT,
-                f"{kind} for subagent {sub!r} at /subagentRunId, but that invocation {why}: "
-                "there is nothing to close",
-                event_index=index,
-                pointer="/subagentRunId",
-            )
-        self._subagents[sub] = _ENDED
-        self._running -= 1
-
-    def _mismatch(
-        self, kind: str, what: str, item: str, owner: Owner, tag: str, index: int
-    ) -> StreamRejected:
-        return self.ctx.reject(
-            VERIFY_ATTRIBUTION,
-            f"{kind} for {what} {item!r} carries /subagentRunId {tag!r}, which does not match "
-            f"the owner established when it was opened ({_owner(owner)})",
-            event_index=index,
-            pointer="/subagentRunId",
-        )
+        self._subagents.ended(event, index)
 
     # -- steps (/spec/1.1/events/lifecycle, Steps) ----------------------------------
 
@@ -552,7 +488,7 @@ class Verify(Stage):
         if key in self._steps:
             raise self.ctx.reject(
                 VERIFY_STEP,
-                f"STEP_STARTED for step {_step_label(*key)} at /stepName that is already open: "
+                f"STEP_STARTED for step {step_label(*key)} at /stepName that is already open: "
                 "expected STEP_FINISHED before the name is opened again",
                 event_index=index,
                 pointer="/stepName",
@@ -565,14 +501,14 @@ class Verify(Stage):
         if key not in self._steps:
             others = [owner for owner, name in self._steps if name == key[1]]
             hint = (
-                f"; a step of that name is open under {_owner(others[0])}, and STEP_FINISHED "
+                f"; a step of that name is open under {owner_name(others[0])}, and STEP_FINISHED "
                 "carries the attribution of the STEP_STARTED it closes"
                 if others
                 else ""
             )
             raise self.ctx.reject(
                 VERIFY_STEP,
-                f"STEP_FINISHED for step {_step_label(*key)} at /stepName that was not started"
+                f"STEP_FINISHED for step {step_label(*key)} at /stepName that was not started"
                 + hint,
                 event_index=index,
                 pointer="/stepName",
@@ -591,7 +527,7 @@ class Verify(Stage):
         if known is None:
             self._items_left -= 1  # _new_item, inline
             if self._items_left < 0:
-                raise self._too_many_items(index, "/messageId")
+                raise too_many_items(self.ctx, index, "/messageId")
             self._messages[message_id] = (role, tag, self._run_no)
             return tag
         kind, owner, run_no = known
@@ -605,7 +541,7 @@ class Verify(Stage):
                 owner = tag
             # Reopened in the same run: the established owner stands.
             if tag is not None and tag != owner:
-                raise self._mismatch(event["type"], "message", message_id, owner, tag, index)
+                raise mismatch(self.ctx, event["type"], "message", message_id, owner, tag, index)
             tag = owner
         self._messages[message_id] = (role, tag, self._run_no)
         return tag
@@ -617,9 +553,9 @@ class Verify(Stage):
         MUST NOT; no consumer verdict): said, and each keeps its own."""
         self.ctx.report(
             VERIFY_CALL_ATTRIBUTION,
-            f"{event['type']} for message {message_id!r} belongs to {_owner(owner)}, but a tool "
-            f"call it carries belongs to {_owner(call_owner)}: a tool call has the attribution "
-            "of the message that holds it",
+            f"{event['type']} for message {message_id!r} belongs to {owner_name(owner)}, but a "
+            f"tool call it carries belongs to {owner_name(call_owner)}: a tool call has the "
+            "attribution of the message that holds it",
             event_index=index,
             pointer="/subagentRunId" if event.get("subagentRunId") else "/messageId",
         )
@@ -627,7 +563,7 @@ class Verify(Stage):
     def _text_start(self, event: Event, index: int, tag: Owner) -> None:
         message_id = event["messageId"]
         if message_id in self._open_text:
-            raise self._already_open(VERIFY_TEXT_MESSAGE, event, "text message", index)
+            raise already_open(self.ctx, VERIFY_TEXT_MESSAGE, event, "text message", index)
         self._make_room(index)
         self._open_text[message_id] = self._open_message(
             event, index, tag, event.get("role", "assistant")
@@ -636,8 +572,14 @@ class Verify(Stage):
     def _text_continue(self, event: Event, index: int, tag: Owner) -> None:
         owner = self._open_text.get(event["messageId"], MISSING)
         if owner is MISSING or (tag is not None and tag != owner):
-            raise self._bad_continuation(
-                VERIFY_TEXT_MESSAGE, self._open_text, event, "messageId", "text message", index
+            raise bad_continuation(
+                self.ctx,
+                VERIFY_TEXT_MESSAGE,
+                self._open_text,
+                event,
+                "messageId",
+                "text message",
+                index,
             )
 
     def _text_end(self, event: Event, index: int, tag: Owner) -> None:
@@ -647,14 +589,15 @@ class Verify(Stage):
     def _reasoning_start(self, event: Event, index: int, tag: Owner) -> None:
         message_id = event["messageId"]
         if message_id in self._open_reasoning:
-            raise self._already_open(VERIFY_REASONING, event, "reasoning message", index)
+            raise already_open(self.ctx, VERIFY_REASONING, event, "reasoning message", index)
         self._make_room(index)
         self._open_reasoning[message_id] = self._open_message(event, index, tag, "reasoning")
 
     def _reasoning_continue(self, event: Event, index: int, tag: Owner) -> None:
         owner = self._open_reasoning.get(event["messageId"], MISSING)
         if owner is MISSING or (tag is not None and tag != owner):
-            raise self._bad_continuation(
+            raise bad_continuation(
+                self.ctx,
                 VERIFY_REASONING,
                 self._open_reasoning,
                 event,
@@ -670,70 +613,44 @@ class Verify(Stage):
     def _span_start(self, event: Event, index: int, tag: Owner) -> None:
         # A span namespaces nothing: it is checked against open spans only (reasoning).
         if event["messageId"] in self._open_spans:
-            raise self._already_open(VERIFY_REASONING, event, "reasoning span", index)
+            raise already_open(self.ctx, VERIFY_REASONING, event, "reasoning span", index)
         self._make_room(index)
         self._open_spans[event["messageId"]] = tag
 
     def _span_end(self, event: Event, index: int, tag: Owner) -> None:
         owner = self._open_spans.get(event["messageId"], MISSING)
         if owner is MISSING or (tag is not None and tag != owner):
-            raise self._bad_continuation(
-                VERIFY_REASONING, self._open_spans, event, "messageId", "reasoning span", index
+            raise bad_continuation(
+                self.ctx,
+                VERIFY_REASONING,
+                self._open_spans,
+                event,
+                "messageId",
+                "reasoning span",
+                index,
             )
         del self._open_spans[event["messageId"]]
-
-    def _already_open(self, code: Code, event: Event, what: str, index: int) -> StreamRejected:
-        field = "toolCallId" if what == "tool call" else "messageId"
-        kind = event["type"]
-        return self.ctx.reject(
-            code,
-            f"{kind} for {what} {event[field]!r} at /{field} that is already active: expected "
-            f"{kind.replace('START', 'END')} before the id is opened again",
-            event_index=index,
-            pointer=f"/{field}",
-        )
-
-    def _bad_continuation(
-        self,
-        code: Code,
-        open_items: dict[str, Owner],
-        event: Event,
-        field: str,
-        what: str,
-        index: int,
-    ) -> StreamRejected:
-        item, kind = event[field], event["type"]
-        if item in open_items:
-            tag = event["subagentRunId"]
-            return self._mismatch(kind, what, item, open_items[item], tag, index)
-        return self.ctx.reject(
-            code,
-            f"No active {what} found with ID {item!r}: {kind} at /{field} continues or closes "
-            f"only an open {what}, and nothing is open under that id",
-            event_index=index,
-            pointer=f"/{field}",
-        )
 
     # -- tool calls (/spec/1.1/events/tool-calls) -----------------------------------
 
     def _call_start(self, event: Event, index: int, tag: Owner) -> None:
         call_id = event["toolCallId"]
         if call_id in self._open_calls:
-            raise self._already_open(VERIFY_TOOL_CALL, event, "tool call", index)
+            raise already_open(self.ctx, VERIFY_TOOL_CALL, event, "tool call", index)
         owner, run_no = tag, self._run_no
         known = self._calls.get(call_id)
         if known is None:
             self._items_left -= 1  # _new_item, inline
             if self._items_left < 0:
-                raise self._too_many_items(index, "/toolCallId")
+                raise too_many_items(self.ctx, index, "/toolCallId")
             established, opened_in = None, -1
         else:
             established, opened_in = known
         reopened = opened_in == run_no
         if reopened:  # the owner established in this run stands
             if tag is not None and tag != established:
-                raise self._mismatch(
-                    "TOOL_CALL_START", "tool call", call_id, established, tag, index
+                raise mismatch(
+                    self.ctx, "TOOL_CALL_START", "tool call", call_id, established, tag, index
                 )
             owner = established
         parent = event.get("parentMessageId")
@@ -785,8 +702,14 @@ class Verify(Stage):
     def _call_continue(self, event: Event, index: int, tag: Owner) -> None:
         owner = self._open_calls.get(event["toolCallId"], MISSING)
         if owner is MISSING or (tag is not None and tag != owner):
-            raise self._bad_continuation(
-                VERIFY_TOOL_CALL, self._open_calls, event, "toolCallId", "tool call", index
+            raise bad_continuation(
+                self.ctx,
+                VERIFY_TOOL_CALL,
+                self._open_calls,
+                event,
+                "toolCallId",
+                "tool call",
+                index,
             )
 
     def _call_end(self, event: Event, index: int, tag: Owner) -> None:
@@ -801,7 +724,7 @@ class Verify(Stage):
         if message_id not in self._messages:
             self._items_left -= 1  # _new_item, inline
             if self._items_left < 0:
-                raise self._too_many_items(index, "/messageId")
+                raise too_many_items(self.ctx, index, "/messageId")
         self._messages[message_id] = ("tool", tag, self._run_no)
 
     # -- activity and snapshots ------------------------------------------------------
@@ -825,8 +748,8 @@ class Verify(Stage):
             and known[2] == self._run_no
             and known[1] != tag
         ):
-            raise self._mismatch(
-                "ACTIVITY_DELTA", "activity", event["messageId"], known[1], tag, index
+            raise mismatch(
+                self.ctx, "ACTIVITY_DELTA", "activity", event["messageId"], known[1], tag, index
             )
 
     def _messages_snapshot(self, event: Event, index: int, tag: Owner) -> None:
@@ -872,21 +795,3 @@ class Verify(Stage):
             event_index=index,
             pointer="/type",
         )
-
-
-def _owner(owner: Owner) -> str:
-    return "the parent agent" if owner is None else f"subagent {owner!r}"
-
-
-def _step_label(owner: Owner, name: str) -> str:
-    return repr(name) if owner is None else f"{name!r} (subagent {owner!r})"
-
-
-def _join(shown: list[str], limit: int = 5) -> str:
-    """Rendered ids for a message, a few of them: error text stays short on a huge run."""
-    more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
-    return ", ".join(shown[:limit]) + more
-
-
-def _describe(groups: list[tuple[str, list[str]]]) -> str:
-    return "; ".join(f"{label}: {_join(shown)}" for label, shown in groups)

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from agui_pipeline import Options, Pipeline, StreamContext, StreamRejected, run_sync
+from agui_pipeline._engine import chain
 from agui_pipeline.batch import Batch
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import Stage
@@ -509,8 +510,12 @@ def _warned(result: Any) -> list[tuple[int | None, str | None]]:
 @pytest.fixture
 def every_read_handed_over(monkeypatch: pytest.MonkeyPatch) -> None:
     """Parse hands even a read of one frame to enforce (it searches reads of fewer than
-    ``IntegerSearch.FEWEST_FRAMES`` itself): the tests of the hand-over use short streams."""
+    ``IntegerSearch.FEWEST_FRAMES`` itself), and enforce takes every read with its batch
+    method (the fused pass takes reads of up to ``chain.STEPPED_READS`` events step by
+    step, and its step searches what was handed over whole): the tests of the hand-over
+    use short streams."""
     monkeypatch.setattr(parse_module.IntegerSearch, "FEWEST_FRAMES", 1)
+    monkeypatch.setattr(chain, "STEPPED_READS", 0)
 
 
 def _spy_on_rereads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:

@@ -104,8 +104,8 @@ def test_one_expansion_serves_every_later_stage_and_the_one_before_sees_chunks()
     ctx = pipeline.context()
     from agui_pipeline._engine.core import build
 
-    _, stages = build(pipeline, ctx)
-    assert [stage.name for stage in stages][:6] == [
+    _, route = build(pipeline, ctx)
+    assert [stage.name for stage in route.stages][:6] == [
         "compat", "before", "expand", "sees-expanded", "sees-expanded", "enforce",
     ]  # fmt: skip
     run(sse(*CHUNKED), pipeline)

@@ -1,11 +1,13 @@
 """The per-read machinery both shells share: how one read travels through the stages, and
 what a fault lets through.
 
-``_read`` decodes a read and runs the batch through every stage in one loop (the end
-of the stream goes through ``_through``, which also flushes each stage). When a step
-faults, ``_after_fault`` says what of its batch goes on, and ``_through`` carries that
-through the stages after it before ending the stream with ``_Ended`` — caught once, by
-the shell (``EventStream._run``, ``Incremental._step``).
+``_read`` decodes a read and runs the batch through the stream's :class:`Route`: each
+run of built-in stages as one fused pass (``chain.py``), each of the user's stages in
+turn (the end of the stream goes through ``_through``, stage by stage, which also
+flushes each stage). When a step faults, ``faults.after_fault`` says what of its batch
+goes on, and ``_through`` carries that through the stages after it before ending the
+stream with ``_Ended`` — caught once, by the shell (``EventStream._run``,
+``Incremental._step``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, Protocol
 
+from agui_pipeline._engine.chain import Chain, ChainFault, Route
 from agui_pipeline._engine.contract import arrange, counted_finish, counted_process
+from agui_pipeline._engine.faults import Fault, after_fault
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected, StreamTruncated
@@ -41,13 +45,12 @@ class StagePlan(Protocol):
     def context(self, run_input: dict[str, Any] | None = None) -> StreamContext: ...
 
 
-def build(plan: StagePlan, ctx: StreamContext) -> tuple[Decoder, list[Stage]]:
-    """Fresh stages for one stream, with the expansion their chunk forms ask for."""
+def build(plan: StagePlan, ctx: StreamContext) -> tuple[Decoder, Route]:
+    """Fresh stages for one stream, with the expansion their chunk forms ask for, and the
+    route a read takes through them."""
     stages = [factory(ctx) for factory in plan.stage_factories]
-    return plan.decoder(ctx), arrange(ctx, stages, built_in_stages())
-
-
-Fault = StreamRejected | HandlerFailed
+    built_in = built_in_stages()
+    return plan.decoder(ctx), Route(arrange(ctx, stages, built_in), built_in)
 
 
 class _Ended(Exception):
@@ -83,23 +86,20 @@ def _reopen_discarded(runs: list[RunRecord], through: int) -> None:
             run.status, run.outcome, run.ended_at = RunStatus.OPEN, None, None
 
 
-async def _read(
-    decoder: Decoder, stages: list[Stage], chunk: bytes | None, *, foreign: bool = True
-) -> Batch:
-    """One read decoded and run through every stage; ``None``: the end of the stream.
+async def _read(decoder: Decoder, route: Route, chunk: bytes | None) -> Batch:
+    """One read decoded and run along the route; ``None``: the end of the stream.
 
     A read that is not the end is the path every live read takes, often for one
-    event, so it runs here in this one coroutine: one await per stage that has events
-    to see, none once the batch is empty, no per-stage bookkeeping — and, when the
-    caller has seen that every stage is built in (``foreign=False``), no asking each
-    stage whether it is. A fault hands the rest to ``_through``'s general loop, which
-    applies the rule; the end goes there too.
+    event: one call per chain of built-in stages, one await per stage of the user's
+    that has events to see, none once the batch is empty. A fault hands the rest to
+    ``_through``'s general loop, which applies the rule; the end goes there too.
     """
+    stages = route.stages
     try:
         batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
     except StreamRejected as fault:
         raise _Ended(
-            fault, await _through(stages, _after_fault(fault, None, empty_batch()))
+            fault, await _through(stages, after_fault(fault, None, empty_batch()))
         ) from None
     except Exception as error:
         error.add_note(f"raised in the {decoder.name!r} stage (the decoder)")
@@ -108,25 +108,27 @@ async def _read(
         return await _through(stages, batch, flush=True)
     built_in = built_in_stages()
     position = 0
+    segments = route.segments
     try:
-        for stage in stages:
+        for segment in segments:
             if not batch.events:
                 return batch  # nothing left to see: the stages after have no work
-            if foreign and type(stage) not in built_in:
-                batch = await counted_process(stage, batch)
+            if type(segment) is Chain:
+                batch = segment.run(batch)
+            elif type(segment) not in built_in:
+                batch = await counted_process(segment, batch)  # type: ignore[arg-type]
             else:
-                batch = await stage.process(batch)
+                batch = await segment.process(batch)  # type: ignore[union-attr]
             position += 1
+    except ChainFault as fault:  # the chain applied the rule: what it kept goes on
+        raise _Ended(fault.fault, await _through(route.after[position], fault.delivered)) from None
     except (StreamRejected, HandlerFailed) as error:
-        stage = stages[position]  # ``batch`` is still what it was handed
-        kept = _after_fault(error, stage, batch)
-        try:
-            rest = await _through(stages[position + 1 :], kept)
-        except _Ended:
-            raise  # a later stage faulted on what went on: that fault is the verdict
-        raise _Ended(error, rest) from None
+        stage: Any = segments[position]  # ``batch`` is still what it was handed
+        kept = after_fault(error, stage, batch)
+        raise _Ended(error, await _through(route.after[position], kept)) from None
     except Exception as error:
-        error.add_note(f"raised in the {stages[position].name!r} stage")
+        if type(segments[position]) is not Chain:  # a chain names its own stage
+            error.add_note(f"raised in the {segments[position].name!r} stage")
         raise
     return batch
 
@@ -156,57 +158,13 @@ async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) ->
                     batch = batch + tail
         except (StreamRejected, HandlerFailed) as error:
             fault, flush = error, False
-            batch = _after_fault(error, stage, batch if finishing else given, at_finish=finishing)
+            batch = after_fault(error, stage, batch if finishing else given, at_finish=finishing)
         except Exception as error:
             error.add_note(f"raised in the {stage.name!r} stage")
             raise
     if fault is not None:
         raise _Ended(fault, batch)
     return batch
-
-
-def _after_fault(
-    fault: Fault, step: Stage | None, given: Batch, *, at_finish: bool = False
-) -> Batch:
-    """The engine's fault-delivery rule: what of a faulting step's batch goes on downstream.
-
-    ``step`` is the stage (``None``: the decoder); ``given`` is what it had been
-    handed — or, at ``finish()`` (``at_finish``), what it had already passed.
-    ``fault.kept`` is set only by :func:`~agui_pipeline.stage.reject_after`. What
-    goes on is delivered once the stages after ``step`` have passed it (``_through``):
-
-    ===  ===============================================  ==========================================
-    row  the fault                                        what goes on to the stages after
-    ===  ===============================================  ==========================================
-    1    parse rejects a frame                            the events decoded before it (``kept``);
-                                                          nothing of the read if parse did not say
-    2    a stage rejects mid-batch with ``reject_after``  ``kept``: what it kept before the fault
-                                                          (verify: the batch before the fault)
-    3    a stage rejects without ``kept``                 nothing of the batch: fail closed (a
-                                                          redaction it made cannot leak)
-    4    a stage's ``finish()`` rejects (truncation)      everything it passed, then ``kept`` if any
-    5    dispatch: a handler or sink raises               the events handled before it (``kept``)
-    6    a later stage faults on what went on             that fault is the verdict (it is earlier
-                                                          in the stream); this rule applies to it
-    7    a stage raises anything else (a bug)             nothing: it propagates as itself, noted
-                                                          with the stage's name; no verdict
-    ===  ===============================================  ==========================================
-
-    Rows 6 and 7 are ``_through``'s. The events from the fault on count as
-    ``discarded``, as do all of a batch that fails closed.
-    """
-    kept = fault.kept
-    fault.kept = None  # said once: the fault travels on as the verdict
-    if step is None:  # row 1: the decoder counts what it read
-        return kept or empty_batch()
-    if at_finish:  # row 4
-        return given if kept is None else given + kept
-    counters = step.ctx.counters
-    if kept is None:  # row 3
-        counters.discarded += len(given)
-        return empty_batch()
-    counters.discarded += len(given) - len(given.before(fault.event_index))
-    return kept  # rows 2 and 5
 
 
 def default_stages() -> list[tuple[str, StageFactory]]:

@@ -50,12 +50,12 @@ class Incremental:
     ends the stream early (a rejection, a handler that raised), the
     :meth:`feed` that met it returns what was delivered before it, :attr:`ended`
     turns true, and feeding more raises :class:`~agui_pipeline.UsageError`.
-    The fault-delivery rule is the engine's own (``engine._after_fault``).
+    The fault-delivery rule is the engine's own (``_engine/faults.after_fault``).
     """
 
     def __init__(self, pipeline: StagePlan, *, run_input: dict[str, Any] | None = None) -> None:
         self.context = ctx = pipeline.context(run_input)
-        self._decoder, self._stages = build(pipeline, ctx)
+        self._decoder, self._route = build(pipeline, ctx)
         self._verdict: Verdict | None = None
         self._closing: list[AnyEvent] = []
         self._through = -1
@@ -97,7 +97,7 @@ class Incremental:
     def _step(self, chunk: bytes | None) -> list[AnyEvent]:
         fault = None
         try:
-            batch = run_without_loop(_read(self._decoder, self._stages, chunk))
+            batch = run_without_loop(_read(self._decoder, self._route, chunk))
         except _Ended as ended:
             fault, batch = ended.fault, ended.delivered
         if batch.events:

@@ -14,7 +14,6 @@ from agui_pipeline._engine.core import (
     _reopen_discarded,
     _verdict_of,
     build,
-    built_in_stages,
 )
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import (
@@ -176,9 +175,7 @@ class EventStream:
         import anyio  # here, not at the top: see the imports
 
         ctx = self.context
-        decoder, stages = build(self._pipeline, ctx)
-        built_in = built_in_stages()
-        foreign = any(type(stage) not in built_in for stage in stages)
+        decoder, route = build(self._pipeline, ctx)
         # Bytes in memory and files cannot stall: the clock only guards what can.
         clock = (
             _Clock.of(ctx.options, self._opened_at, self._source_timeout)
@@ -208,7 +205,7 @@ class EventStream:
                         _Clock.report(clock, ctx)
                         break
                     seen = counters.read
-                    batch = await _read(decoder, stages, chunk, foreign=foreign)
+                    batch = await _read(decoder, route, chunk)
                     if clock is not None:
                         if counters.read != seen:
                             clock.waited = 0.0  # an event: the idle window starts again
@@ -218,7 +215,7 @@ class EventStream:
                         counters.delivered += len(batch.events)
                         through = batch.indices[-1]
                         yield batch
-                batch = await _read(decoder, stages, None)
+                batch = await _read(decoder, route, None)
                 if batch.events:
                     counters.delivered += len(batch.events)
                     yield batch
