@@ -11,9 +11,11 @@ decode floor (``orjson.loads`` of each event, what any Python consumer pays)
 and, when ``ag-ui-protocol`` is installed, the official SDK's parse-and-validate
 pass (``TypeAdapter(Event).validate_json``). ``--live`` adds the per-event CPU
 of ``--runs`` runs read at once over HTTP from a local ``agui-pipeline serve``
-(the ``http`` and ``serve`` extras), one frame per write. Text, or ``--format
-json`` for a CI job to track. Times are this process's CPU time over
-``--repeat`` rounds: the median, and the fastest and slowest round.
+(the ``http`` and ``serve`` extras), one frame per write. ``--count`` adds the
+whole pipeline's instructions per event under callgrind, the repeatable figure
+(the method of ``benchmarks/instructions.py``). Text, or ``--format json`` for a
+CI job to track. Times are this process's CPU time over ``--repeat`` rounds: the
+median, and the fastest and slowest round.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import re
 import resource
+import shlex
+import shutil
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -48,16 +54,18 @@ each stage alone, and peak memory; beside it, on the same events, a baseline:
 the decode floor (orjson.loads of each event, what any Python consumer pays)
 and, when ag-ui-protocol is installed, the official SDK's parse-and-validate
 pass. --live adds the per-event CPU of --runs runs read at once over HTTP from a
-local `agui-pipeline serve` (the 'http' and 'serve' extras). Times are this
-process's CPU time over --repeat rounds: the median, the fastest and the slowest.
-A machine shared with other work moves them: compare a run with its baseline,
-not with another machine's figures."""
+local `agui-pipeline serve` (the 'http' and 'serve' extras). --count adds the
+whole pipeline's instructions per event, counted under valgrind's callgrind.
+Times are this process's CPU time over --repeat rounds: the median, the fastest
+and the slowest. A machine shared with other work moves them: compare a run with
+its baseline, not with another machine's figures; a count does not move."""
 
 EXIT_STATUSES = """\
 exit status:
   0  measured
   2  a usage or I/O error: a bad option, a file that cannot be read, a middleware
-     that does not load, a missing extra for --live, a closed pipe"""
+     that does not load, a missing extra for --live, a closed pipe, --count
+     without valgrind on PATH or a callgrind run that failed"""
 
 
 def add_command(commands: Any) -> None:
@@ -89,6 +97,13 @@ def add_command(commands: Any) -> None:
     bench.add_argument(
         "--live-events", type=int, default=450, help="with --live: events per run (450)"
     )
+    bench.add_argument(
+        "--count",
+        action="store_true",
+        help="also count the whole pipeline's instructions per event under callgrind (valgrind)",
+    )
+    # What --count runs under callgrind: one source, the start-up alone or the pass too.
+    bench.add_argument("--counted-pass", choices=("start-up", "measured"), help=argparse.SUPPRESS)
     bench.add_argument("--format", choices=("text", "json"), default="text")
     add_transport_option(bench, "with --live, each run")
 
@@ -102,6 +117,8 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.repeat < 1 or args.events < 1 or args.runs < 1 or args.live_events < 1:
         raise ValueError("--repeat, --events, --runs and --live-events must be at least 1")
+    if args.count and shutil.which("valgrind") is None:
+        raise ValueError("--count needs valgrind on PATH (it counts under valgrind's callgrind)")
     middleware = [load_middleware(spec) for spec in args.middleware]
     capabilities: Any = Path(args.capabilities) if args.capabilities else None
     if capabilities is None and not args.sources:
@@ -114,9 +131,14 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
     named = [(name, _read(name)) for name in args.sources] or [
         (f"built-in workload ({args.events:,} events)", encode_sse(events(args.events)))
     ]
+    if args.counted_pass is not None:
+        _counted_child(pipeline, named[0][1], args.counted_pass == "measured")
+        return 0
     for name, body in named:
         row = {"source": name, **_batch(pipeline, body, args.repeat)}
         row["baseline"] = _baseline(pipeline, body, args.repeat)
+        if args.count:
+            row["counted"] = _counted(args, name if args.sources else None, body, row["events"])
         report["sources"].append(row)
     if args.live:
         body = named[0][1] if args.sources else encode_sse(events(args.live_events))
@@ -299,6 +321,98 @@ async def stage_alone(pipeline: Pipeline, factory: StageFactory, reads: list[byt
         gc.enable()
 
 
+def _counted(
+    args: argparse.Namespace, source: str | None, body: bytes, count: int
+) -> dict[str, Any]:
+    """The whole pipeline's instructions per event over ``source`` (or the built-in
+    workload's ``body``): this command, as a child on that one source, run twice under
+    callgrind with ``PYTHONHASHSEED=0`` (a random seed moves dict probing by a few
+    percent), once to the start of the pass and once through it; the difference over
+    the events leaves start-up out."""
+    command = [sys.executable, "-m", "agui_pipeline", "bench"]
+    command += [source or _workload_file(body)]
+    for spec in args.middleware:
+        command += ["--middleware", spec]
+    if args.capabilities or source is None:
+        command += ["--capabilities", args.capabilities or _workload_declaration()]
+    start_up = _callgrind([*command, "--counted-pass", "start-up"])
+    whole = _callgrind([*command, "--counted-pass", "measured"])
+    return {
+        "instructions/event": round((whole - start_up) / max(count, 1)),
+        "command": "PYTHONHASHSEED=0 valgrind --tool=callgrind "
+        + shlex.join([*command, "--counted-pass", "measured"])
+        + "  # less the same with --counted-pass start-up",
+    }
+
+
+def _workload_file(body: bytes) -> str:
+    """The built-in workload as a file the child reads (where ``benchmarks/instructions.py``
+    keeps it), rewritten if it is not this body."""
+    import tempfile
+
+    count = body.count(b"\n\n")  # one blank line ends each SSE event
+    path = Path(tempfile.gettempdir()) / f"agui-workload-{count}.sse"
+    if not path.exists() or path.read_bytes() != body:
+        path.write_bytes(body)
+    return str(path)
+
+
+def _workload_declaration() -> str:
+    """The workload's agent declaration as a file, for the child's ``--capabilities``."""
+    import tempfile
+
+    from agui_pipeline.testing.workload import DECLARATION
+
+    path = Path(tempfile.gettempdir()) / "agui-workload-declaration.json"
+    text = json.dumps(DECLARATION, indent=2)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)
+
+
+def _callgrind(command: list[str]) -> int:
+    """Instructions callgrind counts for one run of ``command``."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        finished = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out", *command],
+            env=dict(os.environ, PYTHONHASHSEED="0"),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    found = re.search(r"Collected : (\d+)", finished.stderr)
+    if finished.returncode != 0 or found is None:
+        tail = finished.stderr.strip().splitlines()[-5:]
+        raise ValueError("--count: the callgrind run failed: " + " | ".join(tail))
+    return int(found.group(1))
+
+
+def _counted_child(pipeline: Pipeline, body: bytes, measured: bool) -> None:
+    """What ``--count`` runs under callgrind: a short warm-up stream always (so the event
+    loop's start and every first call are in both runs), ``body``'s pass in 64 KiB reads
+    when ``measured``, as the timed whole-pipeline row reads it."""
+    import anyio
+    from agui_pipeline.testing.workload import chunks, encode_sse, events
+
+    warm_up = [encode_sse(events(500, seed=1))]
+    reads = chunks(body)  # in both runs: reading the source is not the pass
+
+    async def consume(source: list[bytes]) -> None:
+        async with pipeline.open(source) as stream:
+            async for _batch in stream.batches():
+                pass
+
+    async def passes() -> None:
+        await consume(warm_up)
+        if measured:
+            await consume(reads)
+
+    anyio.run(passes)
+
+
 def _live(
     pipeline: Pipeline, body: bytes, runs: int, repeat: int, transport: str
 ) -> dict[str, Any]:
@@ -410,6 +524,12 @@ def _text(report: dict[str, Any]) -> str:
                 f"  {sdk['package']} (TypeAdapter(Event).validate_json): {sdk['µs/event']:.3f} "
                 f"µs/event, {sdk['accepted']:,} of {row['events']:,} events accepted; "
                 f"the pipeline {median / sdk['µs/event']:.2f}× that"
+            )
+        counted = row.get("counted")
+        if counted:
+            lines.append(
+                f"  counted under callgrind: {counted['instructions/event']:,} instructions/event"
+                f" beside the timed {median:.2f} µs/event; {counted['command']}"
             )
     live = report.get("live")
     if live:
