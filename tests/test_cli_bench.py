@@ -1,17 +1,23 @@
 """``agui-pipeline bench``: the installed pipeline measured on a user's recording, with
-their middleware, as text or JSON; ``--live`` over a real local server."""
+their middleware, as text or JSON; ``--live`` over a real local server; ``--count``
+under callgrind."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
 from agui_pipeline.batch import Batch
 from agui_pipeline.stage import Stage, StreamContext
 from agui_pipeline.testing.workload import encode_sse, events
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Tagging(Stage):
@@ -78,3 +84,37 @@ def test_a_middleware_that_is_not_there_is_a_usage_error() -> None:
     assert done.returncode == 2
     assert "--middleware tests.test_cli_bench:Missing" in done.stderr
     assert bench("--middleware", "no-colon").returncode == 2
+
+
+VALGRIND = shutil.which("valgrind")
+
+
+@pytest.mark.skipif(VALGRIND is None, reason="--count runs valgrind, which is not on PATH")
+def test_count_puts_instructions_per_event_beside_the_time() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agui_pipeline", "bench", "examples/weather.sse", "--count",
+         "--repeat", "1", "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["sources"]
+    counted = row["counted"]
+    # The default pipeline on the 21 events of weather.sse: about 56,000 instructions an
+    # event (each stream's fixed costs over few events). Start-up not taken off would be
+    # millions; the pass not run, about none.
+    assert 10_000 < counted["instructions/event"] < 200_000, counted
+    assert counted["command"].startswith("PYTHONHASHSEED=0 valgrind --tool=callgrind ")
+    assert " bench examples/weather.sse --counted-pass measured" in counted["command"]
+
+
+def test_count_without_valgrind_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agui_pipeline", "bench", "--count", "--events", "10"],
+        env={**os.environ, "PATH": str(tmp_path)},  # an empty folder: no valgrind on it
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "agui-pipeline: --count needs valgrind on PATH (it counts under valgrind's callgrind)"
+    )
+    assert done.stdout == ""
