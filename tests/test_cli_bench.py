@@ -89,6 +89,7 @@ def test_a_middleware_that_is_not_there_is_a_usage_error() -> None:
 VALGRIND = shutil.which("valgrind")
 
 
+@pytest.mark.slow  # about a minute under callgrind
 @pytest.mark.skipif(VALGRIND is None, reason="--count runs valgrind, which is not on PATH")
 def test_count_puts_instructions_per_event_beside_the_time() -> None:
     done = subprocess.run(
