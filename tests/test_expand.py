@@ -7,12 +7,13 @@ re-spells valid triad streams as chunks and checks nothing changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
 import pytest
 from agui_pipeline import Batch, Counters, Options, Outcome, Pipeline, StreamContext, StreamRejected
+from agui_pipeline._engine.chain import _now  # a coroutine that never waits, run at once
 from agui_pipeline.catalog import (
     EXPAND_AMBIGUOUS,
     EXPAND_CONFLICTING_REPEAT,
@@ -32,16 +33,6 @@ RS = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 RF = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
 
 
-def _sync(coroutine: Coroutine[Any, Any, Batch]) -> Batch:
-    """Run a stage coroutine that never suspends (expand awaits nothing)."""
-    try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        result: Batch = stop.value
-        return result
-    raise AssertionError("the stage suspended")
-
-
 class Expanded:
     """What one stream through a fresh Expand produced."""
 
@@ -52,8 +43,8 @@ class Expanded:
         cuts = [0, *(splits or []), len(events)]
         for start, stop in pairwise(cuts):
             batch = Batch(events[start:stop], list(range(start, stop)))
-            self._take(_sync(self.stage.process(batch)))
-        self._take(_sync(self.stage.finish()))
+            self._take(_now(self.stage.process(batch)))
+        self._take(_now(self.stage.finish()))
 
     def _take(self, batch: Batch) -> None:
         self.events += batch.events
@@ -622,7 +613,7 @@ def test_a_rejection_mid_batch_keeps_what_was_produced() -> None:
         text("c", role="system"),
     ]
     with pytest.raises(StreamRejected) as info:
-        _sync(stage.process(Batch(events, [10, 11, 12, 13, 14])))
+        _now(stage.process(Batch(events, [10, 11, 12, 13, 14])))
     accepted = info.value.kept
     assert accepted is not None
     assert [e["type"] for e in accepted.events] == [
@@ -664,7 +655,7 @@ def test_a_malformed_opener_closes_and_makes_nothing(field: str) -> None:
     stage = Expand(StreamContext(Options()))
     events = [RS, text("a", messageId="m1"), text("b", messageId="m2", **{field: None})]
     with pytest.raises(StreamRejected) as info:
-        _sync(stage.process(Batch(events, [0, 1, 2])))
+        _now(stage.process(Batch(events, [0, 1, 2])))
     assert info.value.code == EXPAND_MALFORMED_CHUNK.id
     accepted = info.value.kept
     assert accepted is not None
