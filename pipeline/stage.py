@@ -163,18 +163,6 @@ class Materialiser(Protocol):
     def apply(self, batch: Batch) -> None: ...
 
 
-class FrameHandover(Protocol):
-    """Where parse hands each read's frames when a later stage chooses which of them to
-    search for integers past 64 bits (enforce's ``IntegerSearch``, ``stages/parse.py``)."""
-
-    @property
-    def FEWEST_FRAMES(self) -> int:
-        """Reads of fewer frames parse searches itself (handing them over costs more)."""
-        ...
-
-    def hold(self, batch: Batch, frames: list[bytes], region: bytes) -> None: ...
-
-
 class StreamContext:
     """Per-stream state every stage can see: options, diagnostics, accounting.
 
@@ -190,7 +178,6 @@ class StreamContext:
         "conversation",
         "counters",
         "diagnostics",
-        "integer_search",
         "item_metadata",
         "limits",
         "options",
@@ -220,10 +207,6 @@ class StreamContext:
         """The materialised conversation, once dispatch provides one (``Options.conversation``)."""
         self.item_metadata: ItemMetadata | None = None
         """Each item's merged metadata, once the metadata stage provides it."""
-        self.integer_search: FrameHandover | None = None
-        """Set by enforce, whose checks choose which frames to search for integers past
-        64 bits: parse then hands it each read's frames. ``None``: parse searches every
-        read itself."""
         self.runs: list[RunRecord] = []
         """The runs on the stream in order, as verify saw them begin and end: a sample
         (see :meth:`record_run`)."""

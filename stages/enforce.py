@@ -69,14 +69,12 @@ class Enforce(Stage):
 
     def __init__(self, ctx: StreamContext) -> None:
         super().__init__(ctx)
-        # Parse hands its frames over from now on (one search per stream, whichever stage
-        # made it).
-        held = ctx.integer_search
-        self._integers = held if isinstance(held, IntegerSearch) else IntegerSearch(ctx)
-        ctx.integer_search = self._integers
+        self.integers = IntegerSearch(ctx)
+        """The search for integers past 64 bits in the frames enforce's checks choose, which
+        the engine hands parse (``core.build``); until then, parse searches every read."""
 
     async def process(self, batch: Batch) -> Batch:
-        integers = self._integers  # parse's frames of these events, if it left them:
+        integers = self.integers  # parse's frames of these events, if it left them:
         frames = None if integers.held is None else integers.take(batch)
         if frames is None:
             scan = scan_objects if batch.objects else scan_any
@@ -95,8 +93,8 @@ class Enforce(Stage):
         """One event of the engine's fused pass (``_engine/chain.py``): what :meth:`process`
         makes of a batch of this event alone — the event, perhaps stripped, or ``None``
         when it is dropped."""
-        if self._integers.held is not None:  # parse handed a read over: search it now
-            self._integers.flush()
+        if self.integers.held is not None:  # parse handed a read over: search it now
+            self.integers.flush()
         try:
             if CLEAN[kind](event):
                 return event
@@ -109,7 +107,7 @@ class Enforce(Stage):
         return event if keep else None
 
     async def finish(self) -> Batch:
-        self._integers.flush()
+        self.integers.flush()
         return empty_batch()
 
     def _judge_from(self, batch: Batch, start: int) -> Batch:

@@ -77,8 +77,12 @@ class Parse(Decoder):
         self._max_frame = ctx.limits.max_frame_bytes
         self._depth_bytes = 2 * ctx.limits.max_depth
         self._integers = IntegerSearch(ctx)
-        """The search parse runs itself, when no enforce stage runs it
-        (``StreamContext.integer_search``)."""
+        """The search parse runs itself: every read when no enforce stage runs one, and
+        the small reads when one does."""
+        self.handover: IntegerSearch | None = None
+        """Enforce's search, which parse hands each read's frames to: set by the engine
+        when the stream has an enforce stage (``core.build``). ``None``: parse searches
+        every read itself."""
         if self.framing is not None:
             ctx.transport = self.framing
         self._proto: Decoder | None = None
@@ -280,7 +284,7 @@ class Parse(Decoder):
         if lengths and max(lengths) > self._depth_bytes:
             self._check_sizes(payloads, lengths, events)
         batch = self._accept(events)
-        enforce = self.ctx.integer_search
+        enforce = self.handover
         if enforce is None or len(payloads) < enforce.FEWEST_FRAMES:
             if self._integers.sample.may_hold(region):  # search_read, one call fewer
                 frames = [payload for payload in payloads if not payload.isspace()]

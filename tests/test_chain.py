@@ -19,7 +19,7 @@ import anyio
 import orjson
 import pytest
 from agui_pipeline import Pipeline, RunResult, Stage, StreamContext
-from agui_pipeline._engine import chain
+from agui_pipeline._engine import chain, core
 from agui_pipeline.batch import Batch
 from agui_pipeline.testing.workload import DECLARATION
 from hypothesis import HealthCheck, given, settings
@@ -166,12 +166,12 @@ def _encode(events: list[Event]) -> bytes:
 
 @contextmanager
 def _fused(on: bool, stepped: int) -> Iterator[None]:
-    saved = chain.FUSE, chain.STEPPED_READS
-    chain.FUSE, chain.STEPPED_READS = on, stepped
+    saved = core.BUILT_IN_RUN, chain.STEPPED_READS
+    core.BUILT_IN_RUN, chain.STEPPED_READS = ("fused" if on else "batch"), stepped
     try:
         yield
     finally:
-        chain.FUSE, chain.STEPPED_READS = saved
+        core.BUILT_IN_RUN, chain.STEPPED_READS = saved
 
 
 def _run(

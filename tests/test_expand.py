@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Batch, Counters, Options, Outcome, Pipeline, StreamContext, StreamRejected
-from agui_pipeline._engine.chain import _now  # a coroutine that never waits, run at once
+from agui_pipeline._engine.builtin import run_without_loop as _now
 from agui_pipeline.catalog import (
     EXPAND_AMBIGUOUS,
     EXPAND_CONFLICTING_REPEAT,

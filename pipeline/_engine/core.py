@@ -2,11 +2,12 @@
 what a fault lets through.
 
 ``_read`` decodes a read and runs the batch through the stream's :class:`Route`: each
-run of built-in stages as one fused pass (``chain.py``), each of the user's stages in
-turn (the end of the stream goes through ``_through``, stage by stage, which also
-flushes each stage). When a step faults, ``faults.after_fault`` says what of its batch
-goes on, and ``_through`` carries that through the stages after it before ending the
-stream with ``_Ended`` — caught once, by the shell (``EventStream._run``,
+run of built-in stages as one object (``builtin.BuiltInRun``, of the implementation
+:data:`BUILT_IN_RUN` names), each of the user's stages in turn (the end of the stream
+goes through ``faults.through``, stage by stage, which also flushes each stage). When a
+stage faults, ``faults.after_fault`` says what of its batch goes on, and
+``faults.through`` carries that through the stages after it before ending the stream
+with ``faults.Ended`` — caught once, by the shell (``EventStream._run``,
 ``Incremental._step``).
 """
 
@@ -16,9 +17,9 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, Protocol
 
-from agui_pipeline._engine.chain import Chain, ChainFault, Route
-from agui_pipeline._engine.contract import arrange, counted_finish, counted_process
-from agui_pipeline._engine.faults import Fault, after_fault
+from agui_pipeline._engine.chain import Chain, Route, RunType, StageRun
+from agui_pipeline._engine.contract import arrange, counted_process
+from agui_pipeline._engine.faults import Ended, Fault, after_fault, through
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected, StreamTruncated
@@ -45,20 +46,41 @@ class StagePlan(Protocol):
     def context(self, run_input: dict[str, Any] | None = None) -> StreamContext: ...
 
 
+BUILT_IN_RUNS: dict[str, RunType] = {"batch": StageRun, "fused": Chain}
+"""The implementations of a run of built-in stages, by name (``builtin.BuiltInRun``): each
+stage's batch method in turn, or the fused pass. They answer alike; every rule suite runs
+on each (``tests/conftest.py``'s ``built_in_run``)."""
+
+BUILT_IN_RUN = "fused"
+"""The implementation the engine runs (a key of :data:`BUILT_IN_RUNS`)."""
+
+
 def build(plan: StagePlan, ctx: StreamContext) -> tuple[Decoder, Route]:
     """Fresh stages for one stream, with the expansion their chunk forms ask for, and the
     route a read takes through them."""
     stages = [factory(ctx) for factory in plan.stage_factories]
     built_in = built_in_stages()
-    return plan.decoder(ctx), Route(arrange(ctx, stages, built_in), built_in)
+    route = Route(arrange(ctx, stages, built_in), built_in, BUILT_IN_RUNS[BUILT_IN_RUN])
+    decoder = plan.decoder(ctx)
+    _hand_frames_over(decoder, route.stages)
+    return decoder, route
 
 
-class _Ended(Exception):
-    """Internal: the stream ended early; carries what to deliver before the verdict."""
+def _hand_frames_over(decoder: Decoder, stages: list[Stage]) -> None:
+    """Parse hands its reads' frames to enforce, whose checks choose which of them to search
+    for integers past 64 bits (``IntegerSearch`` in ``stages/parse.py``): wired here, in
+    private, so that no stage of the user's is handed it. Every enforce stage shares the
+    first one's search: one search per stream."""
+    from agui_pipeline.stages.enforce import Enforce
+    from agui_pipeline.stages.parse import Parse
 
-    def __init__(self, fault: Fault, delivered: Batch) -> None:
-        self.fault = fault
-        self.delivered = delivered
+    if not isinstance(decoder, Parse):
+        return
+    enforcing = [stage for stage in stages if isinstance(stage, Enforce)]
+    if enforcing:
+        decoder.handover = enforcing[0].integers
+        for stage in enforcing[1:]:
+            stage.integers = decoder.handover
 
 
 def _verdict_of(fault: Fault) -> Verdict:
@@ -90,80 +112,47 @@ async def _read(decoder: Decoder, route: Route, chunk: bytes | None) -> Batch:
     """One read decoded and run along the route; ``None``: the end of the stream.
 
     A read that is not the end is the path every live read takes, often for one
-    event: one call per chain of built-in stages, one await per stage of the user's
+    event: one call per run of built-in stages, one await per stage of the user's
     that has events to see, none once the batch is empty. A fault hands the rest to
-    ``_through``'s general loop, which applies the rule; the end goes there too.
+    ``faults.through``'s general loop, which applies the rule; the end goes there too.
     """
     stages = route.stages
+    built_in = built_in_stages()
     try:
         batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
     except StreamRejected as fault:
-        raise _Ended(
-            fault, await _through(stages, after_fault(fault, None, empty_batch()))
-        ) from None
+        kept = after_fault(fault, None, empty_batch())
+        raise Ended(fault, await through(stages, kept, built_in)) from None
     except Exception as error:
         error.add_note(f"raised in the {decoder.name!r} stage (the decoder)")
         raise
     if chunk is None:
-        return await _through(stages, batch, flush=True)
-    built_in = built_in_stages()
+        return await through(stages, batch, built_in, flush=True)
     position = 0
-    segments = route.segments
+    segments, run_type = route.segments, route.run_type
     try:
         for segment in segments:
             if not batch.events:
                 return batch  # nothing left to see: the stages after have no work
-            if type(segment) is Chain:
-                batch = segment.run(batch)
+            if type(segment) is run_type:
+                batch = segment.run(batch)  # type: ignore[union-attr]
             elif type(segment) not in built_in:
                 batch = await counted_process(segment, batch)  # type: ignore[arg-type]
             else:
                 batch = await segment.process(batch)  # type: ignore[union-attr]
             position += 1
-    except ChainFault as fault:  # the chain applied the rule: what it kept goes on
-        raise _Ended(fault.fault, await _through(route.after[position], fault.delivered)) from None
+    except Ended as ended:  # a run applied the rule: what it let through goes on
+        raise Ended(
+            ended.fault, await through(route.after[position], ended.delivered, built_in)
+        ) from None
     except (StreamRejected, HandlerFailed) as error:
         stage: Any = segments[position]  # ``batch`` is still what it was handed
         kept = after_fault(error, stage, batch)
-        raise _Ended(error, await _through(route.after[position], kept)) from None
+        raise Ended(error, await through(route.after[position], kept, built_in)) from None
     except Exception as error:
-        if type(segments[position]) is not Chain:  # a chain names its own stage
+        if isinstance(segments[position], Stage):  # a run names its own stage
             error.add_note(f"raised in the {segments[position].name!r} stage")
         raise
-    return batch
-
-
-async def _through(stages: list[Stage], batch: Batch, *, flush: bool = False) -> Batch:
-    """``batch`` through every stage in turn; with ``flush`` (the end of the stream), each
-    stage's :meth:`~Stage.finish` right after it has seen the batch, its tail going on.
-
-    After a fault, what the faulting stage kept (``_after_fault``) still goes through
-    the stages after it, unflushed: a later stage may find an earlier fault there, and
-    then that one is the verdict. A stage's other exceptions propagate, noted with its
-    name. A stage that is not built in runs under the contract's bookkeeping
-    (``contract.counted_process``, ``contract.counted_finish``).
-    """
-    fault: Fault | None = None
-    built_in = built_in_stages()
-    for stage in stages:
-        given, finishing = batch, False
-        foreign = type(stage) not in built_in
-        try:
-            if batch.events:
-                batch = await (counted_process(stage, batch) if foreign else stage.process(batch))
-            if flush:
-                finishing = True
-                tail = await (counted_finish(stage) if foreign else stage.finish())
-                if tail.events:
-                    batch = batch + tail
-        except (StreamRejected, HandlerFailed) as error:
-            fault, flush = error, False
-            batch = after_fault(error, stage, batch if finishing else given, at_finish=finishing)
-        except Exception as error:
-            error.add_note(f"raised in the {stage.name!r} stage")
-            raise
-    if fault is not None:
-        raise _Ended(fault, batch)
     return batch
 
 

@@ -1,15 +1,33 @@
-"""The engine's fault-delivery rule: what of a faulting step's batch goes on downstream.
+"""The engine's fault-delivery rule: what of a faulting step's batch goes on downstream,
+and the one exception that ends a stream early (:class:`Ended`).
 
 Both the stage-by-stage path (``core``) and the fused pass (``chain``) apply it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
+from agui_pipeline._engine.contract import counted_finish, counted_process
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected
 from agui_pipeline.stage import Stage
 
 Fault = StreamRejected | HandlerFailed
+
+
+class Ended(Exception):
+    """Internal: a fault ends the stream; ``delivered`` is what of the read goes on past the
+    stages that raised it (past every stage, once the shell catches it).
+
+    A run of built-in stages raises it with what it let through; the engine carries that
+    through the stages after the run and raises it again, caught once by the shell
+    (``EventStream._run``, ``Incremental._step``), which delivers it before the verdict.
+    """
+
+    def __init__(self, fault: Fault, delivered: Batch) -> None:
+        self.fault = fault
+        self.delivered = delivered
 
 
 def after_fault(
@@ -20,7 +38,7 @@ def after_fault(
     ``step`` is the stage (``None``: the decoder); ``given`` is what it had been
     handed — or, at ``finish()`` (``at_finish``), what it had already passed.
     ``fault.kept`` is set only by :func:`~agui_pipeline.stage.reject_after`. What
-    goes on is delivered once the stages after ``step`` have passed it (``_through``):
+    goes on is delivered once the stages after ``step`` have passed it (:func:`through`):
 
     ===  ===============================================  ==========================================
     row  the fault                                        what goes on to the stages after
@@ -39,8 +57,8 @@ def after_fault(
                                                           with the stage's name; no verdict
     ===  ===============================================  ==========================================
 
-    Rows 6 and 7 are ``core._through``'s (and ``chain._through``'s). The events from the
-    fault on count as ``discarded``, as do all of a batch that fails closed.
+    Rows 6 and 7 are :func:`through`'s. The events from the fault on count as
+    ``discarded``, as do all of a batch that fails closed.
     """
     kept = fault.kept
     fault.kept = None  # said once: the fault travels on as the verdict
@@ -54,3 +72,40 @@ def after_fault(
         return empty_batch()
     counters.discarded += len(given) - len(given.before(fault.event_index))
     return kept  # rows 2 and 5
+
+
+async def through(
+    stages: list[Stage], batch: Batch, built_in: Collection[type[Stage]], *, flush: bool = False
+) -> Batch:
+    """``batch`` through every stage in turn; with ``flush`` (the end of the stream), each
+    stage's :meth:`~Stage.finish` right after it has seen the batch, its tail going on.
+
+    After a fault, what the faulting stage kept (:func:`after_fault`) still goes through
+    the stages after it, unflushed: a later stage may find an earlier fault there, and
+    then that one is the verdict (row 6); the last fault is raised as :class:`Ended`
+    with what came out. A stage's other exceptions propagate, noted with its name (row
+    7). A stage whose type is not in ``built_in`` runs under the contract's bookkeeping
+    (``contract.counted_process``, ``contract.counted_finish``). The stages of a run of
+    built-in ones never wait, so a run steps this coroutine without a loop.
+    """
+    fault: Fault | None = None
+    for stage in stages:
+        given, finishing = batch, False
+        foreign = type(stage) not in built_in
+        try:
+            if batch.events:
+                batch = await (counted_process(stage, batch) if foreign else stage.process(batch))
+            if flush:
+                finishing = True
+                tail = await (counted_finish(stage) if foreign else stage.finish())
+                if tail.events:
+                    batch = batch + tail
+        except (StreamRejected, HandlerFailed) as error:
+            fault, flush = error, False
+            batch = after_fault(error, stage, batch if finishing else given, at_finish=finishing)
+        except Exception as error:
+            error.add_note(f"raised in the {stage.name!r} stage")
+            raise
+    if fault is not None:
+        raise Ended(fault, batch)
+    return batch

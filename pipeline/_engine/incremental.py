@@ -22,23 +22,21 @@ awaits anything that suspends runs fine.
 from __future__ import annotations
 
 import sys
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
+from agui_pipeline._engine.builtin import run_without_loop
 from agui_pipeline._engine.core import (
     StagePlan,
-    _Ended,
     _read,
     _reopen_discarded,
     _verdict_of,
     build,
 )
+from agui_pipeline._engine.faults import Ended
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline.errors import UsageError
 from agui_pipeline.events import AnyEvent
 from agui_pipeline.subscribers import delivered
-
-T = TypeVar("T")
 
 
 class Incremental:
@@ -98,7 +96,7 @@ class Incremental:
         fault = None
         try:
             batch = run_without_loop(_read(self._decoder, self._route, chunk))
-        except _Ended as ended:
+        except Ended as ended:
             fault, batch = ended.fault, ended.delivered
         if batch.events:
             self._through = batch.indices[-1]
@@ -110,26 +108,6 @@ class Incremental:
             self._verdict = Verdict(Outcome.COMPLETED)
         self.context.counters.delivered += len(batch.events)
         return delivered(batch.events)
-
-
-def run_without_loop(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never waits to its end, by stepping it once.
-
-    Raises :class:`~agui_pipeline.UsageError` if it does wait — an ``async``
-    handler, sink or stage awaiting I/O — since there is no loop to wait in.
-    """
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        value: T = done.value
-        return value
-    coroutine.close()
-    raise UsageError(
-        "a handler, sink or stage awaited something that waits (I/O, a sleep, a lock): "
-        "the sync shell has no event loop to wait in. Use the async API — "
-        "`async with pipeline.open(source) as stream` or `await pipeline.run(source)` — "
-        "or make the handler synchronous"
-    )
 
 
 def in_event_loop() -> bool:

@@ -9,12 +9,12 @@ from types import TracebackType
 
 from agui_pipeline._engine.core import (
     StagePlan,
-    _Ended,
     _read,
     _reopen_discarded,
     _verdict_of,
     build,
 )
+from agui_pipeline._engine.faults import Ended
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import (
     Source,
@@ -219,7 +219,7 @@ class EventStream:
                 if batch.events:
                     counters.delivered += len(batch.events)
                     yield batch
-        except _Ended as ended:
+        except Ended as ended:
             # Set before the last yield: a consumer may stop reading right there.
             self._verdict = _verdict_of(ended.fault)
             if ended.delivered.events:
