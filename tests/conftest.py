@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import pytest
-from agui_pipeline import Pipeline, RunResult
+from agui_pipeline import Batch, Pipeline, RunResult, Stage
+from agui_pipeline._engine import chain, core
+from agui_pipeline._engine.faults import Ended
 from hypothesis import settings
 
 if TYPE_CHECKING:
@@ -162,6 +164,58 @@ def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResu
     """Run one stream through ``pipeline`` (default: the default pipeline) under asyncio."""
     chosen = pipeline or Pipeline()
     return anyio.run(lambda: chosen.run(source, **kwargs))
+
+
+# -- every rule on every path -----------------------------------------------------------
+#
+# The engine runs each run of built-in stages as one object, of one of several
+# implementations (``core.BUILT_IN_RUNS``; ``_engine/builtin.py``). A rule suite runs on
+# each: its module says ``pytestmark = pytest.mark.usefixtures("built_in_run")``, and
+# every stream its tests run (``run``, ``Pipeline.run``, the CLI, ``through_built_in``)
+# goes through the implementation the fixture chose, as aiohttp's parser tests run on
+# its Python and C parsers. A bug in one implementation alone fails its rule's own
+# file. ``tests/test_chain.py`` compares them on random streams besides.
+
+BUILT_IN_RUN_PATHS = ["batch", "fused"]
+"""The implementations every rule suite runs on: each stage's ``process`` in turn, and
+the fused pass (each stage's ``step``). An entry the engine does not have (an extension
+not built here) skips with the reason."""
+
+
+@pytest.fixture(params=BUILT_IN_RUN_PATHS)
+def built_in_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The engine runs its runs of built-in stages with the implementation named by the
+    parameter. Under ``fused`` every read is stepped, whatever its size (the engine
+    steps only small ones): every stream a test runs takes the stepped path."""
+    name = str(request.param)
+    if name not in core.BUILT_IN_RUNS:
+        pytest.skip(f"the {name!r} implementation of a built-in run is not built here")
+    monkeypatch.setattr(core, "BUILT_IN_RUN", name)
+    if name == "fused":
+        monkeypatch.setattr(chain, "STEPPED_READS", sys.maxsize)
+    return name
+
+
+def in_a_child(script: str) -> str:
+    """``script`` for ``python -c``, first made to run its runs of built-in stages as this
+    process does: the fixture's choice does not reach a child by itself."""
+    return (
+        "from agui_pipeline._engine import chain as _chain, core as _core\n"
+        f"_core.BUILT_IN_RUN, _chain.STEPPED_READS = {core.BUILT_IN_RUN!r}, "
+        f"{chain.STEPPED_READS}\n{script}"
+    )
+
+
+def through_built_in(stages: list[Stage], batch: Batch) -> Batch:
+    """``batch`` through built-in ``stages`` as the engine runs them (the implementation
+    ``built_in_run`` chose): what the last passed. A fault is raised as itself, its
+    ``kept`` what of the batch went on past them, as the engine delivers it."""
+    built_in_run = core.BUILT_IN_RUNS[core.BUILT_IN_RUN](stages)
+    try:
+        return built_in_run.run(batch)
+    except Ended as ended:
+        ended.fault.kept = ended.delivered
+        raise ended.fault from None
 
 
 @pytest.fixture(autouse=True)

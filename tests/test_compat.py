@@ -12,7 +12,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anyio
 import orjson
 import pytest
 from agui_pipeline import (
@@ -29,16 +28,19 @@ from agui_pipeline.stages.compat import Compat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import corpus_file, run
+from tests.conftest import corpus_file, run, through_built_in
 from tests.streams import encode, valid_stream
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
 
 def through(events: list[Event], peer: str | None = None) -> tuple[list[Event], StreamContext]:
-    """Run ``events`` through the compat stage alone, as one batch."""
+    """Run ``events`` through the compat stage alone, as one read (on the path
+    ``built_in_run`` chose)."""
     ctx = StreamContext(Options(peer_max_protocol_version=peer))
     stage = Compat(ctx)
     batch = Batch(copy.deepcopy(events), list(range(len(events))))
-    out = anyio.run(stage.process, batch)
+    out = through_built_in([stage], batch)
     return out.events, ctx
 
 
@@ -469,7 +471,7 @@ def test_a_deeply_nested_title_is_named_not_printed() -> None:
     nested = b"[" * 1000 + b"]" * 1000
     event = orjson.loads(b'{"type": "THINKING_START", "title": ' + nested + b"}")
     ctx = StreamContext(Options())
-    anyio.run(Compat(ctx).process, Batch([event], [0]))
+    through_built_in([Compat(ctx)], Batch([event], [0]))
     assert "an array" in str(ctx.diagnostics[0])
 
 

@@ -30,6 +30,8 @@ from agui_pipeline.testing.conformance import (
 
 from tests.conftest import corpus_file, corpus_paths, spec_artifacts
 
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
+
 
 @pytest.mark.parametrize("path", corpus_paths())
 def test_corpus_fixture(path: Path) -> None:

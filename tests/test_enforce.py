@@ -20,7 +20,9 @@ from agui_pipeline._engine.pipeline import CANONICAL_ORDER
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
 
-from tests.conftest import corpus_file
+from tests.conftest import corpus_file, in_a_child, through_built_in
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
 RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
@@ -36,12 +38,13 @@ class Outcome:
 
 
 def enforce(*events: dict[str, Any]) -> Outcome:
-    """Run one batch through a fresh ``Enforce``; the rejection is returned, not raised."""
+    """Run one batch through a fresh ``Enforce`` as the engine runs it (on the path
+    ``built_in_run`` chose); the rejection is returned, not raised."""
     ctx = StreamContext(Options())
     stage = Enforce(ctx)
     batch = Batch(list(events), list(range(len(events))))
     try:
-        out = anyio.run(stage.process, batch)
+        out = through_built_in([stage], batch)
     except StreamRejected as error:
         accepted = error.kept.events if error.kept is not None else []
         return Outcome(accepted, ctx, error)
@@ -68,7 +71,7 @@ def test_clean_batch_passes_untouched_and_quiet() -> None:
     before = copy.deepcopy(events)
     ctx = StreamContext(Options())
     batch = Batch(events, list(range(len(events))))
-    out = anyio.run(Enforce(ctx).process, batch)
+    out = through_built_in([Enforce(ctx)], batch)
     assert out is batch
     assert out.events == before
     assert ctx.diagnostics == []
@@ -648,7 +651,7 @@ def test_an_objects_check_is_compiled_when_first_needed_and_judges_that_first_va
     stream needs (start-up), and the first value through the nested checks is judged
     as every later one is."""
     done = subprocess.run(
-        [sys.executable, "-c", LAZY_PROBE], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", in_a_child(LAZY_PROBE)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)

@@ -25,7 +25,9 @@ from agui_pipeline.stages.expand import Expand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import corpus_paths, run
+from tests.conftest import corpus_paths, run, through_built_in
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
 Event = dict[str, Any]
 
@@ -34,7 +36,7 @@ RF = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
 
 
 class Expanded:
-    """What one stream through a fresh Expand produced."""
+    """What one stream through a fresh Expand produced, on the path ``built_in_run`` chose."""
 
     def __init__(self, events: list[Event], splits: list[int] | None = None) -> None:
         self.stage = Expand(StreamContext(Options()))
@@ -43,7 +45,7 @@ class Expanded:
         cuts = [0, *(splits or []), len(events)]
         for start, stop in pairwise(cuts):
             batch = Batch(events[start:stop], list(range(start, stop)))
-            self._take(_now(self.stage.process(batch)))
+            self._take(through_built_in([self.stage], batch))
         self._take(_now(self.stage.finish()))
 
     def _take(self, batch: Batch) -> None:
@@ -613,7 +615,7 @@ def test_a_rejection_mid_batch_keeps_what_was_produced() -> None:
         text("c", role="system"),
     ]
     with pytest.raises(StreamRejected) as info:
-        _now(stage.process(Batch(events, [10, 11, 12, 13, 14])))
+        through_built_in([stage], Batch(events, [10, 11, 12, 13, 14]))
     accepted = info.value.kept
     assert accepted is not None
     assert [e["type"] for e in accepted.events] == [
@@ -655,7 +657,7 @@ def test_a_malformed_opener_closes_and_makes_nothing(field: str) -> None:
     stage = Expand(StreamContext(Options()))
     events = [RS, text("a", messageId="m1"), text("b", messageId="m2", **{field: None})]
     with pytest.raises(StreamRejected) as info:
-        _now(stage.process(Batch(events, [0, 1, 2])))
+        through_built_in([stage], Batch(events, [0, 1, 2]))
     assert info.value.code == EXPAND_MALFORMED_CHUNK.id
     accepted = info.value.kept
     assert accepted is not None

@@ -23,6 +23,8 @@ from benchmarks.workload import events as workload
 from tests.conftest import run, spec_artifacts
 from tests.streams import valid_stream
 
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
+
 START = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 END = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
 SECRET = {"type": "CUSTOM", "name": "secret", "value": "the password"}

@@ -22,8 +22,10 @@ import pytest
 from agui_pipeline import Limits, Outcome, Pipeline
 from agui_pipeline.model.patch import size
 
-from tests.conftest import ROOT, run
+from tests.conftest import ROOT, in_a_child, run
 from tests.streams import encode
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
 START = {"type": "RUN_STARTED", "threadId": "t-limits", "runId": "r-1"}
 FINISH = {"type": "RUN_FINISHED", "threadId": "t-limits", "runId": "r-1"}
@@ -388,7 +390,11 @@ def test_a_million_hostile_events_are_rejected_at_the_limit_in_bounded_memory() 
         """
     )
     completed = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300
+        [sys.executable, "-c", in_a_child(script)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
     )
     assert completed.returncode == 0, completed.stderr
     code, index, read, before_mb, after_mb = completed.stdout.split()
@@ -559,7 +565,11 @@ def test_memory_under_an_endless_stream_of_runs_is_flat() -> None:
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-c", in_a_child(script)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     figures, verdict = done.stdout.splitlines()
@@ -638,7 +648,11 @@ def test_no_shape_takes_the_default_pipeline_past_a_gigabyte(shape: str) -> None
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=180
+        [sys.executable, "-c", in_a_child(script)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     outcome, peak_mb = done.stdout.split()
@@ -685,7 +699,7 @@ def check_capped(
     rss = tmp_path / "rss"
     command = ["check", str(path), "--format", "json", *extra]
     completed = subprocess.run(
-        [sys.executable, "-c", _MEASURED, str(rss), *command],
+        [sys.executable, "-c", in_a_child(_MEASURED), str(rss), *command],
         capture_output=True,
         cwd=ROOT,
         timeout=60,

@@ -26,6 +26,8 @@ from tests.conftest import corpus_file, run
 from tests.streams import valid_stream
 from tests.test_verify import call, check, in_run, rejected, reported, tagged, text
 
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
+
 Event = dict[str, Any]
 THREAD, RUN = "t1", "r1"
 

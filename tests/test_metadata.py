@@ -13,10 +13,15 @@ from typing import Any
 
 import anyio
 import orjson
+import pytest
 from agui_pipeline import Batch, Options, Pipeline, StreamContext
 from agui_pipeline.model.conversation import Conversation
 from agui_pipeline.stage import ItemMetadata
 from agui_pipeline.stages.metadata import Metadata
+
+from tests.conftest import through_built_in
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
 Event = dict[str, Any]
 
@@ -27,11 +32,12 @@ RF: Event = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
 def merged(
     events: list[Event], run_input: dict[str, Any] | None = None
 ) -> tuple[ItemMetadata, Conversation, list[Event]]:
-    """Run the stage (then the Conversation) over ``events``; also return what it passed on."""
+    """Run the stage (then the Conversation) over ``events``, on the path ``built_in_run``
+    chose; also return what it passed on."""
     ctx = StreamContext(Options(), run_input)
     stage = Metadata(ctx)
     conversation = Conversation(ctx)
-    batch = anyio.run(stage.process, Batch(events, list(range(len(events)))))
+    batch = through_built_in([stage], Batch(events, list(range(len(events)))))
     conversation.apply(batch)
     assert ctx.item_metadata is stage.store
     return stage.store, conversation, batch.events

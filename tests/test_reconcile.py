@@ -23,6 +23,8 @@ from tests.conftest import run
 from tests.streams import encode, split, valid_stream
 from tests.test_capabilities import FULL, declarations
 
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
+
 Event = dict[str, Any]
 T = "thread-1"
 

@@ -14,7 +14,6 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import orjson
 import pytest
 from agui_pipeline import (
@@ -30,13 +29,16 @@ from agui_pipeline import (
     StreamTruncated,
 )
 from agui_pipeline import catalog as c
+from agui_pipeline._engine.builtin import run_without_loop
 from agui_pipeline.cli import main
 from agui_pipeline.stages.verify import Verify
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import run
+from tests.conftest import run, through_built_in
 from tests.streams import valid_stream
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
 Event = dict[str, Any]
 
@@ -47,18 +49,16 @@ Event = dict[str, Any]
 def check(
     events: list[Event], run_input: dict[str, Any] | None = None, batch_size: int | None = None
 ) -> StreamContext:
-    """Run ``events`` through a lone Verify (and its finish); return the context."""
+    """Run ``events`` through a lone Verify (and its finish) as the engine runs it (on the
+    path ``built_in_run`` chose); return the context."""
     ctx = StreamContext(Options(), run_input)
     stage = Verify(ctx)
     size = batch_size or max(len(events), 1)
 
-    async def go() -> None:
-        for start in range(0, len(events), size):
-            chunk = events[start : start + size]
-            await stage.process(Batch(chunk, list(range(start, start + len(chunk)))))
-        await stage.finish()
-
-    anyio.run(go)
+    for start in range(0, len(events), size):
+        chunk = events[start : start + size]
+        through_built_in([stage], Batch(chunk, list(range(start, start + len(chunk)))))
+    run_without_loop(stage.finish())
     return ctx
 
 
@@ -844,7 +844,7 @@ def test_open_items_are_bounded_by_max_open_items(kind: str) -> None:
     stage = Verify(ctx)
     events = [started(), *[opener(n) for n in range(4)]]
     with pytest.raises(StreamRejected) as info:
-        anyio.run(stage.process, Batch(events, list(range(len(events)))))
+        through_built_in([stage], Batch(events, list(range(len(events)))))
     assert (info.value.code, info.value.event_index) == (c.LIMIT_OPEN_ITEMS.id, 4)
     assert "max_open_items" in str(info.value)
     # Closing makes room again: the limit is on what is open at once.
@@ -859,7 +859,7 @@ def test_open_items_are_bounded_by_max_open_items(kind: str) -> None:
         sub_started("s2"),
         sub_finished("s2"),
     )
-    anyio.run(stage.process, Batch(events, list(range(len(events)))))
+    through_built_in([stage], Batch(events, list(range(len(events)))))
 
 
 def test_an_event_it_cannot_read_is_rejected_not_a_crash() -> None:
