@@ -5,7 +5,7 @@ it checks — that items open before they continue and close after — only
 exists once a chunk has become the events it stands for. Every event reaching
 it is schema-valid (enforce saw it first), so this stage judges order only.
 It rejects only what a spec sentence makes the consumer's verdict (each code's
-``Verdict`` in the catalog quotes it); what the spec asks of the producer alone
+``Ground`` in the catalog quotes it); what the spec asks of the producer alone
 is reported and the stream goes on — here where only verify tracks what the
 rule needs (subagent announcements, a call's owner against its message's),
 otherwise by ``lint``: identifiers reused, tool results out of place, outcomes
