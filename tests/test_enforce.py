@@ -175,6 +175,16 @@ def test_a_huge_undescribed_key_is_named_abbreviated() -> None:
     assert len(diagnostic.message) < 1_000
 
 
+@pytest.mark.parametrize("length", [199, 200, 201])
+def test_a_member_name_is_abbreviated_past_200_characters(length: int) -> None:
+    """Up to 200 characters a name is its own pointer token; from 201 on, its first 200
+    and "…"."""
+    key = "k" * length
+    outcome = enforce({**RUN, key: 1})
+    expected = key if length <= 200 else "k" * 200 + "…"
+    assert outcome.ctx.diagnostics[0].pointer == f"/{expected}"
+
+
 def test_undescribed_property_in_a_nested_document_is_stripped() -> None:
     started = {
         **RUN,
