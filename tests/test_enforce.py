@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from agui_pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected
-from agui_pipeline._engine.pipeline import CANONICAL_ORDER
+from agui_pipeline._engine.order import canonical_order
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
 
@@ -564,7 +564,7 @@ def test_events_before_a_rejection_are_delivered_as_enforced() -> None:
 def test_enforce_is_wired_in_canonical_order() -> None:
     names = Pipeline().stage_names
     assert "enforce" in names
-    assert names == sorted(names, key=CANONICAL_ORDER.index)
+    assert names == sorted(names, key=canonical_order().index)
 
 
 def test_middleware_sees_material_before_enforce_strips_it() -> None:

@@ -165,4 +165,4 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     edges = graph()
     # A module-level import, and one inside a function (deferred).
     assert f"{PACKAGE}.catalog" in edges[f"{PACKAGE}.errors"]
-    assert f"{PACKAGE}.stages.verify" in edges[f"{PACKAGE}._engine.core"]
+    assert f"{PACKAGE}.stages.verify" in edges[f"{PACKAGE}._engine.order"]

@@ -20,8 +20,13 @@ from dataclasses import replace
 from typing import Any
 
 from agui_pipeline._engine.contract import check_forms, declared_form, factory_name
-from agui_pipeline._engine.core import default_decoder, default_stages
 from agui_pipeline._engine.incremental import Incremental, in_event_loop
+from agui_pipeline._engine.order import (
+    canonical_order,
+    default_decoder,
+    default_stages,
+    middleware_slot,
+)
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline._engine.sources import Source, check_source, iter_chunks_sync
 from agui_pipeline._engine.stream import EventStream
@@ -88,9 +93,9 @@ class Pipeline:
             },
         )
         self.decoder: DecoderFactory = default_decoder()
-        self._stages: list[tuple[str, StageFactory]] = default_stages()
+        self._stages: list[tuple[str, StageFactory]] = list(default_stages())
         for factory in middleware:
-            self._stages = self.insert_before(MIDDLEWARE_SLOT, factory)._stages
+            self._stages = self.insert_before(middleware_slot(), factory)._stages
 
     @property
     def options(self) -> Options:
@@ -174,10 +179,11 @@ class Pipeline:
         for position, (name, _) in enumerate(self._stages):
             if name == anchor:
                 return position
-        if anchor == MIDDLEWARE_SLOT:
+        if anchor == middleware_slot():
             # Enforcement not (yet) in the list: middleware goes before the
             # first stage that exists after the slot in the canonical order.
-            for later in CANONICAL_ORDER[CANONICAL_ORDER.index(MIDDLEWARE_SLOT) :]:
+            order = canonical_order()
+            for later in order[order.index(anchor) :]:
                 for position, (name, _) in enumerate(self._stages):
                     if name == later:
                         return position
@@ -233,22 +239,6 @@ class Pipeline:
             async for batch in stream.batches():
                 events += batch.events
         return stream.result(events)
-
-
-MIDDLEWARE_SLOT = "enforce"
-"""Middleware is inserted before this stage (``/spec/1.1/basic/processing``)."""
-
-CANONICAL_ORDER = [
-    "parse",
-    "compat",
-    "enforce",
-    "expand",
-    "verify",
-    "reconcile",
-    "lint",
-    "metadata",
-    "dispatch",
-]
 
 
 def run_sync(
