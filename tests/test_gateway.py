@@ -554,5 +554,5 @@ def test_the_last_resort_keeps_last_margin_free(
 
     budget = gateway.DescriptorBudget(50 + 2 + gateway.LAST_MARGIN, 10, None, 5)
     budget.runs = 2
-    monkeypatch.setattr(gateway.os, "listdir", lambda path: ["fd"] * open_now)
+    monkeypatch.setattr(os, "listdir", lambda path: ["fd"] * open_now)
     assert budget.room_left() is left
