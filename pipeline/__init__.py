@@ -17,7 +17,8 @@ outcomes they carry. Every error raised on purpose is an
 may move between releases.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
+from types import FunctionType as _FunctionType
 
 from agui_pipeline import events
 from agui_pipeline._engine.incremental import Incremental
@@ -65,7 +66,7 @@ from agui_pipeline.subscribers import (
     encode_sse,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from agui_pipeline.delivery.resume import pending_interrupts, resume_input
     from agui_pipeline.http.aiohttp_transport import AiohttpTransport
     from agui_pipeline.http.client import (
@@ -119,13 +120,32 @@ resuming). ``python -m agui_pipeline`` imports this package first, so whatever i
 imports eagerly is part of every command's start-up."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is not None:
         from importlib import import_module
 
-        return getattr(import_module(f"agui_pipeline.{module}"), name)
+        value = getattr(import_module(f"agui_pipeline.{module}"), name)
+        _publish(value)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'agui_pipeline' has no attribute {name!r}")
+
+
+def _publish(value: object) -> None:
+    """Name ``agui_pipeline`` as the module of an exported class or function.
+
+    Reprs, tracebacks and pickles then show the public path, not the private module that
+    defines it. A class's own annotations are resolved first, where they were written:
+    ``typing.get_type_hints`` looks names up in the module ``__module__`` names.
+    """
+    if isinstance(value, type):
+        own = vars(value).get("__annotations__")
+        if own:
+            hints = _typing.get_type_hints(value, include_extras=True)
+            value.__annotations__ = {key: hints[key] for key in own}
+    if isinstance(value, type | _FunctionType):
+        value.__module__ = __name__
 
 
 __all__ = [
@@ -210,3 +230,8 @@ __all__ = [
     "run_fixture",
     "run_sync",
 ]
+
+for _name in __all__:
+    if _name not in _LAZY:
+        _publish(globals()[_name])
+del _name

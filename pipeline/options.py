@@ -2,17 +2,16 @@
 
 Both are frozen: a :class:`~agui_pipeline.Pipeline` and every copy made from
 it (``with_options``, ``insert_before``, ...) hold an ``Options`` nobody can
-change under them. :func:`settled` is where a pipeline reads what it was given
-once — the capabilities declaration, the handler registry, the sinks — so no
-stream repeats that work.
+change under them; :class:`Settings` is what those two take by name. A pipeline
+reads what it was given once — the capabilities declaration, the handler registry,
+the sinks — so no stream repeats that work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Final
+from typing import TypedDict
 
 from agui_pipeline.declaration import CapabilitiesSource, Declaration
 from agui_pipeline.errors import Diagnostic
@@ -119,14 +118,18 @@ class Options:
     (never rejecting)."""
 
 
-class Unset(Enum):
-    """The type of :data:`UNSET`, the default of every ``Pipeline(...)`` setting."""
+class Settings(TypedDict, total=False):
+    """The settings ``Pipeline(...)`` and ``Pipeline.with_options(...)`` take by name: each
+    is the :class:`Options` field of that name (a test holds the two to the same names and
+    types), and one not passed keeps the value the pipeline has."""
 
-    UNSET = "unset"
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = Unset.UNSET
-"""A setting the caller did not pass: the pipeline keeps the value it has (or the default)."""
+    limits: Limits
+    framing: str | None
+    idle_timeout: float | None
+    max_duration: float | None
+    peer_max_protocol_version: str | None
+    on_diagnostic: Callable[[Diagnostic], None] | None
+    handlers: Handlers | HandlerMap | None
+    sinks: Sequence[Sink]
+    conversation: bool
+    capabilities: Declaration | CapabilitiesSource | None

@@ -16,7 +16,7 @@ Framings, detected from the first non-blank byte unless forced:
 - Protobuf (``/spec/1.1/basic/transports/http-protobuf``): length-prefixed
   binary frames, never detected — chosen by ``framing="proto"`` or by the HTTP
   client from the response's ``Content-Type``; read by
-  :mod:`agui_pipeline._proto.framing` (the ``proto`` extra).
+  :mod:`agui_pipeline.stages._proto_frames` (the ``proto`` extra).
 
 Chunk boundaries may fall anywhere, including inside a multi-byte UTF-8
 character: bytes are only decoded once a whole frame is in hand.
@@ -87,7 +87,7 @@ class Parse(Decoder):
             ctx.transport = self.framing
         self._proto: Decoder | None = None
         if self.framing == "proto" or ctx.transport == PROTO_TRANSPORT:
-            from agui_pipeline._proto.framing import ProtoFrames  # needs the proto extra
+            from agui_pipeline.stages._proto_frames import ProtoFrames  # needs the proto extra
 
             self._proto = ProtoFrames(ctx)
 

@@ -388,10 +388,8 @@ class Reconcile(Stage):
             if (
                 items is not None
                 and (app is not None or self._client_provided is False)
-                and name not in self._named
-                and len(self._named) < MAX_NAMES
+                and self._first_unlisted(name)
             ):
-                self._named.add(name)
                 self.ctx.report(
                     RECONCILE_UNLISTED_TOOL,
                     f"the agent called {shown(name)}, which is in neither the declaration's "
@@ -450,6 +448,14 @@ class Reconcile(Stage):
         self._use("/state/deltas", index, "/type", "the stream carries STATE_DELTA")
         self._done("STATE_DELTA")
 
+    def _first_unlisted(self, name: Any) -> bool:
+        """Whether an unlisted tool or subagent ``name`` is reported: the first time this run
+        names it, while fewer than ``MAX_NAMES`` were (the one cap on ``_named``)."""
+        if name in self._named or len(self._named) >= MAX_NAMES:
+            return False
+        self._named.add(name)
+        return True
+
     def _subagent_started(self, event: Event, index: int) -> None:
         what = "the agent started a subagent"
         self._use("/multiAgent/supported", index, "/type", what)
@@ -457,8 +463,7 @@ class Reconcile(Stage):
         name, names = event.get("name"), self._subagents
         if names is None or name in names:
             self._use("/multiAgent/subagents", index, "/name", "")
-        elif name not in self._named and len(self._named) < MAX_NAMES:
-            self._named.add(name)
+        elif self._first_unlisted(name):
             self.ctx.report(
                 RECONCILE_UNLISTED_SUBAGENT,
                 f"the agent started subagent {shown(name)}, which the declaration's "

@@ -5,7 +5,7 @@ it checks — that items open before they continue and close after — only
 exists once a chunk has become the events it stands for. Every event reaching
 it is schema-valid (enforce saw it first), so this stage judges order only.
 It rejects only what a spec sentence makes the consumer's verdict (each code's
-``Verdict`` in the catalog quotes it); what the spec asks of the producer alone
+``Ground`` in the catalog quotes it); what the spec asks of the producer alone
 is reported and the stream goes on — here where only verify tracks what the
 rule needs (subagent announcements, a call's owner against its message's),
 otherwise by ``lint``: identifiers reused, tool results out of place, outcomes
@@ -206,8 +206,7 @@ class Verify(Stage):
     def _new_item(self, index: int, pointer: str) -> None:
         """The stream introduces one more message or tool call (an id not recorded yet):
         it must fit under ``max_items``, so what every stage remembers per item is
-        bounded however few of them are open at once. (The three commonest openers
-        decrement ``_items_left`` inline instead: a call costs more than the check.)"""
+        bounded however few of them are open at once. The one place the budget is spent."""
         self._items_left -= 1
         if self._items_left < 0:
             raise too_many_items(self.ctx, index, pointer)
@@ -525,9 +524,7 @@ class Verify(Stage):
         message_id = event["messageId"]
         known = self._messages.get(message_id)
         if known is None:
-            self._items_left -= 1  # _new_item, inline
-            if self._items_left < 0:
-                raise too_many_items(self.ctx, index, "/messageId")
+            self._new_item(index, "/messageId")
             self._messages[message_id] = (role, tag, self._run_no)
             return tag
         kind, owner, run_no = known
@@ -640,9 +637,7 @@ class Verify(Stage):
         owner, run_no = tag, self._run_no
         known = self._calls.get(call_id)
         if known is None:
-            self._items_left -= 1  # _new_item, inline
-            if self._items_left < 0:
-                raise too_many_items(self.ctx, index, "/toolCallId")
+            self._new_item(index, "/toolCallId")
             established, opened_in = None, -1
         else:
             established, opened_in = known
@@ -722,9 +717,7 @@ class Verify(Stage):
         # right whatever it answers, and the call stays open until its TOOL_CALL_END.
         message_id = event["messageId"]
         if message_id not in self._messages:
-            self._items_left -= 1  # _new_item, inline
-            if self._items_left < 0:
-                raise too_many_items(self.ctx, index, "/messageId")
+            self._new_item(index, "/messageId")
         self._messages[message_id] = ("tool", tag, self._run_no)
 
     # -- activity and snapshots ------------------------------------------------------

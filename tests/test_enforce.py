@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from agui_pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected
-from agui_pipeline._engine.pipeline import CANONICAL_ORDER
+from agui_pipeline._engine.order import canonical_order
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
 
@@ -176,6 +176,16 @@ def test_a_huge_undescribed_key_is_named_abbreviated() -> None:
     diagnostic = outcome.ctx.diagnostics[0]
     assert diagnostic.pointer == "/" + "k" * 200 + "…"
     assert len(diagnostic.message) < 1_000
+
+
+@pytest.mark.parametrize("length", [199, 200, 201])
+def test_a_member_name_is_abbreviated_past_200_characters(length: int) -> None:
+    """Up to 200 characters a name is its own pointer token; from 201 on, its first 200
+    and "…"."""
+    key = "k" * length
+    outcome = enforce({**RUN, key: 1})
+    expected = key if length <= 200 else "k" * 200 + "…"
+    assert outcome.ctx.diagnostics[0].pointer == f"/{expected}"
 
 
 def test_undescribed_property_in_a_nested_document_is_stripped() -> None:
@@ -557,7 +567,7 @@ def test_events_before_a_rejection_are_delivered_as_enforced() -> None:
 def test_enforce_is_wired_in_canonical_order() -> None:
     names = Pipeline().stage_names
     assert "enforce" in names
-    assert names == sorted(names, key=CANONICAL_ORDER.index)
+    assert names == sorted(names, key=canonical_order().index)
 
 
 def test_middleware_sees_material_before_enforce_strips_it() -> None:

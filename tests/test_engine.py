@@ -18,7 +18,7 @@ from agui_pipeline import (
     UsageError,
     run_sync,
 )
-from agui_pipeline._engine.pipeline import CANONICAL_ORDER
+from agui_pipeline._engine.order import canonical_order, middleware_slot
 from agui_pipeline.catalog import PARSE_NOT_JSON
 from agui_pipeline.stage import reject_after
 
@@ -212,14 +212,23 @@ def test_middleware_goes_before_enforce_by_name() -> None:
     names = Pipeline(middleware=[Mine]).stage_names
     assert names[0] == "parse"
     position = names.index("mine")
-    for later in CANONICAL_ORDER[CANONICAL_ORDER.index("enforce") :]:
+    for later in canonical_order()[canonical_order().index("enforce") :]:
         if later in names:
             assert position < names.index(later), later
-    for earlier in CANONICAL_ORDER[: CANONICAL_ORDER.index("enforce")]:
+    for earlier in canonical_order()[: canonical_order().index("enforce")]:
         if earlier in names:
             assert names.index(earlier) < position, earlier
     # The default pipeline is the canonical order.
-    assert Pipeline().stage_names == [n for n in CANONICAL_ORDER if n in Pipeline().stage_names]
+    assert Pipeline().stage_names == [n for n in canonical_order() if n in Pipeline().stage_names]
+
+
+def test_one_table_gives_the_order_the_names_and_the_middleware_slot() -> None:
+    """``/spec/1.1/basic/processing``: compatibility, middleware, enforcement, expansion,
+    verification, then (this project's) reconcile, lint, metadata, and the application."""
+    order = ("parse", "compat", "enforce", "expand", "verify", "reconcile", "lint", "metadata")
+    assert canonical_order() == (*order, "dispatch")
+    assert middleware_slot() == "enforce"
+    assert tuple(Pipeline().stage_names) == canonical_order()
 
 
 def test_stage_list_edits_return_copies() -> None:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 from agui_pipeline import Outcome, Pipeline
-from agui_pipeline._engine.pipeline import CANONICAL_ORDER
+from agui_pipeline._engine.order import canonical_order
 from agui_pipeline.batch import Batch, Event
 from agui_pipeline.catalog import PARSE_NOT_JSON
 from agui_pipeline.stage import Stage, reject_after
@@ -366,7 +366,7 @@ class CachesAreFresh(Stage):
 
 def checking_pipeline(**options: Any) -> Pipeline:
     pipeline = Pipeline(**options)
-    for name in CANONICAL_ORDER[1:]:
+    for name in canonical_order()[1:]:
         checker = type(f"After{name}", (CachesAreFresh,), {"after": name})
         pipeline = pipeline.insert_after(name, checker, name=f"check-{name}")
     return pipeline

@@ -502,3 +502,57 @@ def test_the_servers_own_warnings_are_summarised(tmp_path: Path, agent: ReplaySe
         lines = running.logged().splitlines()
     said = [line for line in lines if "Invalid HTTP request" in line]
     assert said == ["gateway: server: Invalid HTTP request received."], lines
+
+
+# -- the descriptor budget at its edges ------------------------------------------------
+
+
+def _budget(headroom: int, *, max_concurrency: int | None = None) -> Any:
+    """A budget whose pessimistic count leaves exactly ``headroom`` descriptors."""
+    from agui_pipeline.http.gateway import POOL_KEEPALIVE, DescriptorBudget
+
+    at_start, spare = 10, 5
+    return DescriptorBudget(
+        at_start + POOL_KEEPALIVE + spare + headroom, at_start, max_concurrency, spare
+    )
+
+
+@pytest.mark.parametrize(("more", "fits"), [(2, True), (3, True), (4, False)])
+def test_the_budget_fits_up_to_its_headroom_and_no_further(more: int, fits: bool) -> None:
+    budget = _budget(3)
+    assert budget.fits(more) is fits
+    budget.connections, budget.runs = 1, 1  # each counted connection and run takes one
+    assert budget.fits(more - 2) is fits
+
+
+@pytest.mark.parametrize(("headroom", "refusal"), [(0, "descriptor budget"), (1, None), (2, None)])
+def test_a_run_is_admitted_while_its_descriptor_fits(headroom: int, refusal: str | None) -> None:
+    from agui_pipeline.http.gateway import DESCRIPTORS_PER_RUN
+
+    assert DESCRIPTORS_PER_RUN == 1
+    assert _budget(headroom).run_refusal() == refusal
+
+
+@pytest.mark.parametrize(
+    ("runs", "refusal"), [(1, None), (2, "concurrency limit"), (3, "concurrency limit")]
+)
+def test_the_concurrency_limit_admits_exactly_max_concurrency_runs(
+    runs: int, refusal: str | None
+) -> None:
+    budget = _budget(100, max_concurrency=2)
+    budget.runs = runs
+    assert budget.run_refusal() == refusal
+
+
+@pytest.mark.parametrize(("open_now", "left"), [(49, True), (50, True), (51, False)])
+def test_the_last_resort_keeps_last_margin_free(
+    open_now: int, left: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the pessimistic count a connection is kept while the descriptors open, with
+    those the admitted runs will open, leave ``LAST_MARGIN`` free."""
+    from agui_pipeline.http import gateway
+
+    budget = gateway.DescriptorBudget(50 + 2 + gateway.LAST_MARGIN, 10, None, 5)
+    budget.runs = 2
+    monkeypatch.setattr(os, "listdir", lambda path: ["fd"] * open_now)
+    assert budget.room_left() is left

@@ -546,6 +546,23 @@ def test_run_id_reuse_is_checked_within_the_stated_window() -> None:
     assert not [d for d in wider.diagnostics if d.code == "lint.run-id-reused"]
 
 
+@pytest.mark.parametrize(("distinct", "seen"), [(9, True), (10, True), (11, False)])
+def test_the_run_id_window_holds_exactly_max_run_ids(distinct: int, seen: bool) -> None:
+    """``distinct`` runs, then the first runId again: a window of 10 still holds it after
+    10 runs, and has let it go after 11."""
+    ids = [*(f"r{n}" for n in range(distinct)), "r0"]
+    frames = [
+        sse(
+            {"type": "RUN_STARTED", "threadId": "t", "runId": run_id},
+            {"type": "RUN_FINISHED", "threadId": "t", "runId": run_id},
+        )
+        for run_id in ids
+    ]
+    result = run(b"".join(frames), limited(max_run_ids=10))
+    reused = [d for d in result.diagnostics if d.code == "lint.run-id-reused"]
+    assert bool(reused) is seen
+
+
 @pytest.mark.slow  # 16 s of an endless stream by design
 def test_memory_under_an_endless_stream_of_runs_is_flat() -> None:
     """Complete runs for 16 s through drain(): RSS after 8 s and after 16 s (before: every

@@ -438,6 +438,16 @@ def test_token_usage_arithmetic() -> None:
     assert codes(lint(failed)) == ["lint.usage-arithmetic"]
 
 
+@pytest.mark.parametrize(("total", "found"), [(119, True), (120, False), (121, True)])
+def test_total_tokens_is_the_sum_exactly(total: int, found: bool) -> None:
+    """``totalTokens`` against ``inputTokens + outputTokens`` (100 + 20): one below and one
+    above the sum are both findings; only the sum itself is not."""
+    events = one_run(*message("a1", "hi"))
+    events[-1]["usage"] = [{"inputTokens": 100, "outputTokens": 20, "totalTokens": total}]
+    pointers = [d.pointer for d in findings(lint(events))]
+    assert pointers == (["/usage/0/totalTokens"] if found else [])
+
+
 def test_the_run_report_counts_findings_and_the_producer_report_groups_them() -> None:
     bad = [*tool("c1", "f", "{"), *tool("c2", "f", "nope"), *tool("c3", "f", "{}")]
     result = lint(one_run(*bad))

@@ -121,11 +121,27 @@ def test_the_exported_events_are_the_schema_typed_dicts() -> None:
 
 
 def test_pipeline_takes_every_option_by_name() -> None:
-    fields = [f.name for f in dataclasses.fields(Options)]
+    """``Pipeline(...)`` and ``with_options(...)`` take one ``Settings``: the ``Options``
+    fields, by the same names and types."""
+    from agui_pipeline.options import Settings
+
+    assert typing.get_type_hints(Settings) == typing.get_type_hints(Options)
     parameters = inspect.signature(Pipeline).parameters
-    assert list(parameters) == ["middleware", "options", *fields]
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters.values())
-    assert list(inspect.signature(Pipeline.with_options).parameters) == ["self", *fields]
+    assert list(parameters) == ["middleware", "options", "settings"]
+    assert all(
+        p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
+        for p in parameters.values()
+    )
+    hints = typing.get_type_hints(Pipeline.__init__)
+    assert hints["settings"] == typing.Unpack[Settings]
+    assert typing.get_type_hints(Pipeline.with_options)["settings"] == hints["settings"]
+
+
+def test_a_setting_that_does_not_exist_is_refused_with_the_one_meant() -> None:
+    with pytest.raises(TypeError, match=r"no setting 'idle_timout'.*idle_timeout"):
+        Pipeline(idle_timout=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="no setting 'sink'"):
+        Pipeline().with_options(sink=[])  # type: ignore[call-arg]
 
 
 def test_settings_override_the_options_given_and_none_is_a_value() -> None:

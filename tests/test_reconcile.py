@@ -553,6 +553,38 @@ def test_unlisted_names_are_bounded_per_run() -> None:
     assert len(findings(result)) == MAX_NAMES
 
 
+@pytest.mark.parametrize("names", [4, 5, 6])
+@pytest.mark.parametrize("kind", ["tool", "subagent"])
+def test_the_name_cap_is_exact_for_tools_and_subagents(
+    kind: str, names: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a cap of 5, 4 and 5 unlisted names are each reported, a 6th is not; a name
+    said twice is reported once. Tools and subagents share the one cap."""
+    from agui_pipeline.stages import reconcile as stage
+
+    monkeypatch.setattr(stage, "MAX_NAMES", 5)
+    pieces: list[list[Event] | Event] = []
+    for n in [*range(names), 0]:
+        if kind == "tool":
+            pieces.append(call(f"c{n}-{len(pieces)}", f"n{n}"))
+        else:
+            started = {"type": "SUBAGENT_STARTED", "subagentRunId": f"s{len(pieces)}"}
+            pieces.append(
+                [
+                    {**started, "name": f"n{n}"},
+                    {"type": "SUBAGENT_FINISHED", "subagentRunId": started["subagentRunId"]},
+                ]
+            )
+    declaration = (
+        {"tools": {"items": [], "clientProvided": False}}
+        if kind == "tool"
+        else {"multiAgent": {"subagents": []}}
+    )
+    result = reconcile(stream(*pieces), declaration)
+    assert result.verdict.completed, result.verdict
+    assert len(findings(result)) == min(names, 5)
+
+
 def test_a_run_starting_mid_batch_is_judged_whole() -> None:
     # Run 1's reasoning is seen in the first read; run 2 starts in the middle of the
     # second read and must be judged from its first event, like any run.
@@ -588,6 +620,8 @@ def test_one_summary_per_run_even_with_a_late_run_error() -> None:
         ("http+sse", "/transport/streaming"),
         ("sse", "/transport/streaming"),
         ("http+protobuf", "/transport/httpBinary"),
+        ("http+binary", "/transport/httpBinary"),
+        ("HTTP+Proto", "/transport/httpBinary"),
         ("websocket", "/transport/websocket"),
         ("jsonl", None),
         ("json", None),

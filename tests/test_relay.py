@@ -17,6 +17,7 @@ import httpx
 import orjson
 import pytest
 from agui_pipeline import BackgroundServer, HttpAgent, Relay, Replay, ReplayServer, Upstream
+from agui_pipeline.http.relay import read_body
 from agui_pipeline.http.serve import read_recording
 
 from tests.conftest import ROOT
@@ -280,3 +281,32 @@ def test_the_proxy_reconciles_with_the_declaration_and_logs_text() -> None:
     assert logged[0].startswith('run "r-1" (thread "t-1"): reconcile.false-contradicted')
     assert "/state/deltas" in logged[0] and "reconcile.run-summary" in logged[1]
     assert logged[2:] == ['run "r-1" (thread "t-1"): completed\n']
+
+
+class _CountingReceive:
+    """An ASGI ``receive`` that counts its calls, handing out ``body`` in one message."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.calls = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        self.calls += 1
+        return {"type": "http.request", "body": self.body, "more_body": False}
+
+
+@pytest.mark.parametrize(("declared", "refused"), [(9, False), (10, False), (11, True)])
+def test_a_declared_length_over_the_cap_is_refused_before_a_byte_is_read(
+    declared: int, refused: bool
+) -> None:
+    receive = _CountingReceive(b"x" * min(declared, 10))
+    body = anyio.run(read_body, receive, 10, str(declared))
+    assert (body is None) is refused
+    assert receive.calls == (0 if refused else 1)
+
+
+@pytest.mark.parametrize(("size", "refused"), [(9, False), (10, False), (11, True)])
+def test_a_body_over_the_cap_is_refused_as_it_arrives(size: int, refused: bool) -> None:
+    receive = _CountingReceive(b"x" * size)
+    body = anyio.run(read_body, receive, 10, None)
+    assert body == (None if refused else b"x" * size)

@@ -30,27 +30,27 @@ def _plain(markdown: str) -> str:
 def test_every_rejection_and_only_a_rejection_names_its_ground() -> None:
     assert REJECTING, "the catalog has rejecting codes"
     for code in catalog.ALL.values():
-        assert (code.verdict is not None) == (code.severity is Severity.ERROR), code.id
-    with pytest.raises(ValueError, match="names its verdict's ground"):
+        assert (code.ground is not None) == (code.severity is Severity.ERROR), code.id
+    with pytest.raises(ValueError, match="a rejection names its ground"):
         _code("test.unfounded", Severity.ERROR, "/spec/1.1/basic/processing", "x")
 
 
 @pytest.mark.spec
 @pytest.mark.parametrize(
-    "code", [c for c in REJECTING if c.verdict and c.verdict.quoted], ids=lambda c: c.id
+    "code", [c for c in REJECTING if c.ground and c.ground.quoted], ids=lambda c: c.id
 )
 def test_a_quoted_ground_stands_on_its_page(code: catalog.Code) -> None:
-    assert code.verdict is not None
-    path = spec_artifacts().pages / code.verdict.page.removeprefix("/spec/1.1/")
+    assert code.ground is not None
+    path = spec_artifacts().pages / code.ground.page.removeprefix("/spec/1.1/")
     page = path / "index.mdx" if path.is_dir() else path.with_suffix(".mdx")
-    assert page.is_file(), f"{code.id}: no page {code.verdict.page}"
-    assert _plain(code.verdict.sentence) in _plain(page.read_text(encoding="utf-8")), (
-        f"{code.id}: the sentence is not on {code.verdict.page}"
+    assert page.is_file(), f"{code.id}: no page {code.ground.page}"
+    assert _plain(code.ground.sentence) in _plain(page.read_text(encoding="utf-8")), (
+        f"{code.id}: the sentence is not on {code.ground.page}"
     )
 
 
 def test_the_grounds_that_are_not_quotes_say_why_the_consumer_cannot_go_on() -> None:
-    unquoted = {c.id for c in REJECTING if c.verdict and not c.verdict.quoted}
+    unquoted = {c.id for c in REJECTING if c.ground and not c.ground.quoted}
     # Limits (the operator's bounds), an application handler's failure, and the one
     # rule the official corpus holds fatal without a sentence on its page.
     assert unquoted == {

@@ -14,12 +14,12 @@ with ``faults.Ended`` — caught once, by the shell (``EventStream._run``,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 from typing import Any, Protocol
 
 from agui_pipeline._engine.chain import Chain, Route, RunType, StageRun
 from agui_pipeline._engine.contract import arrange, counted_process
 from agui_pipeline._engine.faults import Ended, Fault, after_fault, through
+from agui_pipeline._engine.order import built_in_stages
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected, StreamTruncated
@@ -156,38 +156,3 @@ async def _read(decoder: Decoder, route: Route, chunk: bytes | None) -> Batch:
     return batch
 
 
-def default_stages() -> list[tuple[str, StageFactory]]:
-    """The spec's processing model after parse, in ``CANONICAL_ORDER``."""
-    # Imported here: the stage modules import the engine's building blocks.
-    from agui_pipeline.stages.compat import Compat
-    from agui_pipeline.stages.dispatch import Dispatch
-    from agui_pipeline.stages.enforce import Enforce
-    from agui_pipeline.stages.expand import Expand
-    from agui_pipeline.stages.lint import Lint
-    from agui_pipeline.stages.metadata import Metadata
-    from agui_pipeline.stages.reconcile import Reconcile
-    from agui_pipeline.stages.verify import Verify
-
-    factories: list[type[Stage]] = [
-        Compat,
-        Enforce,
-        Expand,
-        Verify,
-        Reconcile,
-        Lint,
-        Metadata,
-        Dispatch,
-    ]
-    return [(factory.name, factory) for factory in factories]
-
-
-@cache
-def built_in_stages() -> frozenset[type[Stage]]:
-    """The stages known never to change events in place without saying so (``Batch.changed``)."""
-    return frozenset(factory for _, factory in default_stages() if isinstance(factory, type))
-
-
-def default_decoder() -> DecoderFactory:
-    from agui_pipeline.stages.parse import Parse
-
-    return Parse

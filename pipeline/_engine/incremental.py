@@ -56,7 +56,7 @@ class Incremental:
         self._decoder, self._route = build(pipeline, ctx)
         self._verdict: Verdict | None = None
         self._closing: list[AnyEvent] = []
-        self._through = -1
+        self._last_delivered = -1
         """The event index of the last event delivered (as ``EventStream._run`` keeps it)."""
 
     @property
@@ -99,11 +99,11 @@ class Incremental:
         except Ended as ended:
             fault, batch = ended.fault, ended.delivered
         if batch.events:
-            self._through = batch.indices[-1]
+            self._last_delivered = batch.indices[-1]
         if fault is not None:
             self._verdict = _verdict_of(fault)
             # As the async shell does: a run whose end was discarded, not delivered, is open.
-            _reopen_discarded(self.context.runs, self._through)
+            _reopen_discarded(self.context.runs, self._last_delivered)
         elif chunk is None:
             self._verdict = Verdict(Outcome.COMPLETED)
         self.context.counters.delivered += len(batch.events)

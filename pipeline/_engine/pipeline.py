@@ -15,24 +15,30 @@ consumer asks for more.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from agui_pipeline._engine.contract import check_forms, declared_form, factory_name
-from agui_pipeline._engine.core import default_decoder, default_stages
 from agui_pipeline._engine.incremental import Incremental, in_event_loop
+from agui_pipeline._engine.order import (
+    canonical_order,
+    default_decoder,
+    default_stages,
+    middleware_slot,
+)
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline._engine.sources import Source, check_source, iter_chunks_sync
 from agui_pipeline._engine.stream import EventStream
+from agui_pipeline._suggest import did_you_mean
 from agui_pipeline.batch import Event
-from agui_pipeline.declaration import CapabilitiesSource, Declaration
-from agui_pipeline.errors import Diagnostic, UsageError
+from agui_pipeline.declaration import Declaration
+from agui_pipeline.errors import UsageError
 from agui_pipeline.events import AnyEvent
 from agui_pipeline.model.declared import read_declaration
-from agui_pipeline.options import UNSET, Limits, Options, Unset
+from agui_pipeline.options import Options, Settings
 from agui_pipeline.stage import DecoderFactory, StageFactory, StreamContext
-from agui_pipeline.subscribers import HandlerMap, Handlers, Sink
+from agui_pipeline.subscribers import Handlers
 
 
 class Pipeline:
@@ -55,16 +61,7 @@ class Pipeline:
         *,
         middleware: Sequence[StageFactory] = (),
         options: Options | None = None,
-        limits: Limits | Unset = UNSET,
-        framing: str | Unset | None = UNSET,
-        idle_timeout: float | Unset | None = UNSET,
-        max_duration: float | Unset | None = UNSET,
-        peer_max_protocol_version: str | Unset | None = UNSET,
-        on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
-        handlers: Handlers | HandlerMap | Unset | None = UNSET,
-        sinks: Sequence[Sink] | Unset = UNSET,
-        conversation: bool | Unset = UNSET,
-        capabilities: Declaration | CapabilitiesSource | Unset | None = UNSET,
+        **settings: Unpack[Settings],
     ) -> None:
         """Each setting is the :class:`~agui_pipeline.Options` field of that name, over
         ``options`` when given: ``Pipeline(idle_timeout=30, limits=Limits(max_depth=64))``.
@@ -72,25 +69,11 @@ class Pipeline:
         The settings are read here, once: the capabilities declaration is loaded,
         the handler registry closed, the sinks fixed.
         """
-        self._options: Options = changed(
-            options or Options(),
-            {
-                "limits": limits,
-                "framing": framing,
-                "idle_timeout": idle_timeout,
-                "max_duration": max_duration,
-                "peer_max_protocol_version": peer_max_protocol_version,
-                "on_diagnostic": on_diagnostic,
-                "handlers": handlers,
-                "sinks": sinks,
-                "conversation": conversation,
-                "capabilities": capabilities,
-            },
-        )
+        self._options: Options = changed(options or Options(), settings)
         self.decoder: DecoderFactory = default_decoder()
-        self._stages: list[tuple[str, StageFactory]] = default_stages()
+        self._stages: list[tuple[str, StageFactory]] = list(default_stages())
         for factory in middleware:
-            self._stages = self.insert_before(MIDDLEWARE_SLOT, factory)._stages
+            self._stages = self.insert_before(middleware_slot(), factory)._stages
 
     @property
     def options(self) -> Options:
@@ -137,47 +120,21 @@ class Pipeline:
         del copy._stages[self._position(anchor)]
         return copy
 
-    def with_options(
-        self,
-        *,
-        limits: Limits | Unset = UNSET,
-        framing: str | Unset | None = UNSET,
-        idle_timeout: float | Unset | None = UNSET,
-        max_duration: float | Unset | None = UNSET,
-        peer_max_protocol_version: str | Unset | None = UNSET,
-        on_diagnostic: Callable[[Diagnostic], None] | Unset | None = UNSET,
-        handlers: Handlers | HandlerMap | Unset | None = UNSET,
-        sinks: Sequence[Sink] | Unset = UNSET,
-        conversation: bool | Unset = UNSET,
-        capabilities: Declaration | CapabilitiesSource | Unset | None = UNSET,
-    ) -> Pipeline:
+    def with_options(self, **settings: Unpack[Settings]) -> Pipeline:
         """A copy with the settings passed changed (the same names as ``Pipeline(...)``)."""
         copy = self._copy()
-        copy._options = changed(
-            self._options,
-            {
-                "limits": limits,
-                "framing": framing,
-                "idle_timeout": idle_timeout,
-                "max_duration": max_duration,
-                "peer_max_protocol_version": peer_max_protocol_version,
-                "on_diagnostic": on_diagnostic,
-                "handlers": handlers,
-                "sinks": sinks,
-                "conversation": conversation,
-                "capabilities": capabilities,
-            },
-        )
+        copy._options = changed(self._options, settings)
         return copy
 
     def _position(self, anchor: str) -> int:
         for position, (name, _) in enumerate(self._stages):
             if name == anchor:
                 return position
-        if anchor == MIDDLEWARE_SLOT:
+        if anchor == middleware_slot():
             # Enforcement not (yet) in the list: middleware goes before the
             # first stage that exists after the slot in the canonical order.
-            for later in CANONICAL_ORDER[CANONICAL_ORDER.index(MIDDLEWARE_SLOT) :]:
+            order = canonical_order()
+            for later in order[order.index(anchor) :]:
                 for position, (name, _) in enumerate(self._stages):
                     if name == later:
                         return position
@@ -235,22 +192,6 @@ class Pipeline:
         return stream.result(events)
 
 
-MIDDLEWARE_SLOT = "enforce"
-"""Middleware is inserted before this stage (``/spec/1.1/basic/processing``)."""
-
-CANONICAL_ORDER = [
-    "parse",
-    "compat",
-    "enforce",
-    "expand",
-    "verify",
-    "reconcile",
-    "lint",
-    "metadata",
-    "dispatch",
-]
-
-
 def run_sync(
     source: Source, pipeline: Pipeline | None = None, *, run_input: dict[str, Any] | None = None
 ) -> RunResult:
@@ -288,10 +229,14 @@ def run_sync(
     return result
 
 
-def changed(options: Options, settings: dict[str, Any]) -> Options:
-    """``options`` with the settings that were passed (not :data:`UNSET`), read once."""
-    given = {name: value for name, value in settings.items() if value is not UNSET}
-    return settled(replace(options, **given) if given else options)
+def changed(options: Options, settings: Settings) -> Options:
+    """``options`` with the settings that were passed, read once. A name that is no
+    setting is refused, with the one meant."""
+    unknown = sorted(set(settings) - set(Settings.__annotations__))
+    if unknown:
+        meant = did_you_mean(unknown[0], Settings.__annotations__)
+        raise TypeError(f"Pipeline takes no setting {unknown[0]!r}{meant}")
+    return settled(replace(options, **settings) if settings else options)
 
 
 def settled(options: Options) -> Options:

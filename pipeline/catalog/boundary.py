@@ -15,7 +15,7 @@ from agui_pipeline.catalog.code import (
     STREAMING,
     SUBAGENTS,
     VERSIONING,
-    Verdict,
+    Ground,
     _code,
 )
 
@@ -103,7 +103,7 @@ INPUT_MALFORMED = _code(
     _E,
     RUN_INPUT,
     "a known field of the run input holds a value the schema rejects; nothing was sent",
-    verdict=Verdict(
+    ground=Ground(
         PROCESSING,
         "Immediately before transmission, a consumer MUST remove unrecognised material from the "
         "run input, SHOULD warn about what it removed, and MUST treat a malformed known field as "
@@ -143,7 +143,7 @@ ENFORCE_MALFORMED = _code(
     "a described field holds a value the schema rejects",
     advice="Send the field with the type schema.json gives it; the message names the path, what "
     "was expected and what arrived.",
-    verdict=_MALFORMED_KNOWN_VALUE,
+    ground=_MALFORMED_KNOWN_VALUE,
 )
 ENFORCE_NULL_OPTIONAL = _code(
     "enforce.null-optional",
@@ -151,7 +151,7 @@ ENFORCE_NULL_OPTIONAL = _code(
     EVENT_MODEL,
     "an optional field was sent as null; absent means absent, the field must be omitted",
     advice="Leave an optional field out instead of sending null: absent means absent.",
-    verdict=_MALFORMED_KNOWN_VALUE,
+    ground=_MALFORMED_KNOWN_VALUE,
 )
 
 # --- expand -----------------------------------------------------------------
@@ -164,7 +164,7 @@ EXPAND_FIRST_CHUNK = _code(
     "the first chunk of an item lacks a field opening it requires (an id, a tool name)",
     advice="Put the opening fields (messageId and role, or toolCallId and toolCallName) on the "
     "first chunk of each item.",
-    verdict=Verdict(
+    ground=Ground(
         STREAMING,
         "A consumer MUST treat a first chunk missing a required field as a protocol violation "
         "rather than inventing an identifier.",
@@ -175,16 +175,14 @@ EXPAND_CONFLICTING_REPEAT = _code(
     _E,
     STREAMING,
     "a continuation chunk repeats an opener field with a value the opener did not establish",
-    verdict=Verdict(
-        STREAMING, "A consumer MUST treat a conflicting repeat as a protocol violation."
-    ),
+    ground=Ground(STREAMING, "A consumer MUST treat a conflicting repeat as a protocol violation."),
 )
 EXPAND_AMBIGUOUS = _code(
     "expand.ambiguous-continuation",
     _E,
     STREAMING,
     "a chunk with neither an id nor a tag could continue open streams in several lanes",
-    verdict=Verdict(
+    ground=Ground(
         STREAMING,
         "When several lanes hold open streams of that kind and none of them is the parent's, the "
         "continuation has no unique referent and MUST be rejected as ambiguous — a producer "
@@ -196,14 +194,14 @@ EXPAND_OWNER_CONFLICT = _code(
     _E,
     SUBAGENTS,
     "a chunk names an open item under a subagentRunId other than the item's owner",
-    verdict=_CONTINUATION_TAG,
+    ground=_CONTINUATION_TAG,
 )
 EXPAND_MALFORMED_CHUNK = _code(
     "expand.malformed-chunk",
     _E,
     PROCESSING,
     "a chunk reached expansion with a malformed known field (expansion ran before enforce)",
-    verdict=Verdict(
+    ground=Ground(
         PROCESSING,
         "A chunk is an event in its own right, and it MUST be judged as one: whichever stage "
         "meets a malformed chunk first — enforcement on the canonical order above, expansion "

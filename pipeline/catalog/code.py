@@ -1,4 +1,4 @@
-"""What a code is: :class:`Code`, its :class:`Severity`, and a rejection's :class:`Verdict`;
+"""What a code is: :class:`Code`, its :class:`Severity`, and a rejection's :class:`Ground`;
 the registry :data:`ALL` every code joins; the spec pages codes cite; and what to do
 about a finding, by section (:data:`ADVICE`).
 
@@ -21,7 +21,7 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Ground:
     """Why a rejecting code rejects: the spec sentence that makes it the consumer's verdict.
 
     A rejection the spec does not call for loses a real agent's answer, so every ``ERROR``
@@ -45,7 +45,7 @@ class Code:
     title: str
     advice: str = ""
     """What to do about it, when the code's own words say more than its section's."""
-    verdict: Verdict | None = None
+    ground: Ground | None = None
     """For a rejection (``ERROR``), what makes it the consumer's verdict; ``None`` otherwise."""
 
     def __str__(self) -> str:
@@ -70,13 +70,13 @@ def _code(
     spec: str,
     title: str,
     advice: str = "",
-    verdict: Verdict | None = None,
+    ground: Ground | None = None,
 ) -> Code:
     if id in ALL:
         raise ValueError(f"diagnostic code {id!r} defined twice")
-    if (severity is Severity.ERROR) != (verdict is not None):
-        raise ValueError(f"{id}: a rejection names its verdict's ground, and only a rejection")
-    entry = Code(id, severity, spec, title, advice, verdict)
+    if (severity is Severity.ERROR) != (ground is not None):
+        raise ValueError(f"{id}: a rejection names its ground, and only a rejection")
+    entry = Code(id, severity, spec, title, advice, ground)
     ALL[id] = entry
     return entry
 
@@ -90,33 +90,33 @@ def spec_url(page: str) -> str:
     return page if "://" in page else SPEC_SITE + page
 
 
-# The grounds most rejections share (``Verdict``): the sentences as the pages word them.
-_DECODE_FAILURE = Verdict(
+# The grounds most rejections share (``Ground``): the sentences as the pages word them.
+_DECODE_FAILURE = Ground(
     "/spec/1.1/basic/processing",
     "Turning bytes into events is the reader's whole job — a frame whose bytes map to no event "
     "at all is a decode failure, and that judgement is properly the reader's.",
 )
-_MALFORMED_KNOWN_VALUE = Verdict(
+_MALFORMED_KNOWN_VALUE = Ground(
     "/spec/1.1/basic/processing",
     "A field the protocol DOES describe, carrying a value the schema rejects, MUST be fatal: the "
     "consumer MUST fail the run rather than repair, coerce or ignore the value.",
 )
-_LIFECYCLE_FATAL = Verdict(
+_LIFECYCLE_FATAL = Ground(
     "/spec/1.1/events/lifecycle",
     "A stream the consumer rejects is a protocol violation it detected: everything on this page "
     "a producer MUST NOT do is fatal when a consumer sees it — an event before RUN_STARTED, an "
     "event after close other than the two admitted, a nested RUN_STARTED, an unbalanced step, "
     "or anything still open at RUN_FINISHED.",
 )
-_CONTINUATION_TAG = Verdict(
+_CONTINUATION_TAG = Ground(
     "/spec/1.1/events/subagents",
     "A consumer MUST reject a continuation whose tag disagrees with its opener.",
 )
 
 
-def _bound(setting: str) -> Verdict:
+def _bound(setting: str) -> Ground:
     """A limit's ground: not a spec sentence, a bound the operator set (Limits)."""
-    return Verdict(
+    return Ground(
         "/spec/1.1/basic/transports",
         f"A bound the operator configured ({setting}): going on would make the consumer hold "
         "more than it was allowed to, so the stream is cut there, never altered; everything "
@@ -200,7 +200,7 @@ __all__ = [
     "TRANSPORTS",
     "VERSIONING",
     "Code",
+    "Ground",
     "Severity",
-    "Verdict",
     "spec_url",
 ]

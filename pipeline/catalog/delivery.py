@@ -11,7 +11,7 @@ from agui_pipeline.catalog.code import (
     INTERRUPTS,
     PROCESSING,
     SNAPSHOTS,
-    Verdict,
+    Ground,
     _code,
 )
 
@@ -61,7 +61,7 @@ HANDLER_FAILED = _code(
     _E,
     PROCESSING,
     "an application handler raised",
-    verdict=Verdict(
+    ground=Ground(
         PROCESSING,
         "Not the producer's fault: the application's own handler raised, and the stream cannot "
         "be handed on to a handler that failed. The verdict says handler-failed, never that the "
@@ -89,7 +89,7 @@ RESUME_UNCOVERED = _code(
     _E,
     "/spec/1.1/basic/patterns/interrupt-resume",
     "a resuming input leaves an interrupt of the interrupted run with no entry",
-    verdict=Verdict(
+    ground=Ground(
         INTERRUPTS,
         "A consumer MUST reject a resuming input that leaves an interrupt uncovered before the "
         "run starts — before anything is sent — and MUST NOT silently continue past an "
@@ -101,7 +101,7 @@ RESUME_UNKNOWN = _code(
     _E,
     "/spec/1.1/basic/patterns/interrupt-resume",
     "a resume entry names no interrupt of the run being continued",
-    verdict=Verdict(
+    ground=Ground(
         INTERRUPTS,
         "Each entry's interruptId MUST name an interrupt from the run being continued — the "
         "most recent interrupted run on the thread.",
@@ -112,7 +112,7 @@ RESUME_EXPIRED = _code(
     _E,
     "/spec/1.1/basic/patterns/interrupt-resume",
     "a resume entry answers an interrupt the consumer judges expired",
-    verdict=Verdict(
+    ground=Ground(
         INTERRUPTS,
         "The rule attaches to the judgment, not to a parse the schema refuses to specify: an "
         "interrupt the consumer judges expired can no longer be answered — the consumer rejects "

@@ -10,7 +10,7 @@ from agui_pipeline.catalog.code import (
     HTTP_SSE,
     PROCESSING,
     TRANSPORTS,
-    Verdict,
+    Ground,
     _bound,
     _code,
 )
@@ -24,7 +24,7 @@ PARSE_NOT_JSON = _code(
     "a frame's bytes are not a JSON document",
     advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
     "truncated write or an unescaped newline inside a data: line).",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_NUMBER_RANGE = _code(
     "parse.number-range",
@@ -34,7 +34,7 @@ PARSE_NUMBER_RANGE = _code(
     "that is NaN or infinite: it has no value to deliver",
     advice="Send numbers within IEEE 754 double range, never NaN or Infinity (RFC 8259 §6, "
     "I-JSON RFC 7493 §2.2); send a larger quantity as a string.",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_UNPAIRED_SURROGATE = _code(
     "parse.unpaired-surrogate",
@@ -43,7 +43,7 @@ PARSE_UNPAIRED_SURROGATE = _code(
     "a frame's string escapes a lone UTF-16 surrogate (such as \\ud800), which names no character",
     advice="Escape characters outside the Basic Multilingual Plane as a surrogate pair, or send "
     "them as UTF-8 (RFC 8259 §7, §8.2; I-JSON RFC 7493 §2.1).",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_INTEGER_PRECISION = _code(
     "parse.integer-precision",
@@ -61,28 +61,28 @@ PARSE_CONTENT_ENCODING = _code(
     "does not read",
     advice="Compress the body with what the request's Accept-Encoding offered (gzip or "
     "deflate), or not at all.",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_NOT_OBJECT = _code(
     "parse.not-object",
     _E,
     HTTP_SSE,
     "a frame holds JSON that is not an object",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_NOT_ARRAY = _code(
     "parse.not-array",
     _E,
     TRANSPORTS,
     "a JSON array document is not an array of objects",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_UNKNOWN_FRAMING = _code(
     "parse.unknown-framing",
     _E,
     TRANSPORTS,
     "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
-    verdict=_DECODE_FAILURE,
+    ground=_DECODE_FAILURE,
 )
 PARSE_INCOMPLETE_FRAME = _code(
     "parse.incomplete-frame",
@@ -98,7 +98,7 @@ PARSE_PROTO_FRAME = _code(
     "type included)",
     advice="Encode each frame with the wire schema's types: a field of a known number must "
     "carry that field's wire type.",
-    verdict=Verdict(
+    ground=Ground(
         HTTP_PROTOBUF,
         "A frame whose bytes do not decode as a message is malformed transport material and "
         "fatal to the stream.",
@@ -137,7 +137,7 @@ LIMIT_FRAME_SIZE = _code(
     _E,
     TRANSPORTS,
     "a frame is larger than the configured limit",
-    verdict=_bound("Limits.max_frame_bytes"),
+    ground=_bound("Limits.max_frame_bytes"),
 )
 LIMIT_DEPTH = _code(
     "limit.depth",
@@ -145,21 +145,21 @@ LIMIT_DEPTH = _code(
     TRANSPORTS,
     "an event, or a state or activity a patch would build, is nested deeper than the "
     "configured limit",
-    verdict=_bound("Limits.max_depth"),
+    ground=_bound("Limits.max_depth"),
 )
 LIMIT_OPEN_ITEMS = _code(
     "limit.open-items",
     _E,
     TRANSPORTS,
     "more messages, tool calls, spans, steps or subagents open at once than the limit",
-    verdict=_bound("Limits.max_open_items"),
+    ground=_bound("Limits.max_open_items"),
 )
 LIMIT_TEXT_CHARS = _code(
     "limit.text-chars",
     _E,
     TRANSPORTS,
     "a message's text or a tool call's arguments grew past the configured limit",
-    verdict=_bound("Limits.max_text_chars"),
+    ground=_bound("Limits.max_text_chars"),
 )
 LIMIT_CONVERSATION_CHARS = _code(
     "limit.conversation-chars",
@@ -170,7 +170,7 @@ LIMIT_CONVERSATION_CHARS = _code(
     advice="A stream that restates or streams this much text is past what a UI shows: send a "
     "MESSAGES_SNAPSHOT that drops old messages, or raise Limits.max_conversation_chars "
     "(and check the memory it spends: the docs, Limits and reliability, What bounds memory).",
-    verdict=_bound("Limits.max_conversation_chars"),
+    ground=_bound("Limits.max_conversation_chars"),
 )
 LIMIT_ITEMS = _code(
     "limit.items",
@@ -180,35 +180,35 @@ LIMIT_ITEMS = _code(
     advice="Each message and tool call a stream introduces is remembered to judge later events "
     "against it: split a long conversation over several streams (runs of one thread), or "
     "raise Limits.max_items (about 1 kB each: the docs, Limits and reliability).",
-    verdict=_bound("Limits.max_items"),
+    ground=_bound("Limits.max_items"),
 )
 LIMIT_STATE_BYTES = _code(
     "limit.state-bytes",
     _E,
     TRANSPORTS,
     "the state document grew past the configured limit",
-    verdict=_bound("Limits.max_state_bytes"),
+    ground=_bound("Limits.max_state_bytes"),
 )
 LIMIT_DECOMPRESSION = _code(
     "limit.decompression",
     _E,
     TRANSPORTS,
     "a compressed response body inflated past the configured ratio (a decompression bomb)",
-    verdict=_bound("Limits.max_decompression_ratio"),
+    ground=_bound("Limits.max_decompression_ratio"),
 )
 LIMIT_ACTIVITY_BYTES = _code(
     "limit.activity-bytes",
     _E,
     TRANSPORTS,
     "the content of the activity messages grew past the configured limit",
-    verdict=_bound("Limits.max_activity_bytes"),
+    ground=_bound("Limits.max_activity_bytes"),
 )
 LIMIT_PATCH_WORK = _code(
     "limit.patch-work",
     _E,
     TRANSPORTS,
     "patches made the consumer copy or move more than the configured work allowance",
-    verdict=_bound("Limits.max_patch_work"),
+    ground=_bound("Limits.max_patch_work"),
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",

@@ -14,7 +14,7 @@ from agui_pipeline.catalog.code import (
     TEXT_MESSAGES,
     TOOL_CALLS,
     TRANSPORTS,
-    Verdict,
+    Ground,
     _code,
 )
 
@@ -28,7 +28,7 @@ VERIFY_FIRST_EVENT = _code(
     "the stream begins with an event other than RUN_STARTED or RUN_ERROR",
     advice="Send RUN_STARTED first: every event belongs to a run, and a run opens with it "
     "(RUN_ERROR may open a stream that fails before a run begins).",
-    verdict=Verdict(
+    ground=Ground(
         LIFECYCLE,
         "A producer MUST NOT emit any other event first, and a consumer MUST treat a stream "
         "that opens with anything else as a protocol violation.",
@@ -39,7 +39,7 @@ VERIFY_NESTED_RUN = _code(
     _E,
     LIFECYCLE,
     "a RUN_STARTED arrived while a run was still active",
-    verdict=_LIFECYCLE_FATAL,
+    ground=_LIFECYCLE_FATAL,
 )
 VERIFY_AFTER_CLOSE = _code(
     "verify.after-close",
@@ -48,7 +48,7 @@ VERIFY_AFTER_CLOSE = _code(
     "an event other than RUN_STARTED (or a late RUN_ERROR) arrived after a run closed",
     advice="Start a new run (RUN_STARTED) before sending more events once a run has finished or "
     "failed.",
-    verdict=Verdict(
+    ground=Ground(
         LIFECYCLE, "A consumer MUST reject any other event that arrives after a run has closed."
     ),
 )
@@ -59,14 +59,14 @@ VERIFY_OPEN_AT_FINISH = _code(
     "RUN_FINISHED arrived while something the run opened was still open",
     advice="End what the run opened (text messages, tool calls, reasoning, steps, subagents) "
     "before RUN_FINISHED; the message names what is still open.",
-    verdict=_LIFECYCLE_FATAL,
+    ground=_LIFECYCLE_FATAL,
 )
 VERIFY_STEP = _code(
     "verify.step",
     _E,
     LIFECYCLE,
     "a step was opened while open, or finished without being open (per name and owner)",
-    verdict=_LIFECYCLE_FATAL,
+    ground=_LIFECYCLE_FATAL,
 )
 VERIFY_TEXT_MESSAGE = _code(
     "verify.text-message-sequence",
@@ -75,7 +75,7 @@ VERIFY_TEXT_MESSAGE = _code(
     "a text message was opened while open, or continued or closed while not open",
     advice="Send TEXT_MESSAGE_START, then its CONTENT, then TEXT_MESSAGE_END, for the same "
     "messageId; do not reopen a message that is open.",
-    verdict=Verdict(
+    ground=Ground(
         TEXT_MESSAGES,
         "A TEXT_MESSAGE_CONTENT or TEXT_MESSAGE_END for a messageId that is not open, or a "
         "TEXT_MESSAGE_START for one that is, is a malformed sequence and fatal to the run.",
@@ -88,7 +88,7 @@ VERIFY_TOOL_CALL = _code(
     "a tool call was opened while open, or continued or closed while not open",
     advice="Send TOOL_CALL_START, then its ARGS, then TOOL_CALL_END, for the same toolCallId; do "
     "not reopen a call that is open.",
-    verdict=Verdict(
+    ground=Ground(
         TOOL_CALLS,
         "The streaming pattern's sequence rules apply unchanged: continuing or closing a call "
         "that is not open, or reopening one that is, is fatal.",
@@ -99,7 +99,7 @@ VERIFY_REASONING = _code(
     _E,
     REASONING,
     "a reasoning span or message was opened while open, or continued or closed while not open",
-    verdict=Verdict(
+    ground=Ground(
         REASONING,
         "A consumer MUST detect a violation of that discipline and fail the run, on spans and on "
         "reasoning messages alike:",
@@ -110,14 +110,14 @@ VERIFY_ATTRIBUTION = _code(
     _E,
     "/spec/1.1/events/subagents",
     "an event continuing an item carries a subagentRunId that disagrees with the item's owner",
-    verdict=_CONTINUATION_TAG,
+    ground=_CONTINUATION_TAG,
 )
 VERIFY_SUBAGENT = _code(
     "verify.subagent-lifecycle",
     _E,
     SUBAGENTS,
     "a subagent invocation was closed (SUBAGENT_FINISHED or SUBAGENT_ERROR) while not active",
-    verdict=Verdict(
+    ground=Ground(
         SUBAGENTS,
         "The official conformance corpus holds this fatal (subagent-finished-unstarted-fatal): a "
         "terminal event closes an invocation, and one that is not active leaves it nothing to "
@@ -154,7 +154,7 @@ VERIFY_UNEXPANDED_CHUNK = _code(
     _E,
     "/spec/1.1/basic/patterns/streaming",
     "a *_CHUNK event reached verification unexpanded (the pipeline has no expand stage)",
-    verdict=Verdict(
+    ground=Ground(
         PROCESSING,
         "Verification MUST run after expansion, because what it checks — that messages and "
         "calls open before they continue and close after — only exists once a chunk has become "
@@ -166,7 +166,7 @@ VERIFY_UNREADABLE = _code(
     _E,
     PROCESSING,
     "an event lacks a field verification reads (the pipeline has no enforce stage)",
-    verdict=Verdict(
+    ground=Ground(
         PROCESSING,
         "Middleware — anything a consumer installs to translate, observe or rewrite the stream — "
         "MUST run before enforcement, and enforcement MUST run before verification and before "
@@ -180,7 +180,7 @@ VERIFY_TRUNCATED = _code(
     "the stream ended while a run was active, or before any event: the run has no outcome",
     advice="End every run with RUN_FINISHED or RUN_ERROR before closing the connection; if the "
     "connection drops, the run is lost and must be retried.",
-    verdict=Verdict(
+    ground=Ground(
         TRANSPORTS,
         "A consumer MUST NOT synthesize a RUN_FINISHED for it and MUST NOT report it as having "
         "succeeded; everything the run delivered before the break remains delivered.",

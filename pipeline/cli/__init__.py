@@ -122,9 +122,9 @@ def _add_explain(commands: Any) -> None:
 
 
 def _add_conformance(commands: Any) -> None:
-    from agui_pipeline.testing import conformance
+    from agui_pipeline.cli import conformance as cli_conformance
 
-    conformance.add_command(commands)
+    cli_conformance.add_command(commands)
 
 
 COMMANDS: dict[str, Callable[[Any], None]] = {

@@ -79,7 +79,7 @@ def _run_source(
 ) -> tuple[RunResult, str | None]:
     declaration = _declaration(settings)
     raw_input, input_name = _run_input(name, settings)
-    meter = cli_http.Progress(sys.stderr, forced=settings.progress) if progress else None
+    meter = cli_http.StreamMeter(sys.stderr, forced=settings.progress) if progress else None
     sinks: list[Sink] = [meter] if meter else []
     if sink is not None:
         sinks.append(sink)
@@ -108,7 +108,7 @@ def _check_url(
     settings: Settings,
     raw_input: dict[str, Any] | None,
     declaration: Declaration | None,
-    meter: cli_http.Progress | None,
+    meter: cli_http.StreamMeter | None,
 ) -> RunResult:
     """An agent's URL, checked with the run input POSTed to it."""
     try:
@@ -170,7 +170,7 @@ def _pipeline(
     settings: Settings,
     declaration: Declaration | None = None,
     sinks: Sequence[Sink] = (),
-    meter: cli_http.Progress | None = None,
+    meter: cli_http.StreamMeter | None = None,
 ) -> Pipeline:
     """The pipeline a file or stdin is checked with; ``--middleware`` loaded (a usage error
     when it does not load, or asks for a chunk form its place cannot give)."""

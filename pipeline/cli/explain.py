@@ -67,9 +67,9 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
             f"  spec: {entry.url}\n"
             f"  what to do: {entry.what_to_do}\n"
         )
-        if entry.verdict is not None:
-            ground = "spec" if entry.verdict.quoted else "why"
-            out.write(f"  rejected because ({ground}): {entry.verdict.sentence}\n")
+        if entry.ground is not None:
+            kind = "spec" if entry.ground.quoted else "why"
+            out.write(f"  rejected because ({kind}): {entry.ground.sentence}\n")
     return status
 
 
@@ -126,11 +126,11 @@ def rejections() -> str:
         "| --- | --- | --- | --- |",
     ]
     for entry in catalog.ALL.values():
-        verdict = entry.verdict
-        if verdict is None:
+        ground = entry.ground
+        if ground is None:
             continue
-        ground = f"“{verdict.sentence}”" if verdict.quoted else f"*{verdict.sentence}*"
-        page = f"[{verdict.page}]({catalog.spec_url(verdict.page)})"
-        cells = (f"`{entry.id}`", page, ground, entry.what_to_do)
+        sentence = f"“{ground.sentence}”" if ground.quoted else f"*{ground.sentence}*"
+        page = f"[{ground.page}]({catalog.spec_url(ground.page)})"
+        cells = (f"`{entry.id}`", page, sentence, entry.what_to_do)
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -62,7 +62,7 @@ def parse_headers(values: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-class Progress:
+class StreamMeter:
     """A one-line status on stderr while a stream runs: events/s, current run, diagnostics.
 
     Used as a sink, so it costs one call per batch, and redraws at most every
@@ -118,7 +118,7 @@ def check_url(
     headers: Sequence[str],
     run_input: dict[str, Any] | None,
     capabilities: Any = None,
-    progress: Progress | None = None,
+    progress: StreamMeter | None = None,
     idle_timeout: float | None = 300.0,
     max_duration: float | None = None,
     transport: str = "httpx",

@@ -33,19 +33,6 @@ ROOT_ID = "SRCROOT"
 """The ``uriBaseId`` relative URIs are resolved against (``--sarif-root``, or the cwd)."""
 
 
-def sarif_report(
-    source: str,
-    result: RunResult,
-    *,
-    stream_file: str | None = None,
-    declaration: str | None = None,
-    root: str | None = None,
-) -> dict[str, Any]:
-    """The SARIF log for one checked stream (see :func:`sarif_run`)."""
-    run = sarif_run(source, result, stream_file=stream_file, declaration=declaration, root=root)
-    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-
-
 def sarif_log_open(many: bool) -> str:
     """The start of a log written one run at a time (``check`` with several sources)."""
     return f'{{\n  "$schema": "{SARIF_SCHEMA}",\n  "version": "2.1.0",\n  "runs": [\n'

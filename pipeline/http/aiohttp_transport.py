@@ -25,7 +25,7 @@ from agui_pipeline.http.client import (
     BODY_EXCERPT,
     RequestFailed,
     Transport,
-    _Answer,
+    _Response,
     connection_lost,
 )
 from agui_pipeline.stage import StreamContext
@@ -62,7 +62,7 @@ class AiohttpTransport(Transport):
         headers: dict[str, str],
         auth: httpx.Auth | tuple[str, str] | None,
         read_timeout: float | None,
-    ) -> _Answer:
+    ) -> _Response:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -102,7 +102,7 @@ class AiohttpTransport(Transport):
             raise  # no response headers within the read timeout
         except aiohttp.ClientError as error:
             raise RequestFailed(url, f"{type(error).__name__}: {error}") from error
-        return _AiohttpAnswer(response)
+        return _AiohttpResponse(response)
 
     async def aclose(self) -> None:
         if self._owns_session and self._session is not None:
@@ -140,7 +140,7 @@ async def _coalesce(transport: asyncio.BaseTransport | None) -> None:
             transport.resume_reading()
 
 
-class _AiohttpAnswer(_Answer):
+class _AiohttpResponse(_Response):
     __slots__ = ("_response",)
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:

@@ -112,7 +112,7 @@ class Transport(ABC):
         headers: dict[str, str],
         auth: httpx.Auth | tuple[str, str] | None,
         read_timeout: float | None,
-    ) -> _Answer:
+    ) -> _Response:
         """POST ``content``; the response, closed with ``stack``. Connecting or sending
         fails as :class:`RequestFailed`; waiting longer than ``read_timeout`` for a
         read raises :class:`TimeoutError` (the caller bounds the whole wait too)."""
@@ -133,7 +133,7 @@ class Transport(ABC):
         await self.aclose()
 
 
-class _Answer(ABC):
+class _Response(ABC):
     """A response as a transport hands it over: status, the two headers read, the raw body."""
 
     __slots__ = ("codings", "content_type", "status")
@@ -324,7 +324,7 @@ class HttpxTransport(Transport):
         headers: dict[str, str],
         auth: httpx.Auth | tuple[str, str] | None,
         read_timeout: float | None,
-    ) -> _Answer:
+    ) -> _Response:
         timeout = self.client.timeout
         timeout = httpx.Timeout(
             connect=timeout.connect, read=read_timeout, write=timeout.write, pool=timeout.pool
@@ -344,14 +344,14 @@ class HttpxTransport(Transport):
             raise TimeoutError from error  # no response headers within the read timeout
         except httpx.RequestError as error:
             raise RequestFailed(url, f"{type(error).__name__}: {error}") from error
-        return _HttpxAnswer(response)
+        return _HttpxResponse(response)
 
     async def aclose(self) -> None:
         if self._owns_client:
             await self.client.aclose()
 
 
-class _HttpxAnswer(_Answer):
+class _HttpxResponse(_Response):
     __slots__ = ("_response",)
 
     def __init__(self, response: httpx.Response) -> None:
@@ -391,7 +391,7 @@ class _HttpxAnswer(_Answer):
 # -- the binding's rules, whatever the transport -------------------------------------------
 
 
-async def _status_error(url: str, response: _Answer, idle: float) -> HttpStatusError:
+async def _status_error(url: str, response: _Response, idle: float) -> HttpStatusError:
     raw = b""
     with anyio.move_on_after(idle):
         raw = await response.start()

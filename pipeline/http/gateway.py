@@ -133,8 +133,6 @@ class DescriptorBudget:
         self.spare = spare
         self.connections = 0
         self.runs = 0
-        self.releasing = 0
-        """Connections closed by the gateway whose descriptors the loop has yet to free."""
 
     def fits(self, more: int = 0) -> bool:
         """Whether ``more`` descriptors fit the pessimistic count, ``spare`` kept free."""
@@ -499,11 +497,6 @@ class Gateway:
         self.budget.connections -= 1
         self._waiting.pop(connection, None)
 
-    def connection_refused(self, connection: _GuardedH11Protocol) -> None:
-        """The gateway closes ``connection``: no longer counted, its descriptor releasing."""
-        self.connection_lost(connection)
-        self.budget.releasing += 1
-
     def headers_awaited(self, connection: _GuardedH11Protocol, waiting: bool) -> None:
         if waiting:
             self._waiting.setdefault(connection, time.monotonic())
@@ -541,9 +534,7 @@ class _GuardedH11Protocol(H11Protocol):
         if self._counted:
             self._counted = False
             self.gateway.connection_lost(self)
-        if self._releasing:
-            self._releasing = False
-            self.gateway.budget.releasing -= 1
+        self._releasing = False
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -581,7 +572,7 @@ class _GuardedH11Protocol(H11Protocol):
         if self._counted:
             self._counted = False
             self._releasing = True
-            self.gateway.connection_refused(self)
+            self.gateway.connection_lost(self)
         if not self.transport.is_closing():
             later = "" if retry_after is None else f"retry-after: {retry_after}\r\n"
             head = f"HTTP/1.1 {status} {reason}\r\n{later}content-length: 0\r\n"

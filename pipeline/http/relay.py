@@ -264,7 +264,8 @@ async def _json(
 
 
 async def read_body(receive: Receive, limit: int, declared: str | None) -> bytes | None:
-    """The request body, or ``None`` once it is known to exceed ``limit`` bytes.
+    """The request body, or ``None`` once it is known to exceed ``limit`` bytes: the one
+    capped reader of a request body (the relay's and ``serve``'s).
 
     A declared ``Content-Length`` over the limit is refused before a byte is read.
     """

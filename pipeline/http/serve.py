@@ -194,7 +194,11 @@ class ReplayApp:
             return JSONResponse(
                 {"error": f"this replay answers {replay.status}"}, status_code=replay.status
             )
-        raw = await _capped_body(request, replay.max_body)
+        from agui_pipeline.http.relay import read_body  # the relay's reader, without httpx up front
+
+        raw = await read_body(
+            request.receive, replay.max_body, request.headers.get("content-length")
+        )
         if raw is None:
             return JSONResponse(
                 {"error": f"the body exceeds {replay.max_body} bytes"}, status_code=413
@@ -235,20 +239,6 @@ def _authorised(header: str, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(
         credentials.strip().encode(), token.encode()
     )
-
-
-async def _capped_body(request: Request, limit: int) -> bytes | None:
-    """The body, or ``None`` once it is known to exceed ``limit`` (a declared
-    ``Content-Length`` over it is refused before a byte is read)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)
 
 
 def _encode(events: Sequence[Recorded], binary: bool) -> list[bytes]:

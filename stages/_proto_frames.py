@@ -18,7 +18,7 @@ to a chunk. What each kind of bad frame is:
 - a length over ``limits.max_frame_bytes``: fatal before its bytes are
   buffered, so a hostile length cannot exhaust memory.
 
-Events leave as the JSON dicts the SSE path yields (:mod:`.codec`); judging
+Events leave as the JSON dicts the SSE path yields (:mod:`agui_pipeline._proto.codec`); judging
 them is for the later stages, as on every transport.
 """
 
