@@ -90,6 +90,9 @@ def _add_proxy(commands: Any) -> None:
 
 def _proxy(args: argparse.Namespace, out: TextIO) -> int:
     declaration = declaration_from_files(args.capabilities, args.agent_resource)
+    if declaration is not None and not declaration.usable:
+        # The producer's mistake never stops the proxy: said once now, and on every run.
+        print(f"agui-pipeline: {inert(declaration.notes[0].message)}", file=sys.stderr)
     try:
         cli_http.run_proxy(args, declaration)
     except ModuleNotFoundError as error:
