@@ -78,7 +78,8 @@ def _add_proxy(commands: Any) -> None:
         "--capabilities",
         metavar="FILE",
         help="the agent's AgentCapabilities declaration (JSON): report where a stream "
-        "contradicts it (never rejects)",
+        "contradicts it (never rejects; one it cannot use is a finding, and the stream is "
+        "judged as undeclared)",
     )
     declared.add_argument(
         "--agent-resource",

@@ -444,7 +444,8 @@ def _add_reading_options(check: Any) -> None:
         "--capabilities",
         metavar="FILE",
         help="the agent's AgentCapabilities declaration (JSON): report where the stream "
-        "contradicts it (never rejects)",
+        "contradicts it (never rejects; one it cannot use is a finding, and the stream is "
+        "judged as undeclared)",
     )
     declared.add_argument(
         "--agent-resource",
