@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from agui_pipeline._json import MAX_DOCUMENT
-from agui_pipeline.cli import check as cli_check
 from agui_pipeline.cli import main
+from agui_pipeline.declaration import Declaration
 from agui_pipeline.http.serve import Replay, ReplayServer
 from agui_pipeline.model.declared import derive_declaration, read_declaration
 
@@ -195,10 +195,12 @@ def test_the_declaration_is_read_once_for_every_source(
     declaration = tmp_path / "caps.json"
     declaration.write_bytes(b'{"reasoning": {"supported": false}}')
     reads: list[Any] = []
-    read = cli_check.read_declaration
-    monkeypatch.setattr(
-        cli_check, "read_declaration", lambda source: reads.append(source) or read(source)
-    )
+
+    def counted(source: Any) -> Declaration:
+        reads.append(source)
+        return read_declaration(source)
+
+    monkeypatch.setattr("agui_pipeline.cli.check.read_declaration", counted)
     sources = [tmp_path / name for name in ("a.sse", "b.sse", "c.sse")]
     status, text = check(*sources, "--capabilities", declaration, "--format", "json")
     assert status == 1
