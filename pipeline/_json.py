@@ -6,13 +6,15 @@
 - :func:`describe` and :func:`shown`: a value named in a message, cut short,
   since a producer's value can be of any size;
 - :func:`copy_json`: a deep copy of a JSON value, at any depth;
-- :func:`read_document`: a JSON document's file, read no further than ``MAX_DOCUMENT``.
+- :func:`read_document`: a JSON document's file, read no further than ``MAX_DOCUMENT``;
+- :func:`load_document`: a JSON document decoded, refused when an object names a member twice.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -43,6 +45,83 @@ def read_document(path: str | os.PathLike[str]) -> bytes:
             "declaration, agent resource or run input (MAX_DOCUMENT)"
         )
     return data
+
+
+class DuplicateMember(ValueError):
+    """An object of a JSON document names one member twice: RFC 8259 §4 leaves what such an
+    object means to the reader (orjson keeps the last value, other readers the first)."""
+
+    def __init__(self, pointer: str, name: str) -> None:
+        self.pointer = pointer
+        self.reason = f"the member {shown(name)} appears twice in one object"
+        super().__init__(f"{pointer}: {self.reason}")
+
+
+def load_document(data: bytes) -> Any:
+    """``data`` decoded as one JSON document, refused when an object in it names a member
+    twice (:class:`DuplicateMember`, pointing at the first repeated member): a document a
+    declaration is read from must mean one thing to every reader."""
+    document = orjson.loads(data)
+    if _STRING.sub(b"", data).count(b":") != _member_count(document):
+        # Outside strings, a colon separates a member's name from its value, one per member
+        # written: more of them than the decoded objects hold is a name written twice.
+        repeated = _first_repeated_member(data)
+        if repeated is not None:
+            raise repeated
+    return document
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],]', re.DOTALL)
+
+
+def _member_count(value: Any) -> int:
+    count, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if type(item) is dict:
+            count += len(item)
+            pending.extend(item.values())
+        elif type(item) is list:
+            pending.extend(item)
+    return count
+
+
+def _first_repeated_member(data: bytes) -> DuplicateMember | None:
+    """The first member named twice in its object, found by walking the tokens of ``data``
+    (already known to be JSON) without recursion, so any depth orjson takes is walked."""
+    path: list[str | int] = []  # the tokens to the value being read, one per open container
+    names: list[set[str] | None] = []  # each open object's member names (None: an array)
+    naming = False  # the next string is a member's name
+    for match in _TOKEN.finditer(data):
+        token = match.group()
+        if token == b"{":
+            names.append(set())
+            path.append("")
+            naming = True
+        elif token == b"[":
+            names.append(None)
+            path.append(0)
+        elif token in (b"}", b"]"):
+            names.pop()
+            path.pop()
+            naming = False
+        elif token == b",":
+            seen = names[-1]
+            if seen is None:
+                path[-1] = int(path[-1]) + 1
+            else:
+                naming = True
+        elif naming:
+            name: str = orjson.loads(token)
+            seen = names[-1]
+            assert seen is not None  # a name is read only inside an object
+            path[-1] = name
+            if name in seen:
+                return DuplicateMember(join_pointer(path), name)
+            seen.add(name)
+            naming = False
+    return None
 
 
 def escape(token: str) -> str:

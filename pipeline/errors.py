@@ -83,12 +83,13 @@ class AguiPipelineError(Exception):
 
 
 class DeclarationUnusable(AguiPipelineError, ValueError):
-    """A known field of the declaration carries a value the schema rejects."""
+    """What a declaration is read from cannot be used: a known field carries a value the
+    schema rejects, or a member is named twice (``pointer`` says where in ``document``)."""
 
-    def __init__(self, pointer: str, reason: str) -> None:
+    def __init__(self, pointer: str, reason: str, document: str = "declaration") -> None:
         self.pointer = pointer
         self.reason = reason
-        super().__init__(f"declaration {pointer or '/'}: {reason}")
+        super().__init__(f"{document} {pointer or '/'}: {reason}")
 
 
 class UsageError(AguiPipelineError, RuntimeError):

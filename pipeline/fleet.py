@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 from agui_pipeline.cli import cluster, recordings
 from agui_pipeline.cli.check import _check_source as check_source
-from agui_pipeline.cli.common import EXIT_FAILED, EXIT_USAGE, Settings, Style
+from agui_pipeline.cli.check import declaration_from_files
+from agui_pipeline.cli.common import EXIT_FAILED, EXIT_USAGE, CommandError, Settings, Style
 from agui_pipeline.cli.config import Gate, check_rules
 from agui_pipeline.delivery.report import ProducerReport, producer_report
 from agui_pipeline.events import AnyEvent
@@ -343,14 +344,22 @@ def check_fleet(
     (``/spec/1.1/basic/versioning``, "Version negotiation"); point it at wherever your
     agents stamp their release (``/metadata/agentVersion``). ``run_input`` pairs each
     recording with its run input (``check --run-input``), ``rules`` tunes codes as
-    ``--rule`` does.
+    ``--rule`` does. ``capabilities`` is the declaration's file, read once here: one that is
+    not there, is a directory or cannot be opened raises ``OSError``; one that cannot be used
+    as a declaration judges every recording as undeclared, each with
+    ``reconcile.declaration-unusable`` (``/spec/1.1/basic/capabilities``, Error Handling).
     """
+    try:
+        declaration = declaration_from_files(capabilities, None)
+    except CommandError as error:
+        raise OSError(str(error)) from None
     settings = Settings(
         format="text",
         framing=framing,
         peer_version=peer_version,
         capabilities=capabilities,
         agent_resource=None,
+        declaration=declaration,
         input=None,
         headers=(),
         progress=False,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from agui_pipeline import Pipeline
+from agui_pipeline.errors import DeclarationUnusable
 from agui_pipeline.model.agent_resource import (
     AgentResourceError,
     capabilities_from_agent_resource,
@@ -136,13 +137,15 @@ def test_remote_dialogflow_agent_ignores_agent_level_properties() -> None:
             "/remoteA2aAgent/a2aConfig/streamingEnabled",
         ),
         ({"llmAgent": {}, "remoteA2aAgent": {}}, "/remoteA2aAgent"),
-        ([], "/"),
+        ([], ""),  # the whole document (RFC 6901: "/" would be a member named "")
     ],
 )
 def test_wrong_types_name_the_field(resource: Any, pointer: str) -> None:
     with pytest.raises(AgentResourceError) as caught:
         declaration_document(resource)
     assert caught.value.pointer == pointer
+    assert isinstance(caught.value, DeclarationUnusable)  # seed 004: a declaration unusable
+    assert str(caught.value).startswith(f"agent resource {pointer or '/'}: expected")
 
 
 def test_the_derived_declaration_drives_reconcile(tmp_path: Path) -> None:

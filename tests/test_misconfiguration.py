@@ -1,6 +1,5 @@
 """Misconfiguration refused where it is made, naming what was expected and the name meant:
-a handler for an event type that does not exist, a ``str`` declaration, and the command
-line's own declaration files."""
+a handler for an event type that does not exist, and a ``str`` declaration."""
 
 from __future__ import annotations
 
@@ -115,29 +114,8 @@ def test_a_str_declaration_naming_no_file_is_a_note_that_says_the_rule(tmp_path:
     assert "no file can be named" in unnameable.notes[0].message
 
 
-# -- the command line refuses its own bad declaration files ---------------------------------
-
-
-@pytest.mark.parametrize(
-    ("option", "content", "cause"),
-    [
-        ("--capabilities", b"{not json", "is not JSON"),
-        ("--capabilities", b'{"transport": {"streaming": "yes"}}', "/transport/streaming"),
-        ("--capabilities", b"[]", "expected a JSON object"),
-        ("--agent-resource", b"{not json", "is not JSON"),
-        ("--agent-resource", b"[]", "expected an object"),
-    ],
-)
-def test_check_exits_2_naming_a_declaration_file_it_cannot_use(
-    tmp_path: Path, option: str, content: bytes, cause: str
-) -> None:
-    broken = tmp_path / "broken.json"
-    broken.write_bytes(content)
-    done = agui("check", WEATHER, option, broken, "--format", "json")
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stdout == ""
-    assert str(broken) in done.stderr and cause in done.stderr
-    assert "Traceback" not in done.stderr
+# -- the command line: unrecognised members are not a reason to refuse ------------------
+# (a declaration it cannot use is a finding, not a refusal: tests/test_unusable_declaration.py)
 
 
 def test_check_still_takes_a_declaration_with_members_it_does_not_know(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ RECONCILE_DECLARATION_UNUSABLE = _code(
     "reconcile.declaration-unusable",
     _W,
     CAPABILITIES,
-    "a known field of the capabilities declaration is malformed; the declaration is not used",
+    "the capabilities declaration cannot be used (not JSON, not an object, a malformed known "
+    "field, a member named twice, too large); the run is judged as undeclared",
 )
 RECONCILE_DECLARATION_UNRECOGNISED = _code(
     "reconcile.declaration-unrecognised",

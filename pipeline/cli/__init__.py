@@ -78,7 +78,8 @@ def _add_proxy(commands: Any) -> None:
         "--capabilities",
         metavar="FILE",
         help="the agent's AgentCapabilities declaration (JSON): report where a stream "
-        "contradicts it (never rejects)",
+        "contradicts it (never rejects; one it cannot use is a finding, and the stream is "
+        "judged as undeclared)",
     )
     declared.add_argument(
         "--agent-resource",
@@ -90,6 +91,9 @@ def _add_proxy(commands: Any) -> None:
 
 def _proxy(args: argparse.Namespace, out: TextIO) -> int:
     declaration = declaration_from_files(args.capabilities, args.agent_resource)
+    if declaration is not None and not declaration.usable:
+        # The producer's mistake never stops the proxy: said once now, and on every run.
+        print(f"agui-pipeline: {inert(declaration.notes[0].message)}", file=sys.stderr)
     try:
         cli_http.run_proxy(args, declaration)
     except ModuleNotFoundError as error:

@@ -7,6 +7,7 @@ import argparse
 import io
 import itertools
 import os
+import stat
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -26,7 +27,7 @@ from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
 from agui_pipeline.delivery.redaction import redact_url
 from agui_pipeline.errors import Diagnostic, InputRejected, UsageError
-from agui_pipeline.model.declared import read_declaration
+from agui_pipeline.model.declared import derive_declaration, read_declaration
 from agui_pipeline.subscribers import Sink
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def _check_source(
 def _run_source(
     name: str, settings: Settings, progress: bool, sink: Sink | None = None
 ) -> tuple[RunResult, str | None]:
-    declaration = _declaration(settings)
+    declaration = settings.declaration
     raw_input, input_name = _run_input(name, settings)
     meter = cli_http.StreamMeter(sys.stderr, forced=settings.progress) if progress else None
     sinks: list[Sink] = [meter] if meter else []
@@ -327,37 +328,42 @@ def _run_input(name: str, settings: Settings) -> tuple[dict[str, Any] | None, st
     return _input_document(data, where), where
 
 
-def _declaration(settings: Settings) -> Declaration | None:
-    """The declaration named by ``--capabilities`` or ``--agent-resource``, if any."""
-    return declaration_from_files(settings.capabilities, settings.agent_resource)
-
-
 def declaration_from_files(
     capabilities: str | None, agent_resource: str | None
 ) -> Declaration | None:
-    """The declaration ``--capabilities`` or ``--agent-resource`` names, read strictly: the
-    library reads a declaration it cannot use as none, with a warning on every stream
-    (``reconcile.declaration-unusable``), but a file the command line was given that
-    cannot be used is its own configuration gone wrong, refused naming the file."""
+    """The declaration ``--capabilities`` or ``--agent-resource`` names, read once.
+
+    Who made the mistake decides the answer. A file the operator named that is not there,
+    is a directory or cannot be opened is a usage error naming it (exit 2). A file that
+    opens but cannot be used as a declaration — not JSON, not an object, a malformed
+    field, a member named twice, over the size or depth limit — is the producer's: it is
+    read as the library reads it, unusable, and every stream is judged as undeclared with
+    ``reconcile.declaration-unusable`` saying why, for "a rejected or absent declaration
+    MUST NOT prevent a run" (``/spec/1.1/basic/capabilities``, Error Handling).
+    """
     path = capabilities or agent_resource
     if path is None:
         return None
-    if not Path(path).is_file():
-        raise CommandError(f"no such file: {path}")
-    from agui_pipeline.model.agent_resource import capabilities_from_agent_resource
-    from agui_pipeline.model.capabilities import AgentCapabilities
+    _openable(path)
+    if capabilities:
+        return read_declaration(Path(path))
+    return derive_declaration(path)
 
+
+def _openable(path: str) -> None:
+    """Refuse, naming it, a file the command line was given that cannot be opened."""
     try:
-        if capabilities:
-            model = AgentCapabilities.load(Path(path))
-        else:
-            model = capabilities_from_agent_resource(Path(path))
-    except orjson.JSONDecodeError as error:
-        raise CommandError(f"{path} is not JSON: {error}") from None
-    except (OSError, ValueError) as error:  # DeclarationUnusable, AgentResourceError, too large
-        what = "a declaration" if capabilities else "the declaration of an agent resource"
-        raise CommandError(f"{path} is not usable as {what}: {error}") from None
-    return read_declaration(model)
+        kind = os.stat(path).st_mode
+        if stat.S_ISDIR(kind):
+            raise CommandError(f"{path} is a directory, not a file")
+        if not stat.S_ISREG(kind):
+            raise CommandError(f"{path} is not a regular file")
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise CommandError(f"no such file: {path}") from None
+    except OSError as error:
+        raise CommandError(f"cannot open {path}: {error.strerror or error}") from None
 
 
 def missing_extra(error: ModuleNotFoundError, extra: str, doing: str) -> CommandError:
@@ -438,7 +444,8 @@ def _add_reading_options(check: Any) -> None:
         "--capabilities",
         metavar="FILE",
         help="the agent's AgentCapabilities declaration (JSON): report where the stream "
-        "contradicts it (never rejects)",
+        "contradicts it (never rejects; one it cannot use is a finding, and the stream is "
+        "judged as undeclared)",
     )
     declared.add_argument(
         "--agent-resource",
@@ -595,8 +602,8 @@ def _seconds(text: str) -> float:
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     settings = _settings(args, out)
-    # A middleware or a declaration file that cannot be used ends here, before any report.
-    _pipeline(settings, _declaration(settings))
+    # A middleware that cannot be used ends here, before any report.
+    _pipeline(settings, settings.declaration)
     sources = _sources(args.sources)
     report = REPORTS[args.format]
     many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
@@ -653,6 +660,7 @@ def _settings(args: argparse.Namespace, out: TextIO) -> Settings:
         peer_version=args.peer_version,
         capabilities=args.capabilities,
         agent_resource=args.agent_resource,
+        declaration=declaration_from_files(args.capabilities, args.agent_resource),
         input=args.input,
         headers=tuple(args.header),
         progress=args.progress,

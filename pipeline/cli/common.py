@@ -10,6 +10,7 @@ from typing import TextIO
 
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline.cli.config import Gate
+from agui_pipeline.declaration import Declaration
 from agui_pipeline.options import Options
 from agui_pipeline.stage import Stage, StageFactory, StreamContext
 
@@ -147,6 +148,9 @@ class Settings:
     peer_version: str | None
     capabilities: str | None
     agent_resource: str | None
+    declaration: Declaration | None
+    """What ``capabilities`` or ``agent_resource`` holds, read once (:func:`declaration_from_files
+    <agui_pipeline.cli.check.declaration_from_files>`) and carried to every process."""
     input: str | None
     headers: tuple[str, ...]
     progress: bool

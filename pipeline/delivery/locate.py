@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from agui_pipeline._json import unescape
+from agui_pipeline._json import read_document, unescape
 from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME, PARSE_NOT_JSON
 from agui_pipeline.errors import Diagnostic
 
@@ -110,12 +110,14 @@ def locate_findings(
 
 
 def locate_pointer(path: Path, pointer: str) -> Position | None:
-    """Where ``pointer`` leads in the JSON document ``path`` (as far as it exists)."""
+    """Where ``pointer`` leads in the JSON document ``path`` (as far as it exists); a file
+    over ``MAX_DOCUMENT`` is not read, as a declaration that large was not read either."""
     try:
-        text = _read_text(path)
+        text = read_document(path).decode("utf-8", "surrogateescape")
+        text = text.replace("\r\n", "\n").replace("\r", "\n").removeprefix(_BOM)  # as open()
         frame = _Frame(text, None, _skip_space(text, 0))
         return frame.position(_find(text, frame.start, _tokens(pointer)))
-    except (OSError, ValueError):  # unreadable, or not JSON on the way
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or too deep on the way
         return None
 
 

@@ -35,9 +35,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-from agui_pipeline._json import read_document
-from agui_pipeline.errors import AguiPipelineError
+from agui_pipeline._json import DuplicateMember, load_document, read_document
+from agui_pipeline.errors import DeclarationUnusable
 from agui_pipeline.model.capabilities import AgentCapabilities
 
 AGENT_TYPES = ("llmAgent", "remoteDialogflowAgent", "remoteA2aAgent")
@@ -51,23 +50,25 @@ CALLBACKS = (
 )
 
 
-class AgentResourceError(AguiPipelineError, ValueError):
-    """A field of the agent resource this mapping reads has the wrong type."""
+class AgentResourceError(DeclarationUnusable):
+    """A field of the agent resource this mapping reads has the wrong type, or a member is
+    named twice: a resource no declaration can be derived from is a declaration the consumer
+    cannot use (``pointer`` is in the resource)."""
 
-    def __init__(self, pointer: str, expected: str, found: Any) -> None:
-        self.pointer = pointer
-        super().__init__(
-            f"agent resource {pointer}: expected {expected}, found {type(found).__name__}"
-        )
+    def __init__(self, pointer: str, reason: str) -> None:
+        super().__init__(pointer, reason, "agent resource")
 
 
 def read_agent_resource(source: Mapping[str, Any] | bytes | str | os.PathLike[str]) -> Any:
     """The resource as a decoded JSON value (from a dict, JSON bytes or text, or a file)."""
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, bytes | str):
-        return orjson.loads(source)
-    return orjson.loads(read_document(source))
+    if isinstance(source, str):
+        source = source.encode("utf-8", "surrogatepass")  # orjson refuses a lone surrogate
+    try:
+        return load_document(source if isinstance(source, bytes) else read_document(source))
+    except DuplicateMember as exc:
+        raise AgentResourceError(exc.pointer, exc.reason) from None
 
 
 def capabilities_from_agent_resource(
@@ -89,9 +90,7 @@ def declaration_document(resource: Any) -> dict[str, Any]:
         ces["resource"] = _string(agent["name"], "/name")
     kinds = [kind for kind in AGENT_TYPES if kind in agent]
     if len(kinds) > 1:
-        raise AgentResourceError(
-            "/" + kinds[1], f"at most one of {', '.join(AGENT_TYPES)}", agent[kinds[1]]
-        )
+        raise _wrong("/" + kinds[1], f"at most one of {', '.join(AGENT_TYPES)}", agent[kinds[1]])
     if kinds:
         ces["agentType"] = kinds[0]
     document: dict[str, Any] = {}
@@ -192,23 +191,27 @@ def _last(resource_name: str) -> str:
 
 def _object(value: Any, pointer: str) -> dict[str, Any]:
     if type(value) is not dict:
-        raise AgentResourceError(pointer or "/", "an object", value)
+        raise _wrong(pointer, "an object", value)
     return value
 
 
 def _list(value: Any, pointer: str) -> list[Any]:
     if type(value) is not list:
-        raise AgentResourceError(pointer, "an array", value)
+        raise _wrong(pointer, "an array", value)
     return value
 
 
 def _string(value: Any, pointer: str) -> str:
     if type(value) is not str:
-        raise AgentResourceError(pointer, "a string", value)
+        raise _wrong(pointer, "a string", value)
     return value
 
 
 def _boolean(value: Any, pointer: str) -> bool:
     if type(value) is not bool:
-        raise AgentResourceError(pointer, "a boolean", value)
+        raise _wrong(pointer, "a boolean", value)
     return value
+
+
+def _wrong(pointer: str, expected: str, found: Any) -> AgentResourceError:
+    return AgentResourceError(pointer, f"expected {expected}, found {type(found).__name__}")

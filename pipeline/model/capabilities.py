@@ -26,8 +26,15 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-import orjson
-from agui_pipeline._json import describe, escape, join_pointer, read_document, unescape
+from agui_pipeline._json import (
+    DuplicateMember,
+    describe,
+    escape,
+    join_pointer,
+    load_document,
+    read_document,
+    unescape,
+)
 from agui_pipeline.declaration import CapabilitiesSource
 from agui_pipeline.errors import DeclarationUnusable
 from agui_pipeline.events import MAX_SAFE_INTEGER, OpenObject
@@ -177,8 +184,8 @@ class AgentCapabilities(_Declared):
 
     ``AgentCapabilities.load(source)`` reads one from a file (a ``Path`` or a ``str``),
     JSON bytes, or a dict, and raises :class:`DeclarationUnusable` naming the field
-    when a known field is malformed. Unrecognised members are kept in each
-    object's ``model_extra``. :class:`Declaration` is the lenient reader the
+    when a known field is malformed or a member is named twice. Unrecognised members
+    are kept in each object's ``model_extra``. :class:`Declaration` is the lenient reader the
     pipeline uses.
     """
 
@@ -199,7 +206,10 @@ class AgentCapabilities(_Declared):
         """Read and validate a declaration; :class:`DeclarationUnusable` if it cannot be used."""
         if isinstance(source, AgentCapabilities):
             return source
-        document = _document(source)
+        try:
+            document = _document(source)
+        except DuplicateMember as exc:
+            raise DeclarationUnusable(exc.pointer, exc.reason) from None
         if type(document) is not dict:
             raise DeclarationUnusable("", f"expected a JSON object, found {describe(document)}")
         try:
@@ -241,11 +251,11 @@ def _document(source: object) -> Any:
     if isinstance(source, Mapping):
         return dict(source)
     if isinstance(source, bytes):
-        return orjson.loads(source)
+        return load_document(source)
     if isinstance(source, str):
-        return orjson.loads(_read_path(source))
+        return load_document(_read_path(source))
     if isinstance(source, os.PathLike):
-        return orjson.loads(read_document(source))
+        return load_document(read_document(source))
     return source
 
 

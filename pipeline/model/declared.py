@@ -11,7 +11,9 @@ when there is a declaration to read, so ``agui-pipeline check FILE`` never pays 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -39,9 +41,11 @@ if TYPE_CHECKING:
 def read_declaration(source: Declaration | CapabilitiesSource | None) -> Declaration:
     """A declaration as the pipeline holds it, read leniently: never raises for the content.
 
-    A malformed known field makes it unusable (``capabilities`` is ``None``) with a note
-    naming the field; unrecognised members are kept and noted
-    (``/spec/1.1/basic/capabilities``, Error Handling).
+    What cannot be used as a declaration — a file that cannot be read or is over
+    ``MAX_DOCUMENT``, text that is not JSON, JSON that is not an object, a member named
+    twice, a malformed known field — makes it unusable (``capabilities`` is ``None``) with a
+    note naming the file, the field and what was wrong; unrecognised members are kept and
+    noted (``/spec/1.1/basic/capabilities``, Error Handling).
     """
     if source is None:
         return Declaration.NONE
@@ -49,12 +53,34 @@ def read_declaration(source: Declaration | CapabilitiesSource | None) -> Declara
         return source
     from agui_pipeline.model.capabilities import AgentCapabilities  # pydantic: only now
 
+    named = "declaration"
+    if isinstance(source, str | os.PathLike):
+        named += f" {os.fsdecode(source)}"
+    return _lenient(lambda: AgentCapabilities.load(source), named)
+
+
+def derive_declaration(resource: str | os.PathLike[str]) -> Declaration:
+    """The declaration derived from the CES agent resource in the file ``resource``, read as
+    leniently as :func:`read_declaration`: a resource no declaration can be derived from is a
+    declaration the consumer cannot use (seed 004), never a reason to stop."""
+    from agui_pipeline.model.agent_resource import capabilities_from_agent_resource
+
+    path = Path(resource)
+    named = f"the declaration derived from agent resource {path}"
+    return _lenient(lambda: capabilities_from_agent_resource(path), named)
+
+
+def _lenient(load: Callable[[], AgentCapabilities], named: str) -> Declaration:
+    """What ``load`` reads, as a :class:`Declaration`: unusable, with the note saying why,
+    when it raises for what the document holds; ``named`` is what the note calls it."""
     try:
-        capabilities = AgentCapabilities.load(source)
-    except DeclarationUnusable as exc:
-        return Declaration(None, (_unusable(exc.pointer, exc.reason),))
-    except (OSError, orjson.JSONDecodeError) as exc:
-        return Declaration(None, (_unusable("", f"cannot be read: {exc}"),))
+        capabilities = load()
+    except DeclarationUnusable as exc:  # a malformed field, a member named twice
+        return Declaration(None, (_unusable(named, exc.pointer, exc.reason),))
+    except orjson.JSONDecodeError as exc:
+        return Declaration(None, (_unusable(named, "", f"not JSON: {exc}"),))
+    except OSError as exc:  # a file that cannot be read, or is over MAX_DOCUMENT
+        return Declaration(None, (_unusable(named, "", f"cannot be read: {exc}"),))
     notes = tuple(
         DeclarationNote(
             RECONCILE_DECLARATION_UNRECOGNISED,
@@ -213,11 +239,12 @@ def _refused_members(
             )
 
 
-def _unusable(pointer: str, reason: str) -> DeclarationNote:
+def _unusable(named: str, pointer: str, reason: str) -> DeclarationNote:
+    """``declaration caps.json is unusable at /reasoning/supported (...)``."""
     return DeclarationNote(
         RECONCILE_DECLARATION_UNUSABLE,
-        f"declaration {pointer or '/'} is malformed ({reason}); the declaration is not used "
-        "and the run proceeds as for an agent that declared nothing",
+        f"{named} is unusable at {pointer or '/'} ({reason}); it is not used, and the run "
+        "proceeds as for an agent that declared nothing",
         pointer,
     )
 
