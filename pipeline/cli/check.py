@@ -24,7 +24,7 @@ from agui_pipeline.cli import recordings
 from agui_pipeline.cli.config import FAIL_ON, FAIL_ON_ALIASES, LEVELS, ConfigError, build_gate
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
-from agui_pipeline.delivery.redaction import redact_url
+from agui_pipeline.delivery.redaction import redact_in, redact_source
 from agui_pipeline.errors import Diagnostic, InputRejected, UsageError
 from agui_pipeline.model.declared import read_declaration
 from agui_pipeline.subscribers import Sink
@@ -59,15 +59,16 @@ def _check_source(
 ) -> Checked:
     """Check one source; a usage error becomes a :class:`Checked` with status 2.
 
-    The source is named in the report as it may be written: a URL redacted, a file name
-    that is not UTF-8 with its bytes escaped. ``sink`` sees the delivered events (the
-    fleet's run fields).
+    The source is named in the report as it may be written: a URL of any scheme redacted,
+    a file name that is not UTF-8 with its bytes escaped; so is any error about it.
+    ``sink`` sees the delivered events (the fleet's run fields).
     """
-    shown = redact_url(name) if name.startswith(("http://", "https://")) else printable_name(name)
+    shown = printable_name(redact_source(name))
     try:
         result, stream_file = _run_source(name, settings, progress, sink)
     except CommandError as error:
-        return Checked(shown, None, EXIT_USAGE, error=printable_name(str(error)))
+        said = printable_name(redact_in(str(error), name))
+        return Checked(shown, None, EXIT_USAGE, error=said)
     settings.gate.tune(result)
     failures = settings.gate.failures(result)
     status = EXIT_FAILED if failures else EXIT_OK
@@ -97,7 +98,7 @@ def _run_source(
     try:
         return _drain(pipeline, source, body, outgoing), stream_file
     except OSError as error:
-        raise CommandError(f"cannot read {name}: {error}") from error
+        raise CommandError(f"cannot read {redact_source(name)}: {error}") from error
     finally:
         if meter is not None:
             meter.close()
@@ -144,10 +145,30 @@ def _local_source(name: str) -> tuple[Source, str | None, Fixture | None]:
         source, fixture = _open_stored(name)
         return source, None, fixture
     path = Path(name)
-    if not path.is_file():
-        raise CommandError(f"no such file: {name}")
+    _is_a_file(name)
     fixture = _fixture(path)
     return path, None if fixture is not None else name, fixture
+
+
+def _is_a_file(name: str, what: str = "") -> None:
+    """Refuse ``name`` unless it is a regular file, saying what it is: a FIFO or a device
+    is never opened (it may never end, or never begin), a directory found in a listing
+    is one that could not be listed."""
+    from agui_pipeline._json import not_a_file
+
+    try:
+        kind = not_a_file(name)
+    except FileNotFoundError:
+        raise CommandError(f"{what}no such file: {name}") from None
+    except OSError as error:
+        raise CommandError(f"{what}cannot read {name}: {error.strerror or error}") from None
+    if kind == "a directory":
+        try:
+            os.scandir(name).close()
+        except OSError as error:
+            kind += f" that cannot be listed ({error.strerror or error})"
+    if kind is not None:
+        raise CommandError(f"{what}{name} is {kind}, not a file: it is not read")
 
 
 def _outgoing(
@@ -255,9 +276,9 @@ def _open_stored(name: str) -> tuple[Source, Fixture | None]:
     except ModuleNotFoundError as error:
         raise missing_extra(error, "dask", f"reading {name}") from None
     except FileNotFoundError:
-        raise CommandError(f"no such file: {name}") from None
+        raise CommandError(f"no such file: {redact_source(name)}") from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot read {name}: {error}") from None
+        raise CommandError(f"cannot read {redact_source(name)}: {error}") from None
     from agui_pipeline.testing import conformance
 
     try:
@@ -311,8 +332,7 @@ def _run_input(name: str, settings: Settings) -> tuple[dict[str, Any] | None, st
         )
     where = recordings.paired(settings.run_input, name)
     if not recordings.is_stored(where):
-        if not Path(where).is_file():
-            raise CommandError(f"no run input for {name}: no such file: {where}")
+        _is_a_file(where, f"no run input for {name}: ")
         return read_input(Path(where)), where
     from agui_pipeline._json import MAX_DOCUMENT
 
@@ -321,10 +341,12 @@ def _run_input(name: str, settings: Settings) -> tuple[dict[str, Any] | None, st
     except ModuleNotFoundError as error:
         raise missing_extra(error, "dask", f"reading {where}") from None
     except FileNotFoundError:
-        raise CommandError(f"no run input for {name}: no such file: {where}") from None
+        said = f"no such file: {redact_source(where)}"
+        raise CommandError(f"no run input for {redact_source(name)}: {said}") from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot read the run input {where}: {error}") from None
-    return _input_document(data, where), where
+        said = redact_in(str(error), where)
+        raise CommandError(f"cannot read the run input {redact_source(where)}: {said}") from None
+    return _input_document(data, redact_source(where)), where
 
 
 def _declaration(settings: Settings) -> Declaration | None:
@@ -342,7 +364,7 @@ def declaration_from_files(
     path = capabilities or agent_resource
     if path is None:
         return None
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise CommandError(f"no such file: {path}")
     from agui_pipeline.model.agent_resource import capabilities_from_agent_resource
     from agui_pipeline.model.capabilities import AgentCapabilities
@@ -713,9 +735,8 @@ def _on_cluster(
     settings = replace(settings, sarif_root=str(Path(settings.sarif_root or os.getcwd()).resolve()))
 
     def unchecked(name: str, cause: str) -> tuple[int, str]:
-        return render_checked(
-            Checked(printable_name(name), None, EXIT_USAGE, error=cause), settings
-        )
+        shown, said = printable_name(redact_source(name)), redact_in(cause, name)
+        return render_checked(Checked(shown, None, EXIT_USAGE, error=said), settings)
 
     try:
         client = stack.enter_context(cluster.connect(scheduler))
@@ -754,7 +775,8 @@ def _is_collection(source: str) -> bool:
     except ModuleNotFoundError as error:
         raise missing_extra(error, "dask", f"reading {source}") from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot list {source}: {error}") from None
+        said = redact_in(str(error), source)
+        raise CommandError(f"cannot list {redact_source(source)}: {said}") from None
 
 
 def _expand(source: str) -> Iterator[tuple[str, int | None]]:
@@ -766,4 +788,5 @@ def _expand(source: str) -> Iterator[tuple[str, int | None]]:
     except recordings.NothingFound as error:
         raise CommandError(str(error)) from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot list {source}: {error}") from None
+        said = redact_in(str(error), source)
+        raise CommandError(f"cannot list {redact_source(source)}: {said}") from None
