@@ -117,10 +117,12 @@ def sarif_run(
 def _artifact(path: str, base: Path) -> dict[str, Any]:
     """A file's artifact location: relative to ``base`` when inside it, else a file:// URI.
 
-    Stdin has no file: it is named ``stdin``, relative to nothing.
+    Stdin has no file: it is named ``stdin``, relative to nothing; a URL source is its URL.
     """
     if path == "-":
         return {"uri": "stdin"}
+    if "://" in path:  # a URL (an agent's, an fsspec one): itself, already redacted
+        return {"uri": path}
     absolute = Path(path).resolve()
     if absolute.is_relative_to(base):
         return {"uri": absolute.relative_to(base).as_posix(), "uriBaseId": ROOT_ID}
