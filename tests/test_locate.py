@@ -141,3 +141,23 @@ def test_a_report_places_findings_without_holding_the_file(tmp_path: Path) -> No
     )
     plain_mb = int(checked.stdout.split()[1])
     assert peak_mb < plain_mb + size_mb / 4, (peak_mb, plain_mb, size_mb)
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+def test_a_byte_that_is_not_utf8_is_placed_where_it_is(tmp_path: Path, framing: str) -> None:
+    # orjson places every UTF-8 error at the frame's start; the parse stage and the report
+    # both name the bad byte (issue 34).
+    from agui_pipeline import Pipeline, run_sync
+
+    event = b'{"type":"RUN_STARTED","threadId":"t","runId":"r","x":"ab\xffcd"}'
+    data = {"sse": b"data: " + event + b"\n\n", "jsonl": event + b"\n", "json": event}[framing]
+    column = 57 + (6 if framing == "sse" else 0)
+    path = tmp_path / "stream"
+    path.write_bytes(data)
+    result = run_sync(path, Pipeline(framing=framing))
+    rejection = result.verdict.error
+    assert rejection is not None and rejection.code == "parse.not-json"
+    if framing != "json":  # a document is refused before it is decoded frame by frame
+        assert "byte 0xff is not UTF-8, at character 57 of the frame" in str(rejection)
+    finding = Diagnostic(rejection.code, Severity.ERROR, "m", rejection.event_index)
+    assert places(tmp_path, data, framing, finding) == [(1, column)]

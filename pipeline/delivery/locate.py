@@ -45,6 +45,8 @@ _BLANK = " \t\n\r\x0b\x0c"
 """What ``bytes.isspace`` counts as blank, as the parse stage tests a frame."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 _SCAN = json.JSONDecoder()
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, as the file is read (``errors="surrogateescape"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,9 @@ def locate_pointer(path: Path, pointer: str) -> Position | None:
 def _place(finding: Diagnostic, frame: _Frame) -> Position:
     text, start = frame.text, _skip_space(frame.text, frame.start)
     if finding.code == PARSE_NOT_JSON.id:
+        undecodable = _NOT_UTF8.search(text, frame.start)
+        if undecodable is not None:  # read as surrogate escapes; orjson would say 0
+            return frame.position(undecodable.start())
         try:
             orjson.loads(text[frame.start :] if frame.start else text)
         except orjson.JSONDecodeError as error:
