@@ -161,3 +161,29 @@ def test_a_byte_that_is_not_utf8_is_placed_where_it_is(tmp_path: Path, framing: 
         assert "byte 0xff is not UTF-8, at character 57 of the frame" in str(rejection)
     finding = Diagnostic(rejection.code, Severity.ERROR, "m", rejection.event_index)
     assert places(tmp_path, data, framing, finding) == [(1, column)]
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+def test_a_line_longer_than_any_frame_is_read_in_bounded_memory(
+    tmp_path: Path, framing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 34: a 1 GB single-line file peaked at 3.1 GB. A frame past max_frame_bytes was
+    # refused where it began, so placement holds no more of a line than that (here 1,000).
+    import tracemalloc
+
+    from agui_pipeline.delivery import locate
+
+    monkeypatch.setattr(locate, "MAX_LINE", 1_000, raising=False)
+    monkeypatch.setattr(locate, "MAX_TEXT", 1_000, raising=False)
+    head = b"data: " if framing == "sse" else b""
+    data = head + b'{"type": "X", "pad": "' + b"x" * 4_000_000 + b'"}\n\n' + head + b"{}\n\n"
+    tracemalloc.start()
+    try:
+        placed = places(tmp_path, data, framing, at(0), at(1))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000, peak
+    column = len(head) + 1
+    expected = {"sse": [(1, column), (3, 7)], "jsonl": [(1, 1), (3, 1)], "json": [None, None]}
+    assert placed == expected[framing]
