@@ -3,6 +3,7 @@ leads a finding with, counted in the file for every framing that has lines."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,37 @@ def test_a_line_longer_than_any_frame_is_read_in_bounded_memory(
     column = len(head) + 1
     expected = {"sse": [(1, column), (3, 7)], "jsonl": [(1, 1), (3, 1)], "json": [None, None]}
     assert placed == expected[framing]
+
+
+def test_findings_are_not_placed_in_a_file_that_is_no_longer_the_one_judged(
+    tmp_path: Path,
+) -> None:
+    # issue 34: a file rewritten between the check and the re-read had its findings placed
+    # on other events. The report places nothing then, and says why.
+    from agui_pipeline import Pipeline, run_sync
+    from agui_pipeline.cli import build_parser
+    from agui_pipeline.cli.check import _check_source, _settings
+    from agui_pipeline.cli.output import REPORTS
+    from agui_pipeline.delivery.locate import CHANGED, changed_since, stamp
+    from agui_pipeline.delivery.report import findings
+
+    path = tmp_path / "run.jsonl"
+    judged_text = b'{"type": "RUN_STARTED", "threadId": "t", "runId": "r", "extra": 1}\n'
+    path.write_bytes(judged_text)
+    result = run_sync(path, Pipeline())
+    judged = stamp(path)
+    assert any(f.position for f in findings(result, stream=str(path), judged=judged))
+    path.write_bytes(b"\n\n\n" + judged_text)  # the same event, three lines later
+    said = changed_since(path, judged)
+    assert said == f"{path} changed after it was checked (size or modification time)"
+    assert not any(f.position for f in findings(result, stream=str(path), judged=judged))
+    assert changed_since(path, CHANGED) == f"{path} changed while it was checked"
+
+    out = io.StringIO()
+    settings = _settings(build_parser("check").parse_args(["check", str(path)]), out)
+    checked = _check_source(str(path), settings, progress=False)
+    assert checked.judged == stamp(path)
+    path.write_bytes(judged_text)
+    REPORTS["text"].write(checked, settings, out)
+    assert f"note: {path} changed after it was checked" in out.getvalue()
+    assert f"{path}:" not in out.getvalue().replace(f"{path}: ", "")  # no line:column

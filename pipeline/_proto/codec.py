@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 _ENVELOPE = agui_pb2.Event
+_ENVELOPE_KIND: Any = _ENVELOPE.DESCRIPTOR  # upb's Descriptor, typed apart from the Python one
 _EVENT_TYPE = agui_pb2.EventType
 _PATCH_OP = agui_pb2.JsonPatchOperationType
 _ARMS = {field.name for field in _ENVELOPE.DESCRIPTOR.oneofs_by_name["event"].fields}
@@ -123,7 +124,7 @@ def decode(
     """
     if max_entries is not None and len(data) > 2 * max_entries:
         # Each message takes at least 2 bytes on the wire: a shorter frame cannot exceed.
-        _count_entries(data, _ENVELOPE.DESCRIPTOR, max_entries)
+        _count_entries(data, _ENVELOPE_KIND, max_entries)
     envelope = _ENVELOPE.FromString(data)
     # Known fields the parser could not read are kept as unknown fields; so are a later
     # schema's fields, which are skipped silently. Dropping the unknown ones changes the

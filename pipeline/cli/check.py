@@ -24,6 +24,7 @@ from agui_pipeline.cli import recordings
 from agui_pipeline.cli.config import FAIL_ON, FAIL_ON_ALIASES, LEVELS, ConfigError, build_gate
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
+from agui_pipeline.delivery.locate import CHANGED, Stamp, stamp
 from agui_pipeline.delivery.redaction import redact_in, redact_source
 from agui_pipeline.errors import Diagnostic, InputRejected, UsageError
 from agui_pipeline.model.declared import read_declaration
@@ -65,19 +66,21 @@ def _check_source(
     """
     shown = printable_name(redact_source(name))
     try:
-        result, stream_file = _run_source(name, settings, progress, sink)
+        result, stream_file, judged = _run_source(name, settings, progress, sink)
     except CommandError as error:
         said = printable_name(redact_in(str(error), name))
         return Checked(shown, None, EXIT_USAGE, error=said)
     settings.gate.tune(result)
     failures = settings.gate.failures(result)
     status = EXIT_FAILED if failures else EXIT_OK
-    return Checked(shown, result, status, failures, stream_file=stream_file)
+    return Checked(shown, result, status, failures, stream_file=stream_file, judged=judged)
 
 
 def _run_source(
     name: str, settings: Settings, progress: bool, sink: Sink | None = None
-) -> tuple[RunResult, str | None]:
+) -> tuple[RunResult, str | None, Stamp | None]:
+    """The result, the file its findings are placed in, and that file's stamp as it was
+    read (``CHANGED`` when it changed under the read)."""
     declaration = _declaration(settings)
     raw_input, input_name = _run_input(name, settings)
     meter = cli_http.Progress(sys.stderr, forced=settings.progress) if progress else None
@@ -85,7 +88,7 @@ def _run_source(
     if sink is not None:
         sinks.append(sink)
     if name.startswith(("http://", "https://")):
-        return _check_url(name, settings, raw_input, declaration, meter), None
+        return _check_url(name, settings, raw_input, declaration, meter), None, None
     source, stream_file, fixture = _local_source(name)
     peer = settings.peer_version
     if fixture is not None:
@@ -96,7 +99,11 @@ def _run_source(
     pipeline = _pipeline(replace(settings, peer_version=peer), declaration, sinks, meter)
     body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
-        return _drain(pipeline, source, body, outgoing), stream_file
+        before = stamp(stream_file) if stream_file is not None else None
+        result = _drain(pipeline, source, body, outgoing)
+        if stream_file is None:
+            return result, None, None
+        return result, stream_file, before if stamp(stream_file) == before else CHANGED
     except OSError as error:
         raise CommandError(f"cannot read {redact_source(name)}: {error}") from error
     finally:

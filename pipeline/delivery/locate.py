@@ -58,6 +58,37 @@ _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 """A byte that is not UTF-8, as the file is read (``errors="surrogateescape"``)."""
 
 
+Stamp = tuple[int, int]
+"""A file as it was judged: its size and modification time (ns)."""
+
+
+def stamp(path: str | Path) -> Stamp:
+    """``path``'s :data:`Stamp` now."""
+    status = Path(path).stat()
+    return status.st_size, status.st_mtime_ns
+
+
+CHANGED: Stamp = (-1, -1)
+"""The stamp of a file that changed while it was being checked: no file has it."""
+
+
+def changed_since(path: str | Path, judged: Stamp | None) -> str | None:
+    """Why the findings of ``path`` cannot be placed in it, if it is not the file judged
+    (``None`` when it is, or when ``judged`` is unknown): placing them by line would put
+    them on other events."""
+    if judged is None:
+        return None
+    if judged == CHANGED:
+        return f"{path} changed while it was checked"
+    try:
+        now = stamp(path)
+    except OSError as error:
+        return f"{path} cannot be read again ({error.strerror or error})"
+    if now != judged:
+        return f"{path} changed after it was checked (size or modification time)"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Position:
     """A place in a file: 1-based line and column (in characters)."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from agui_pipeline import catalog
 from agui_pipeline._engine.result import RunResult
-from agui_pipeline.delivery.locate import Position
+from agui_pipeline.delivery.locate import Position, Stamp
 from agui_pipeline.delivery.report import Finding, findings
 from agui_pipeline.errors import Diagnostic
 
@@ -64,6 +64,7 @@ def sarif_run(
     derived: bool = False,
     root: str | None = None,
     error: str | None = None,
+    judged: Stamp | None = None,
 ) -> dict[str, Any]:
     """One SARIF run for one checked stream.
 
@@ -104,7 +105,7 @@ def sarif_run(
     declared_at = None if declaration is None else _artifact(declaration, base)
     # A declaration derived from an agent resource has no lines of its own to point at.
     placed_in = None if derived else declaration
-    for finding in findings(result, stream=stream_file, declaration=placed_in):
+    for finding in findings(result, stream=stream_file, declaration=placed_in, judged=judged):
         rules.setdefault(finding.diagnostic.code, _rule(finding.diagnostic))
         run["results"].append(_result(finding, artifact, declared_at))
     driver["rules"] = list(rules.values())
