@@ -222,3 +222,23 @@ def test_findings_are_not_placed_in_a_file_that_is_no_longer_the_one_judged(
     REPORTS["text"].write(checked, settings, out)
     assert f"note: {path} changed after it was checked" in out.getvalue()
     assert f"{path}:" not in out.getvalue().replace(f"{path}: ", "")  # no line:column
+
+
+def test_a_long_line_that_opens_like_a_fixture_is_not_read_whole(tmp_path: Path) -> None:
+    # A 300 MB JSON line starting with '{' was read whole as a possible fixture: 942 MB.
+    import tracemalloc
+
+    from agui_pipeline._json import MAX_DOCUMENT
+    from agui_pipeline.cli.check import _fixture
+
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as file:
+        file.write(b'{"type": "RUN_STARTED", "pad": "')
+        file.truncate(MAX_DOCUMENT + 1)  # sparse: no disk
+    tracemalloc.start()
+    try:
+        assert _fixture(path) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak

@@ -246,10 +246,16 @@ def _drain(
 
 
 def _fixture(path: Path) -> Fixture | None:
-    """The conformance fixture in ``path``, when it holds one (a JSON object with ``stream``)."""
+    """The conformance fixture in ``path``, when it holds one (a JSON object with ``stream``).
+
+    A fixture is a document, read whole: a file past ``MAX_DOCUMENT`` is none (a 300 MB
+    line that opens like one would otherwise be read into memory before it is judged)."""
+    from agui_pipeline._json import MAX_DOCUMENT
+
     with path.open("rb") as file:
         first = file.readline(1 << 16).strip()
-    if not _may_be_fixture(first):
+        too_long = os.fstat(file.fileno()).st_size > MAX_DOCUMENT
+    if too_long or not _may_be_fixture(first):
         return None
     from agui_pipeline.testing import conformance
 
