@@ -8,6 +8,7 @@
 - :func:`copy_json`: a deep copy of a JSON value, at any depth;
 - :func:`read_document`: a JSON document's file, read no further than ``MAX_DOCUMENT``;
 - :func:`load_document`: a JSON document decoded, refused when an object names a member twice.
+- :func:`not_a_file`: what a path is when it is not a file that can be read to its end.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -32,10 +34,44 @@ class DocumentTooLarge(OSError):
     """A document's file is over ``MAX_DOCUMENT``: refused, never read whole."""
 
 
+class NotAFile(OSError):
+    """A path that names a device, a socket or a directory, which are never read as a
+    document or a recording: a device may never end, nor a directory be read."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_a_file(path: str | os.PathLike[str], mode: int | None = None) -> str | None:
+    """What ``path`` is (``"a FIFO (named pipe)"``...) when it is not a regular file, else
+    ``None``; ``mode`` is its ``st_mode`` when already known (``FileNotFoundError`` when it
+    does not exist)."""
+    mode = os.stat(path).st_mode if mode is None else mode
+    return None if stat.S_ISREG(mode) else next((k for is_, k in _KINDS if is_(mode)), "no file")
+
+
 def read_document(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a JSON document's file, refused past ``MAX_DOCUMENT`` bytes (a file that
-    grows while read, or a pipe, is cut at the cap and refused too)."""
-    with open(path, "rb") as file:
+    grows while read, or a pipe, is cut at the cap and refused too).
+
+    A pipe (``--input <(jq ...)``) is read; it is opened without waiting for a writer, so a
+    FIFO nobody writes to reads as empty rather than hanging the process. A device, a
+    socket or a directory is refused (:class:`NotAFile`).
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(descriptor).st_mode
+    kind = not_a_file(path, mode)
+    if kind is not None and not stat.S_ISFIFO(mode):
+        os.close(descriptor)
+        raise NotAFile(f"{os.fsdecode(path)} is {kind}, not a file")
+    os.set_blocking(descriptor, True)  # from here read as any file: to its end
+    with open(descriptor, "rb") as file:
         data = file.read(MAX_DOCUMENT + 1)
     if len(data) > MAX_DOCUMENT:
         size = os.stat(path).st_size

@@ -35,6 +35,11 @@ class Limits:
     max_document_bytes: int = 16 * 1024 * 1024
     """Largest JSON array document, which must be read whole before decoding (decoded,
     a document of the smallest objects takes about 45 times its size)."""
+    max_frame_entries: int = 262_144
+    """Most messages one protobuf frame may hold, every nested message and repeated entry
+    counted, empty or not: an empty one is 2 bytes on the wire and about 600 in memory
+    once decoded, so a frame is bounded by its entries as well as by its bytes (at this
+    limit about 160 MB, below a JSON frame's worst case)."""
     max_diagnostics: int = 10_000
     """Diagnostics kept on the result; later ones are counted, not stored."""
     max_depth: int = 128

@@ -27,9 +27,17 @@ from __future__ import annotations
 from math import isnan
 from typing import ClassVar
 
-from agui_pipeline._proto.codec import DecodeError, FrameInvalid, NonFinite, UnknownArm, decode
+from agui_pipeline._proto.codec import (
+    DecodeError,
+    FrameInvalid,
+    NonFinite,
+    TooManyEntries,
+    UnknownArm,
+    decode,
+)
 from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
+    LIMIT_FRAME_ENTRIES,
     LIMIT_FRAME_SIZE,
     PARSE_NUMBER_RANGE,
     PARSE_PROTO_FRAME,
@@ -54,6 +62,7 @@ class ProtoFrames(Decoder):
         self._buffer = bytearray()
         self._next_frame = 0  # index of the next frame to be read
         self._max_frame = ctx.limits.max_frame_bytes
+        self._max_entries = ctx.limits.max_frame_entries
         ctx.transport = ctx.transport or "proto"
 
     def feed(self, chunk: bytes) -> Batch:
@@ -97,7 +106,16 @@ class ProtoFrames(Decoder):
         index = self._next_frame
         self._next_frame += 1
         try:
-            event = decode(payload, lambda path: self._dropped_part(index, path))
+            event = decode(payload, lambda path: self._dropped_part(index, path), self._max_entries)
+        except TooManyEntries as error:
+            raise self._fail(
+                LIMIT_FRAME_ENTRIES,
+                f"frame {index} ({len(payload)} bytes) holds {error}, over the limit "
+                f"max_frame_entries={error.limit}",
+                events,
+                indices,
+                at=index,
+            ) from None
         except UnknownArm as unknown:
             self.ctx.report(
                 PARSE_PROTO_UNKNOWN_ARM, _no_known_arm(index, unknown), event_index=index

@@ -57,6 +57,16 @@ _loads = orjson.loads
 _DecodeError = orjson.JSONDecodeError
 
 
+def _not_utf8_at(payload: bytes) -> int | None:
+    """The offset of the first byte of ``payload`` that is not UTF-8, if any (RFC 8259 §8.1:
+    JSON text exchanged between systems is UTF-8)."""
+    try:
+        payload.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return error.start
+    return None
+
+
 class Parse(Decoder):
     """The default decoder: SSE, JSON lines or a JSON array document."""
 
@@ -345,10 +355,14 @@ class Parse(Decoder):
                 excerpt = payload[:60].decode("utf-8", "replace")
                 # The position counts in the frame, and says so: a report of a file
                 # places the finding by the file's line and column (agui_pipeline.delivery.locate).
+                why, at = exc.msg, exc.pos
+                bad = _not_utf8_at(payload)
+                if bad is not None:  # orjson places every UTF-8 error at 0
+                    why, at = f"byte {payload[bad]:#04x} is not UTF-8", len(payload[:bad].decode())
                 rejection = StreamRejected(
                     PARSE_NOT_JSON,
-                    f"expected a JSON object in the frame; its bytes do not decode ({exc.msg}, "
-                    f"at character {exc.pos + 1} of the frame): {excerpt!r}",
+                    f"expected a JSON object in the frame; its bytes do not decode ({why}, "
+                    f"at character {at + 1} of the frame): {excerpt!r}",
                 )
                 raise self._rejected_at(rejection, events, len(events)) from None
         return events

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import orjson
+import pytest
 from agui_pipeline import Batch, Options, Pipeline, StreamContext
 from agui_pipeline.catalog import (
     CONVERSATION_ACTIVITY_PATCH,
@@ -207,6 +208,18 @@ def test_a_delta_that_does_not_apply_warns_and_leaves_the_state_exactly() -> Non
     assert warning.code == CONVERSATION_STATE_PATCH.id
     assert warning.pointer == "/delta/2"
     assert "Failed to apply state patch" in str(warning)
+
+
+@pytest.mark.parametrize("op", [["add"], {"op": "add"}, 7])
+def test_an_operation_whose_op_is_not_a_string_is_a_failed_patch_not_a_crash(op: Any) -> None:
+    # A hostile producer's op (an array, an object) cannot be looked up as an operation
+    # name: the patch fails and says why, the state stays as it was (issue 34).
+    delta: Event = {"type": "STATE_DELTA", "delta": [{"op": op, "path": "/n", "value": 1}]}
+    conversation, ctx = materialise([{"type": "STATE_SNAPSHOT", "snapshot": {"n": 0}}, delta])
+    assert conversation.state == {"n": 0}
+    (warning,) = ctx.diagnostics
+    assert warning.code == CONVERSATION_STATE_PATCH.id
+    assert "op is a string" in str(warning)
 
 
 def test_the_state_never_aliases_the_events_that_built_it() -> None:

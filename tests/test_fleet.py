@@ -149,6 +149,98 @@ def test_a_run_input_is_named_from_its_recording() -> None:
         recordings.paired("{path}.json", "a.sse")
 
 
+def test_a_run_input_pattern_takes_only_its_named_fields() -> None:
+    # str.format would read attributes and indices off the values (issue 34): refused.
+    assert recordings.paired("{{x}}/{stem}", "runs/a.sse") == "{x}/a"
+    for hostile in ("{dir.__class__}", "{name[0]}", "{0}", "{}", "{stem!r}", "{dir:>40}"):
+        with pytest.raises(ValueError, match="is none of them"):
+            recordings.paired(hostile, "runs/a.sse")
+    done = agui("check", "x.sse", "--run-input", "{dir.__class__.__mro__}")
+    assert done.returncode == 2 and "is none of them" in done.stderr
+    assert "class" not in done.stderr.replace("{dir.__class__.__mro__}", "")
+
+
+def test_the_listing_visits_each_directory_once_through_links(tmp_path: Path) -> None:
+    runs = tmp_path / "d"
+    (runs / "sub").mkdir(parents=True)
+    (runs / "a.sse").write_bytes(encode(CLEAN, "sse"))
+    (runs / "sub" / "b.sse").write_bytes(encode(CLEAN, "sse"))
+    (runs / "again").symlink_to(".")  # a loop: d/again/again/... is d
+    (runs / "sub" / "up").symlink_to("..")
+    (runs / "elsewhere").symlink_to(runs / "sub")  # the same directory by a second name
+    listed = [name.removeprefix(f"{runs}/") for name, _ in recordings.expand(str(runs))]
+    assert listed == ["a.sse", "elsewhere/b.sse"]
+    done = agui("check", runs, "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"{runs}/a.sse: completed",
+        f"{runs}/elsewhere/b.sse: completed",
+    ]
+
+
+def test_a_tree_deeper_than_the_interpreter_recurses_is_listed(tmp_path: Path) -> None:
+    levels = [str(tmp_path / "deep") + "/x" * depth for depth in range(1_201)]
+    for level in levels:  # os.makedirs and shutil.rmtree recurse: made and removed by hand
+        os.mkdir(level)
+    recording = Path(levels[-1]) / "z.sse"
+    recording.write_bytes(encode(CLEAN, "sse"))
+    try:
+        assert list(recordings.expand(levels[0])) == [(str(recording), recording.stat().st_size)]
+        done = agui("check", "deep", "--quiet", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-500:]
+        assert done.stdout.strip().endswith("/x/z.sse: completed")
+    finally:
+        recording.unlink()
+        for level in reversed(levels):
+            os.rmdir(level)
+
+
+def test_fifos_and_devices_are_named_for_what_they_are_and_never_opened(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a.sse").write_bytes(encode(CLEAN, "sse"))
+    os.mkfifo(runs / "pipe.sse")
+    os.mkfifo(runs / "pipe.json")  # a .json is opened to tell a stream: not this one
+    (runs / "null.jsonl").symlink_to(os.devnull)
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    os.mkfifo(inputs / "a.input.json")
+    done = agui("check", runs, "--quiet", cwd=tmp_path)  # each FIFO would hang it
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [
+        f"{runs}/a.sse: completed",
+        f"{runs}/null.jsonl: error: {runs}/null.jsonl is a character device, not a file: "
+        "it is not read",
+        f"{runs}/pipe.json: error: {runs}/pipe.json is a FIFO (named pipe), not a file: "
+        "it is not read",
+        f"{runs}/pipe.sse: error: {runs}/pipe.sse is a FIFO (named pipe), not a file: "
+        "it is not read",
+    ]
+    paired = agui("check", runs / "a.sse", "--run-input", f"{inputs}/{{stem}}.input.json", "-q")
+    assert paired.returncode == 2
+    assert "a.input.json is a FIFO (named pipe), not a file" in paired.stderr
+    # Named by --input, a pipe is read (`--input <(jq ...)`); one nobody writes to is empty.
+    named = agui("check", runs / "a.sse", "--input", inputs / "a.input.json", "-q")
+    assert named.returncode == 2 and "zero-length, empty document" in named.stderr
+    device = agui("check", runs / "a.sse", "--input", os.devnull, "-q")
+    assert device.returncode == 2 and "is a character device, not a file" in device.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a directory whatever its mode")
+def test_a_directory_that_cannot_be_listed_is_its_own_finding(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    (runs / "locked").mkdir(parents=True)
+    (runs / "a.sse").write_bytes(encode(CLEAN, "sse"))
+    (runs / "locked").chmod(0)
+    try:
+        done = agui("check", runs, "--quiet", cwd=tmp_path)
+    finally:
+        (runs / "locked").chmod(0o755)
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == f"{runs}/a.sse: completed"
+    assert "locked is a directory that cannot be listed (Permission denied)" in done.stdout
+
+
 # -- one process, --jobs and --scheduler print the same report ----------------------------
 
 

@@ -9,11 +9,15 @@ Run a bigger profile by hand with ``HYPOTHESIS_PROFILE=fuzz pytest tests/test_fu
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
+import pytest
 from agui_pipeline import Limits, Outcome, Pipeline, RunResult
 from agui_pipeline.catalog import ALL
 from agui_pipeline.model.patch import size
@@ -501,3 +505,65 @@ def test_many_snapshots_reconcile_as_the_spec_says(
     result, _ = run([encode(events, "sse")])
     assert result.verdict.completed, result.verdict.message
     assert [(m["id"], m["role"]) for m in result.conversation.messages] == model
+
+
+# -- coverage-guided fuzzing of the patch and protobuf paths (atheris, the slow tier) -----
+
+FUZZ_SECONDS = 30
+"""How long each target runs (libFuzzer's -max_total_time)."""
+
+
+def _fuzz_seeds(target: str) -> list[bytes]:
+    """The minimized inputs of issue 34, and a valid input or two to mutate from."""
+    from agui_pipeline._proto.codec import encode_frames
+
+    from tests.test_proto import empty_entries
+
+    if target == "patch":
+        return [
+            b'[{"op":["add"],"path":"/x","value":1}]',  # an op that is no string
+            b'[{"op":{"add":1},"path":"/x","value":1}]',
+            b'[{"op":"move","from":"/a","path":"/a/b/x"}]',
+            b'[{"op":"copy","from":"/a","path":"/z"},{"op":"test","path":"/z/b/0","value":1}]',
+            b'[{"op":"add","path":"/a/b/-","value":[[[[[]]]]]}]',
+        ]
+    return [
+        empty_entries("messages_snapshot", 998),  # at max_frame_entries (the targets' 1,000)
+        empty_entries("messages_snapshot", 999),  # one past it
+        empty_entries("state_delta", 999),
+        encode_frames(
+            [
+                {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": 1}]},
+                {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+            ]
+        ),
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["patch", "proto"])
+def test_coverage_guided_fuzzing_finds_no_crash(target: str, tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for number, seed in enumerate(_fuzz_seeds(target)):
+        (corpus / f"seed-{number}").write_bytes(seed)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("fuzz_targets.py")),
+            target,
+            f"-max_total_time={FUZZ_SECONDS}",
+            "-rss_limit_mb=1024",
+            "-timeout=10",
+            f"-artifact_prefix={tmp_path}/",
+            str(corpus),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=FUZZ_SECONDS + 120,
+        cwd=tmp_path,
+    )
+    found = sorted(path.name for path in tmp_path.iterdir() if path.name != "corpus")
+    assert done.returncode == 0 and not found, (found, done.stderr[-3000:])

@@ -3,6 +3,7 @@ leads a finding with, counted in the file for every framing that has lines."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,103 @@ def test_a_report_places_findings_without_holding_the_file(tmp_path: Path) -> No
     )
     plain_mb = int(checked.stdout.split()[1])
     assert peak_mb < plain_mb + size_mb / 4, (peak_mb, plain_mb, size_mb)
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+def test_a_byte_that_is_not_utf8_is_placed_where_it_is(tmp_path: Path, framing: str) -> None:
+    # orjson places every UTF-8 error at the frame's start; the parse stage and the report
+    # both name the bad byte (issue 34).
+    from agui_pipeline import Pipeline, run_sync
+
+    event = b'{"type":"RUN_STARTED","threadId":"t","runId":"r","x":"ab\xffcd"}'
+    data = {"sse": b"data: " + event + b"\n\n", "jsonl": event + b"\n", "json": event}[framing]
+    column = 57 + (6 if framing == "sse" else 0)
+    path = tmp_path / "stream"
+    path.write_bytes(data)
+    result = run_sync(path, Pipeline(framing=framing))
+    rejection = result.verdict.error
+    assert rejection is not None and rejection.code == "parse.not-json"
+    if framing != "json":  # a document is refused before it is decoded frame by frame
+        assert "byte 0xff is not UTF-8, at character 57 of the frame" in str(rejection)
+    finding = Diagnostic(rejection.code, Severity.ERROR, "m", rejection.event_index)
+    assert places(tmp_path, data, framing, finding) == [(1, column)]
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl", "json"])
+def test_a_line_longer_than_any_frame_is_read_in_bounded_memory(
+    tmp_path: Path, framing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 34: a 1 GB single-line file peaked at 3.1 GB. A frame past max_frame_bytes was
+    # refused where it began, so placement holds no more of a line than that (here 1,000).
+    import tracemalloc
+
+    from agui_pipeline.delivery import locate
+
+    monkeypatch.setattr(locate, "MAX_LINE", 1_000, raising=False)
+    monkeypatch.setattr(locate, "MAX_TEXT", 1_000, raising=False)
+    head = b"data: " if framing == "sse" else b""
+    data = head + b'{"type": "X", "pad": "' + b"x" * 4_000_000 + b'"}\n\n' + head + b"{}\n\n"
+    tracemalloc.start()
+    try:
+        placed = places(tmp_path, data, framing, at(0), at(1))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000, peak
+    column = len(head) + 1
+    expected = {"sse": [(1, column), (3, 7)], "jsonl": [(1, 1), (3, 1)], "json": [None, None]}
+    assert placed == expected[framing]
+
+
+def test_findings_are_not_placed_in_a_file_that_is_no_longer_the_one_judged(
+    tmp_path: Path,
+) -> None:
+    # issue 34: a file rewritten between the check and the re-read had its findings placed
+    # on other events. The report places nothing then, and says why.
+    from agui_pipeline import Pipeline, run_sync
+    from agui_pipeline.cli import build_parser
+    from agui_pipeline.cli.check import _check_source, _settings
+    from agui_pipeline.cli.output import REPORTS
+    from agui_pipeline.delivery.locate import CHANGED, changed_since, stamp
+    from agui_pipeline.delivery.report import findings
+
+    path = tmp_path / "run.jsonl"
+    judged_text = b'{"type": "RUN_STARTED", "threadId": "t", "runId": "r", "extra": 1}\n'
+    path.write_bytes(judged_text)
+    result = run_sync(path, Pipeline())
+    judged = stamp(path)
+    assert any(f.position for f in findings(result, stream=str(path), judged=judged))
+    path.write_bytes(b"\n\n\n" + judged_text)  # the same event, three lines later
+    said = changed_since(path, judged)
+    assert said == f"{path} changed after it was checked (size or modification time)"
+    assert not any(f.position for f in findings(result, stream=str(path), judged=judged))
+    assert changed_since(path, CHANGED) == f"{path} changed while it was checked"
+
+    out = io.StringIO()
+    settings = _settings(build_parser("check").parse_args(["check", str(path)]), out)
+    checked = _check_source(str(path), settings, progress=False)
+    assert checked.judged == stamp(path)
+    path.write_bytes(judged_text)
+    REPORTS["text"].write(checked, settings, out)
+    assert f"note: {path} changed after it was checked" in out.getvalue()
+    assert f"{path}:" not in out.getvalue().replace(f"{path}: ", "")  # no line:column
+
+
+def test_a_long_line_that_opens_like_a_fixture_is_not_read_whole(tmp_path: Path) -> None:
+    # A 300 MB JSON line starting with '{' was read whole as a possible fixture: 942 MB.
+    import tracemalloc
+
+    from agui_pipeline._json import MAX_DOCUMENT
+    from agui_pipeline.cli.check import _fixture
+
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as file:
+        file.write(b'{"type": "RUN_STARTED", "pad": "')
+        file.truncate(MAX_DOCUMENT + 1)  # sparse: no disk
+    tracemalloc.start()
+    try:
+        assert _fixture(path) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak

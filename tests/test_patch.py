@@ -82,6 +82,9 @@ def test_each_operation_applies_as_rfc_6902_says(operation: dict[str, Any], expe
         ({"op": "test", "path": "/e~0f", "value": True}, "not the expected value"),
         ({"op": "test", "path": "/a/b", "value": [1, 2]}, "not the expected value"),
         ({"op": "increment", "path": "/e~0f"}, "unknown op"),
+        ({"op": ["add"], "path": "/x", "value": 1}, "op is a string, found array"),
+        ({"op": {"add": 1}, "path": "/x", "value": 1}, "op is a string, found object"),
+        ({"op": None, "path": "/x", "value": 1}, "op is a string, found null"),
         ({"op": "add", "path": "/x"}, "no 'value'"),
     ],
 )

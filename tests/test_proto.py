@@ -746,3 +746,58 @@ def test_the_reference_decoder_sorts_envelopes_as_this_one_does() -> None:
     assert [answer.get("error") for answer in answers] == ["Invalid event", "Unknown event type"]
     assert run(frame(wrong_arm)).verdict.code == "parse.proto-frame"
     assert codes(run(frame(future))) == ["parse.proto-unknown-arm"]
+
+
+# -- entries per frame: memory bounded by the bytes given --------------------------------
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        out.append(low | (0x80 if number else 0))
+        if not number:
+            return bytes(out)
+
+
+def empty_entries(arm: str, count: int) -> bytes:
+    """One frame of the ``arm`` event (``messages_snapshot``, ``state_delta``) whose
+    repeated field 2 holds ``count`` empty messages: 2 bytes each on the wire, hundreds in
+    memory once parsed. The arm and its ``base_event`` are two messages more."""
+    number = agui_pb2.Event.DESCRIPTOR.fields_by_name[arm].number
+    kind = agui_pb2.EventType.Value(arm.upper())
+    body = b"\n\x02\x08" + bytes([kind]) + b"\x12\x00" * count
+    envelope = bytes([number << 3 | 2]) + _varint(len(body)) + body
+    return len(envelope).to_bytes(4, "big") + envelope
+
+
+@pytest.mark.parametrize("arm", ["messages_snapshot", "state_delta"])
+@pytest.mark.parametrize(("entries", "refused"), [(999, False), (1_000, False), (1_001, True)])
+def test_a_frame_of_more_messages_than_max_frame_entries_is_refused_before_it_is_parsed(
+    arm: str, entries: int, refused: bool
+) -> None:
+    # issue 34: 8 MB of empty messages took 2.45 GB; the frame is counted on the wire first.
+    from agui_pipeline import Limits, run_sync
+
+    pipeline = Pipeline(framing="proto", limits=Limits(max_frame_entries=1_000))
+    result = run_sync(empty_entries(arm, entries - 2), pipeline)
+    error = result.verdict.error
+    if not refused:
+        assert error is None or error.code != "limit.frame-entries"
+        return
+    assert error is not None and error.code == "limit.frame-entries"
+    assert "holds more than 1,000 messages, over the limit max_frame_entries=1000" in str(error)
+    assert error.event_index == 0
+
+
+def test_a_full_frame_of_empty_messages_is_refused_in_bounded_memory() -> None:
+    import resource
+
+    from agui_pipeline import run_sync
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = run_sync(empty_entries("messages_snapshot", 4_000_000), Pipeline(framing="proto"))
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before  # KiB
+    assert result.verdict.error is not None
+    assert result.verdict.error.code == "limit.frame-entries"
+    assert grown < 200 * 1024, f"{grown} KiB"

@@ -599,3 +599,21 @@ def test_a_gzip_gzip_bomb_is_refused_at_the_ratio_limit_in_bounded_memory(transp
     assert "max_decompression_ratio=" in done.stdout
     assert int(delivered) == 1  # the RUN_STARTED before the blank lines
     assert int(rss) < 300, rss
+
+
+async def test_a_tls_handshake_never_answered_names_the_wait_that_ran_out() -> None:
+    # A port that takes the TCP connection and never speaks TLS: httpx's ConnectTimeout
+    # carries no text of its own (issue 34), so the message says which wait ran out.
+    from agui_pipeline.http.client import HttpxTransport
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"https://127.0.0.1:{silent.getsockname()[1]}/"
+        transport = HttpxTransport(connect_timeout=0.3)
+        async with HttpAgent(url, transport=transport) as agent:
+            with pytest.raises(RequestFailed) as failed:
+                await agent.run(INPUT)
+    assert str(failed.value).endswith(
+        "ConnectTimeout: the connection (TCP, then TLS for https) did not complete within 0.3 s"
+    ), str(failed.value)

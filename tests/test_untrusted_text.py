@@ -159,7 +159,7 @@ def test_a_missing_file_with_such_a_name_is_a_usage_error_not_a_crash(tmp_path: 
     [
         (
             "http://user:pw@agent:8/run?api_key=s3cret&v=1&flag",
-            "http://***@agent:8/run?api_key=***&v=***&flag",
+            "http://***@agent:8/run?api_key=***&v=***&***",
         ),
         ("https://agent/run", "https://agent/run"),
         ("https://[::1]:9/a?token=t#access=x", "https://[::1]:9/a?token=***#***"),
@@ -176,6 +176,77 @@ def test_urls_in_running_text_are_redacted_and_the_punctuation_kept() -> None:
     assert redact_in(said) == (
         "failed for 'http://***@h/x?key=***' and https://a/b?c=***, then (http://x/y)."
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:9/run?BARE_SECRET", "http://127.0.0.1:9/run?***"),
+        (
+            "s3://KEY1:SECRET@bucket/r.sse?X-Amz-Security-Token=TOKEN",
+            "s3://***@bucket/r.sse?X-Amz-Security-Token=***",
+        ),
+        ("gs://bucket/r.sse#sig", "gs://bucket/r.sse#***"),
+        ("file:///runs/a.sse", "file:///runs/a.sse"),
+    ],
+)
+def test_every_scheme_and_a_bare_query_token_are_redacted(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        # A closing bracket the URL did not open ends it; one it opened is its own.
+        ("(see http://h/x?k=v)", "(see http://h/x?k=***)"),
+        ("[http://u:pw@h/]", "[http://***@h/]"),
+        ("at http://[::1]:8/a?k=v.", "at http://[::1]:8/a?k=***."),
+        ("at http://[::1]] and", "at http://[::1]] and"),
+        ("http://h/w_(x)?a=b, then", "http://h/w_(x)?a=***, then"),
+        ("http://h/?t=v);:!?", "http://h/?t=***);:!?"),
+    ],
+)
+def test_a_url_ends_before_the_punctuation_and_brackets_around_it(said: str, shown: str) -> None:
+    assert redact_in(said) == shown
+
+
+def test_a_storage_librarys_text_quoting_part_of_the_url_is_redacted() -> None:
+    url = "s3://KEY1:SECRET@bucket/a.sse?X-Amz-Security-Token=TOKEN1&page=2"
+    said = 'Invalid bucket name "KEY1:SECRET@bucket"; token TOKEN1, page 2'
+    assert redact_in(said, url) == 'Invalid bucket name "***@bucket"; token ***, page 2'
+
+
+@pytest.mark.parametrize("report_format", ["text", "json", "sarif", "junit"])
+def test_no_source_of_any_scheme_prints_its_secrets(report_format: str) -> None:
+    sources = [
+        "http://127.0.0.1:9/run?BARE_SECRET",
+        "s3://KEY1:SECRET1@bucket/runs/a.sse",
+        "s3://bucket/runs/*.sse?X-Amz-Security-Token=SECRET2",
+    ]
+    for source in sources:
+        done = agui("check", source, "--format", report_format, env=_NO_AWS)
+        everything = done.stdout + done.stderr
+        assert done.returncode == 2, everything
+        assert "Traceback" not in everything, everything
+        for secret in ("BARE_SECRET", "KEY1", "SECRET1", "SECRET2"):
+            assert secret not in everything, (source, everything)
+        assert "***" in everything
+
+
+_NO_AWS = {
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_ACCESS_KEY_ID": "x",
+    "AWS_SECRET_ACCESS_KEY": "x",
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    "AWS_MAX_ATTEMPTS": "1",
+}
+"""No storage service: an s3:// source fails at once, on this machine."""
+
+
+def test_a_url_sources_sarif_uri_is_the_url() -> None:
+    done = agui("check", "http://127.0.0.1:9/run?k=v", "--format", "sarif")
+    (run,) = orjson.loads(done.stdout)["runs"]
+    assert run["artifacts"][0]["location"] == {"uri": "http://127.0.0.1:9/run?k=***"}
 
 
 def test_check_url_never_prints_the_credentials(tmp_path: Path) -> None:

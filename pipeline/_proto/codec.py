@@ -45,6 +45,7 @@ __all__ = [
     "DecodeError",
     "FrameInvalid",
     "NonFinite",
+    "TooManyEntries",
     "UnknownArm",
     "decode",
     "encode",
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _ENVELOPE = agui_pb2.Event
+_ENVELOPE_KIND: Any = _ENVELOPE.DESCRIPTOR  # upb's Descriptor, typed apart from the Python one
 _EVENT_TYPE = agui_pb2.EventType
 _PATCH_OP = agui_pb2.JsonPatchOperationType
 _ARMS = {field.name for field in _ENVELOPE.DESCRIPTOR.oneofs_by_name["event"].fields}
@@ -108,15 +110,21 @@ class _NonFiniteSeen(Exception):
 # -- decoding -------------------------------------------------------------------
 
 
-def decode(data: bytes, dropped: Callable[[str], None] | None = None) -> dict[str, Any]:
+def decode(
+    data: bytes, dropped: Callable[[str], None] | None = None, max_entries: int | None = None
+) -> dict[str, Any]:
     """The JSON event of one frame's bytes.
 
     Raises ``DecodeError`` for bytes that are not a message, :class:`FrameInvalid`
     for a message that is not one event, :class:`NonFinite` for a NaN or infinite
-    double, :class:`UnknownArm` for an Event with no arm this build knows.
+    double, :class:`UnknownArm` for an Event with no arm this build knows,
+    :class:`TooManyEntries` for a frame of more than ``max_entries`` messages.
     ``dropped`` hears the path of a content part whose arm this build does not
     know (it has no name to hand on to enforcement).
     """
+    if max_entries is not None and len(data) > 2 * max_entries:
+        # Each message takes at least 2 bytes on the wire: a shorter frame cannot exceed.
+        _count_entries(data, _ENVELOPE_KIND, max_entries)
     envelope = _ENVELOPE.FromString(data)
     # Known fields the parser could not read are kept as unknown fields; so are a later
     # schema's fields, which are skipped silently. Dropping the unknown ones changes the
@@ -133,6 +141,59 @@ def decode(data: bytes, dropped: Callable[[str], None] | None = None) -> dict[st
         return _event(envelope, arm, dropped or _ignore)
     except _NonFiniteSeen:  # raised before ``dropped`` heard anything
         return _without_non_finite(envelope, arm, dropped or _ignore)
+
+
+class TooManyEntries(ValueError):
+    """A frame holds more messages than its limit: decoding it would take memory out of
+    all proportion to its bytes (an empty message: 2 bytes, about 600 decoded)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit:,} messages")
+        self.limit = limit
+
+
+def _count_entries(data: bytes, descriptor: Descriptor, limit: int) -> None:
+    """Count the messages in ``data`` read as ``descriptor`` from the wire, before the
+    parser builds them: every nested message and repeated entry, however empty. Raises
+    :class:`TooManyEntries` past ``limit``; bytes that are not a message are left for the
+    parser to refuse."""
+    entries = 0
+    pending = [(0, len(data), descriptor)]
+    while pending:
+        position, end, kind = pending.pop()
+        fields = kind.fields_by_number
+        while position < end:
+            key, position = _varint(data, position)
+            wire_type = key & 7
+            if wire_type == 0:
+                _, position = _varint(data, position)
+            elif wire_type == 1:
+                position += 8
+            elif wire_type == 5:
+                position += 4
+            elif wire_type == 2:
+                length, position = _varint(data, position)
+                field = fields.get(key >> 3)
+                if field is not None and field.message_type is not None:
+                    entries += 1
+                    if entries > limit:
+                        raise TooManyEntries(limit)
+                    pending.append((position, min(position + length, end), field.message_type))
+                position += length
+            else:
+                return  # groups, or not a message: the parser says what it makes of it
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while position < len(data):
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return value, position
 
 
 def _event(envelope: Message, arm: str, dropped: Callable[[str], None]) -> dict[str, Any]:

@@ -139,6 +139,14 @@ LIMIT_FRAME_SIZE = _code(
     "a frame is larger than the configured limit",
     ground=_bound("Limits.max_frame_bytes"),
 )
+LIMIT_FRAME_ENTRIES = _code(
+    "limit.frame-entries",
+    _E,
+    TRANSPORTS,
+    "a protobuf frame holds more messages (repeated entries, nested messages) than the "
+    "configured limit",
+    verdict=_bound("Limits.max_frame_entries"),
+)
 LIMIT_DEPTH = _code(
     "limit.depth",
     _E,
@@ -223,6 +231,7 @@ __all__ = [
     "LIMIT_DECOMPRESSION",
     "LIMIT_DEPTH",
     "LIMIT_DIAGNOSTICS",
+    "LIMIT_FRAME_ENTRIES",
     "LIMIT_FRAME_SIZE",
     "LIMIT_ITEMS",
     "LIMIT_OPEN_ITEMS",

@@ -25,7 +25,8 @@ from agui_pipeline.cli import recordings
 from agui_pipeline.cli.config import FAIL_ON, FAIL_ON_ALIASES, LEVELS, ConfigError, build_gate
 from agui_pipeline.declaration import Declaration
 from agui_pipeline.delivery.escaping import inert, printable_name
-from agui_pipeline.delivery.redaction import redact_url
+from agui_pipeline.delivery.locate import CHANGED, Stamp, stamp
+from agui_pipeline.delivery.redaction import redact_in, redact_source
 from agui_pipeline.errors import Diagnostic, InputRejected, UsageError
 from agui_pipeline.model.declared import derive_declaration, read_declaration
 from agui_pipeline.subscribers import Sink
@@ -60,24 +61,27 @@ def _check_source(
 ) -> Checked:
     """Check one source; a usage error becomes a :class:`Checked` with status 2.
 
-    The source is named in the report as it may be written: a URL redacted, a file name
-    that is not UTF-8 with its bytes escaped. ``sink`` sees the delivered events (the
-    fleet's run fields).
+    The source is named in the report as it may be written: a URL of any scheme redacted,
+    a file name that is not UTF-8 with its bytes escaped; so is any error about it.
+    ``sink`` sees the delivered events (the fleet's run fields).
     """
-    shown = redact_url(name) if name.startswith(("http://", "https://")) else printable_name(name)
+    shown = printable_name(redact_source(name))
     try:
-        result, stream_file = _run_source(name, settings, progress, sink)
+        result, stream_file, judged = _run_source(name, settings, progress, sink)
     except CommandError as error:
-        return Checked(shown, None, EXIT_USAGE, error=printable_name(str(error)))
+        said = printable_name(redact_in(str(error), name))
+        return Checked(shown, None, EXIT_USAGE, error=said)
     settings.gate.tune(result)
     failures = settings.gate.failures(result)
     status = EXIT_FAILED if failures else EXIT_OK
-    return Checked(shown, result, status, failures, stream_file=stream_file)
+    return Checked(shown, result, status, failures, stream_file=stream_file, judged=judged)
 
 
 def _run_source(
     name: str, settings: Settings, progress: bool, sink: Sink | None = None
-) -> tuple[RunResult, str | None]:
+) -> tuple[RunResult, str | None, Stamp | None]:
+    """The result, the file its findings are placed in, and that file's stamp as it was
+    read (``CHANGED`` when it changed under the read)."""
     declaration = settings.declaration
     raw_input, input_name = _run_input(name, settings)
     meter = cli_http.StreamMeter(sys.stderr, forced=settings.progress) if progress else None
@@ -85,7 +89,7 @@ def _run_source(
     if sink is not None:
         sinks.append(sink)
     if name.startswith(("http://", "https://")):
-        return _check_url(name, settings, raw_input, declaration, meter), None
+        return _check_url(name, settings, raw_input, declaration, meter), None, None
     source, stream_file, fixture = _local_source(name)
     peer = settings.peer_version
     if fixture is not None:
@@ -96,9 +100,13 @@ def _run_source(
     pipeline = _pipeline(replace(settings, peer_version=peer), declaration, sinks, meter)
     body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
-        return _drain(pipeline, source, body, outgoing), stream_file
+        before = stamp(stream_file) if stream_file is not None else None
+        result = _drain(pipeline, source, body, outgoing)
+        if stream_file is None:
+            return result, None, None
+        return result, stream_file, before if stamp(stream_file) == before else CHANGED
     except OSError as error:
-        raise CommandError(f"cannot read {name}: {error}") from error
+        raise CommandError(f"cannot read {redact_source(name)}: {error}") from error
     finally:
         if meter is not None:
             meter.close()
@@ -145,10 +153,30 @@ def _local_source(name: str) -> tuple[Source, str | None, Fixture | None]:
         source, fixture = _open_stored(name)
         return source, None, fixture
     path = Path(name)
-    if not path.is_file():
-        raise CommandError(f"no such file: {name}")
+    _is_a_file(name)
     fixture = _fixture(path)
     return path, None if fixture is not None else name, fixture
+
+
+def _is_a_file(name: str, what: str = "") -> None:
+    """Refuse ``name`` unless it is a regular file, saying what it is: a FIFO or a device
+    is never opened (it may never end, or never begin), a directory found in a listing
+    is one that could not be listed."""
+    from agui_pipeline._json import not_a_file
+
+    try:
+        kind = not_a_file(name)
+    except FileNotFoundError:
+        raise CommandError(f"{what}no such file: {name}") from None
+    except OSError as error:
+        raise CommandError(f"{what}cannot read {name}: {error.strerror or error}") from None
+    if kind == "a directory":
+        try:
+            os.scandir(name).close()
+        except OSError as error:
+            kind += f" that cannot be listed ({error.strerror or error})"
+    if kind is not None:
+        raise CommandError(f"{what}{name} is {kind}, not a file: it is not read")
 
 
 def _outgoing(
@@ -219,10 +247,16 @@ def _drain(
 
 
 def _fixture(path: Path) -> Fixture | None:
-    """The conformance fixture in ``path``, when it holds one (a JSON object with ``stream``)."""
+    """The conformance fixture in ``path``, when it holds one (a JSON object with ``stream``).
+
+    A fixture is a document, read whole: a file past ``MAX_DOCUMENT`` is none (a 300 MB
+    line that opens like one would otherwise be read into memory before it is judged)."""
+    from agui_pipeline._json import MAX_DOCUMENT
+
     with path.open("rb") as file:
         first = file.readline(1 << 16).strip()
-    if not _may_be_fixture(first):
+        too_long = os.fstat(file.fileno()).st_size > MAX_DOCUMENT
+    if too_long or not _may_be_fixture(first):
         return None
     from agui_pipeline.testing import conformance
 
@@ -256,9 +290,9 @@ def _open_stored(name: str) -> tuple[Source, Fixture | None]:
     except ModuleNotFoundError as error:
         raise missing_extra(error, "dask", f"reading {name}") from None
     except FileNotFoundError:
-        raise CommandError(f"no such file: {name}") from None
+        raise CommandError(f"no such file: {redact_source(name)}") from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot read {name}: {error}") from None
+        raise CommandError(f"cannot read {redact_source(name)}: {error}") from None
     from agui_pipeline.testing import conformance
 
     try:
@@ -312,8 +346,7 @@ def _run_input(name: str, settings: Settings) -> tuple[dict[str, Any] | None, st
         )
     where = recordings.paired(settings.run_input, name)
     if not recordings.is_stored(where):
-        if not Path(where).is_file():
-            raise CommandError(f"no run input for {name}: no such file: {where}")
+        _is_a_file(where, f"no run input for {name}: ")
         return read_input(Path(where)), where
     from agui_pipeline._json import MAX_DOCUMENT
 
@@ -322,10 +355,12 @@ def _run_input(name: str, settings: Settings) -> tuple[dict[str, Any] | None, st
     except ModuleNotFoundError as error:
         raise missing_extra(error, "dask", f"reading {where}") from None
     except FileNotFoundError:
-        raise CommandError(f"no run input for {name}: no such file: {where}") from None
+        said = f"no such file: {redact_source(where)}"
+        raise CommandError(f"no run input for {redact_source(name)}: {said}") from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot read the run input {where}: {error}") from None
-    return _input_document(data, where), where
+        said = redact_in(str(error), where)
+        raise CommandError(f"cannot read the run input {redact_source(where)}: {said}") from None
+    return _input_document(data, redact_source(where)), where
 
 
 def declaration_from_files(
@@ -721,9 +756,8 @@ def _on_cluster(
     settings = replace(settings, sarif_root=str(Path(settings.sarif_root or os.getcwd()).resolve()))
 
     def unchecked(name: str, cause: str) -> tuple[int, str]:
-        return render_checked(
-            Checked(printable_name(name), None, EXIT_USAGE, error=cause), settings
-        )
+        shown, said = printable_name(redact_source(name)), redact_in(cause, name)
+        return render_checked(Checked(shown, None, EXIT_USAGE, error=said), settings)
 
     try:
         client = stack.enter_context(cluster.connect(scheduler))
@@ -762,7 +796,8 @@ def _is_collection(source: str) -> bool:
     except ModuleNotFoundError as error:
         raise missing_extra(error, "dask", f"reading {source}") from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot list {source}: {error}") from None
+        said = redact_in(str(error), source)
+        raise CommandError(f"cannot list {redact_source(source)}: {said}") from None
 
 
 def _expand(source: str) -> Iterator[tuple[str, int | None]]:
@@ -774,4 +809,5 @@ def _expand(source: str) -> Iterator[tuple[str, int | None]]:
     except recordings.NothingFound as error:
         raise CommandError(str(error)) from None
     except (OSError, ImportError, ValueError) as error:
-        raise CommandError(f"cannot list {source}: {error}") from None
+        said = redact_in(str(error), source)
+        raise CommandError(f"cannot list {redact_source(source)}: {said}") from None

@@ -183,3 +183,6 @@ class Checked:
     stream_file: str | None = None
     """The stream's file, which findings are placed in by line and column (``None`` for
     stdin, a URL or a conformance fixture)."""
+    judged: tuple[int, int] | None = None
+    """The stream file's size and modification time as it was checked (``locate.CHANGED``:
+    it changed while it was read): findings are placed only in that same file."""

@@ -14,6 +14,7 @@ from agui_pipeline._engine.result import Outcome, RunResult
 from agui_pipeline.catalog import Severity
 from agui_pipeline.cli.config import FAIL_ON
 from agui_pipeline.delivery.escaping import inert
+from agui_pipeline.delivery.locate import changed_since
 from agui_pipeline.delivery.report import Finding, findings, producer_report
 from agui_pipeline.stage import RunRecord, RunStatus
 
@@ -85,6 +86,9 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
     if sum(result.run_counts.values()) > listed:
         counted = ", ".join(f"{count} {status}" for status, count in result.run_counts.items())
         out.write(f"  runs: {counted}\n")
+    unplaced = _unplaced(checked)
+    if unplaced:
+        out.write(f"  note: {inert(unplaced)}: findings are named by event, not placed by line\n")
     for finding in _placed(checked, settings):
         out.write(_finding_text(checked.name, finding, style))
     for code, count in result.suppressed.items():
@@ -94,10 +98,23 @@ def _text_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         out.write("  " + "\n  ".join(inert(line) for line in report.render().split("\n")) + "\n")
 
 
+def _unplaced(checked: Checked) -> str | None:
+    """Why the findings are not placed in the stream file, when it is no longer the one
+    judged (it changed after, or while, it was checked)."""
+    if checked.stream_file is None:
+        return None
+    return changed_since(checked.stream_file, checked.judged)
+
+
 def _placed(checked: Checked, settings: Settings) -> list[Finding]:
     """The checked source's findings, placed in the stream file and the declaration."""
     assert checked.result is not None
-    return findings(checked.result, stream=checked.stream_file, declaration=settings.capabilities)
+    return findings(
+        checked.result,
+        stream=checked.stream_file,
+        declaration=settings.capabilities,
+        judged=checked.judged,
+    )
 
 
 def _finding_text(source: str, finding: Finding, style: Style) -> str:
@@ -232,6 +249,7 @@ def _sarif_report(checked: Checked, settings: Settings, out: TextIO) -> None:
             checked.name,
             checked.result,
             stream_file=checked.stream_file,
+            judged=checked.judged,
             declaration=settings.capabilities or settings.agent_resource,
             derived=settings.agent_resource is not None,
             root=settings.sarif_root,

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import string
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import orjson
+from agui_pipeline._json import not_a_file
+from agui_pipeline.delivery.redaction import redact_in, redact_source
 
 RECORDING_SUFFIXES = (".sse", ".jsonl", ".ndjson", ".json")
 """The files a directory is checked for; a ``.json`` one only when it holds a stream (any
@@ -45,8 +50,9 @@ def is_collection(name: str) -> bool:
     if name == "-" or name.startswith(("http://", "https://")):
         return False
     if is_stored(name):
-        filesystem, path = _filesystem(name)
-        return bool(_GLOB.search(path)) or bool(filesystem.isdir(path))
+        with storage_errors(name):
+            filesystem, path = _filesystem(name)
+            return bool(_GLOB.search(path)) or bool(filesystem.isdir(path))
     return os.path.isdir(name) or (bool(_GLOB.search(name)) and not os.path.exists(name))
 
 
@@ -60,6 +66,11 @@ def expand(name: str) -> Iterator[tuple[str, int | None]]:
     for any depth of directories) is every file it matches. Names are in path order
     (each directory's entries sorted), hidden files and directories are left out, and a
     directory or glob that names nothing raises :class:`NothingFound` once listed.
+
+    Each directory is listed once, however many links lead to it (``ln -s . again`` is no
+    loop), and at any depth (the walk keeps its own stack). A directory that cannot be
+    listed, and a FIFO or a device among the files, is named with the recordings, so
+    checking it says why and the rest are checked.
     """
     if not is_collection(name):
         yield name, None
@@ -81,15 +92,16 @@ def expand(name: str) -> Iterator[tuple[str, int | None]]:
         return not relative.endswith(".json") or _holds_a_stream(place, path)
 
     found = False
-    for recording in _walk(place, root, "", keep, depth):
-        found = True
-        yield recording
+    with storage_errors(name):
+        for recording in _walk(place, root, keep, depth):
+            found = True
+            yield recording
     if not found:
         if pattern:
-            raise NothingFound(f"no file matches {name}")
+            raise NothingFound(f"no file matches {redact_source(name)}")
         raise NothingFound(
-            f"no recordings under {name} (files named {', '.join(RECORDING_SUFFIXES)}; "
-            "a .json one holding a stream or a fixture)"
+            f"no recordings under {redact_source(name)} (files named "
+            f"{', '.join(RECORDING_SUFFIXES)}; a .json one holding a stream or a fixture)"
         )
 
 
@@ -97,21 +109,33 @@ class _Local:
     """This machine's file system, for :func:`expand`."""
 
     def entries(self, directory: str) -> list[tuple[str, bool, int | None]]:
-        """A directory's entries: name, whether it is a directory, size (``None`` unknown)."""
+        """A directory's entries: name, whether it is a directory, size (``None``: unknown,
+        or not a regular file). A link is what it leads to."""
         found: list[tuple[str, bool, int | None]] = []
         with os.scandir(directory or ".") as entries:
             for entry in entries:
-                if entry.is_dir():
-                    found.append((entry.name, True, None))
-                    continue
                 try:
-                    size: int | None = entry.stat().st_size
+                    status = entry.stat()
                 except OSError:  # a dangling link: checking it says why
-                    size = None
-                found.append((entry.name, False, size))
+                    found.append((entry.name, False, None))
+                    continue
+                if stat.S_ISDIR(status.st_mode):
+                    found.append((entry.name, True, None))
+                elif not_a_file(entry.path, status.st_mode) is None:
+                    found.append((entry.name, False, status.st_size))
+                else:  # a FIFO, a device: never opened here, checking it says what it is
+                    found.append((entry.name, False, None))
         return found
 
+    def identity(self, directory: str) -> object:
+        """What two paths to one directory share (its device and inode)."""
+        status = os.stat(directory or ".")
+        return status.st_dev, status.st_ino
+
     def head(self, path: str) -> bytes:
+        kind = not_a_file(path)  # a FIFO is never opened: it may have no writer
+        if kind is not None:
+            raise OSError(f"{path} is {kind}")
         with open(path, "rb") as file:
             return file.readline(_HEAD)
 
@@ -130,6 +154,10 @@ class _Stored:
 
     def path(self, url: str) -> str:
         return self.root_path + url[len(self.root_url) :]
+
+    def identity(self, directory: str) -> object:
+        """Object storage has no links: a directory is its path."""
+        return self.path(directory).rstrip("/")
 
     def entries(self, directory: str) -> list[tuple[str, bool, int | None]]:
         path = self.path(directory)
@@ -162,23 +190,47 @@ class _Stored:
 
 def _walk(
     place: _Local | _Stored,
-    directory: str,
-    relative: str,
+    root: str,
     keep: Callable[[str, str], bool],
     depth: int | None,
 ) -> Iterator[tuple[str, int | None]]:
     """Depth first, each directory's entries in name order: the files ``keep`` takes,
-    named as ``directory`` is spelt plus their path below it."""
-    for entry, is_directory, size in sorted(place.entries(directory)):
+    named as ``root`` is spelt plus their path below it.
+
+    Iterative (a stack of the directories being listed, not recursion), and each
+    directory is listed once: one reached again by a link is skipped. A directory that
+    cannot be listed below the root is yielded itself, for its check to say why.
+    """
+    visited = {place.identity(root)}
+    # Each level: the entries still to visit, the directory's path and relative name, and
+    # how many more levels a glob reaches below it (None: any).
+    stack = [(iter(sorted(place.entries(root))), root, "", depth)]
+    while stack:
+        entries, directory, relative, left = stack[-1]
+        step = next(entries, None)
+        if step is None:
+            stack.pop()
+            continue
+        entry, is_directory, size = step
         if entry.startswith("."):
             continue
         path = entry if directory == "" else f"{directory.rstrip('/')}/{entry}"
-        if is_directory:
-            if depth is None or depth > 1:
-                below = None if depth is None else depth - 1
-                yield from _walk(place, path, f"{relative}{entry}/", keep, below)
-        elif keep(relative + entry, path):
-            yield path, size
+        if not is_directory:
+            if keep(relative + entry, path):
+                yield path, size
+            continue
+        if left is not None and left <= 1:
+            continue
+        try:
+            seen = place.identity(path)
+            if seen in visited:
+                continue
+            visited.add(seen)
+            below = sorted(place.entries(path))
+        except OSError:  # what is under it is unknown: checking it says why
+            yield path, None
+            continue
+        stack.append((iter(below), path, f"{relative}{entry}/", None if left is None else left - 1))
 
 
 def _holds_a_stream(place: _Local | _Stored, path: str) -> bool:
@@ -255,17 +307,30 @@ def _filesystem(url: str) -> tuple[Any, str]:
     return filesystem, str(path)
 
 
+@contextmanager
+def storage_errors(url: str) -> Iterator[None]:
+    """What the storage library raises while it works on ``url``, as an :class:`OSError`
+    whose text is redacted (:func:`redact_in`): botocore quotes the part of a URL it
+    choked on (``Invalid bucket name "KEY:SECRET@bucket"``) with no scheme to find it by.
+    A missing extra (``ImportError``) and :class:`NothingFound` pass as they are."""
+    try:
+        yield
+    except (ImportError, NothingFound):
+        raise
+    except FileNotFoundError as error:
+        raise FileNotFoundError(redact_in(str(error), url)) from None
+    except Exception as error:  # OSError, or the storage library's own (botocore's, aiohttp's)
+        said = str(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+        raise OSError(redact_in(said, url)) from None
+
+
 def open_stored(url: str) -> IO[bytes]:
     """Open the recording at ``url`` for reading. The storage library retries what may
     pass (s3fs: throttling, timeouts, dropped connections); what it gives up on, or
     an error that says the object cannot be read, raises :class:`OSError` naming it."""
-    filesystem, path = _filesystem(url)
-    try:
+    with storage_errors(url):
+        filesystem, path = _filesystem(url)
         file: IO[bytes] = filesystem.open(path, "rb")
-    except OSError:
-        raise
-    except Exception as error:  # the storage library's own (botocore's, aiohttp's)
-        raise OSError(f"{type(error).__name__}: {error}") from error
     return file
 
 
@@ -275,12 +340,8 @@ def read_stored(url: str) -> Iterator[bytes]:
 
     with open_stored(url) as file:
         while True:
-            try:
+            with storage_errors(url):  # the storage library gave up on a read
                 chunk = file.read(READ_SIZE)
-            except OSError:
-                raise
-            except Exception as error:  # the storage library gave up on a read
-                raise OSError(f"{type(error).__name__}: {error}") from error
             if not chunk:
                 return
             yield chunk
@@ -288,28 +349,42 @@ def read_stored(url: str) -> Iterator[bytes]:
 
 def read_stored_document(url: str, cap: int) -> bytes:
     """The document at ``url`` (a run input), refused past ``cap`` bytes."""
-    with open_stored(url) as file:
-        try:
-            data = file.read(cap + 1)
-        except OSError:
-            raise
-        except Exception as error:  # the storage library gave up on a read
-            raise OSError(f"{type(error).__name__}: {error}") from error
+    with open_stored(url) as file, storage_errors(url):
+        data = file.read(cap + 1)
     if len(data) > cap:
-        raise OSError(f"{url} holds more than {cap:,} bytes, over the cap on a run input")
+        raise OSError(
+            f"{redact_source(url)} holds more than {cap:,} bytes, over the cap on a run input"
+        )
     return data
+
+
+PATTERN_FIELDS = ("dir", "name", "stem")
+"""What a ``--run-input`` pattern may name, and nothing else (no attribute, index,
+conversion or format: ``{dir.__class__}`` is refused, not evaluated)."""
 
 
 def paired(pattern: str, recording: str) -> str:
     """Where ``recording``'s run input is, by ``--run-input``'s ``pattern``: ``{dir}`` is
     the recording's directory, ``{name}`` its file name, ``{stem}`` that name without
-    its last suffix (``runs/a.sse`` with ``{dir}/{stem}.input.json`` → ``runs/a.input.json``)."""
+    its last suffix (``runs/a.sse`` with ``{dir}/{stem}.input.json`` → ``runs/a.input.json``);
+    ``{{`` and ``}}`` are braces."""
     directory, _, name = recording.rpartition("/")
     stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    values = {"dir": directory or ".", "name": name, "stem": stem}
+    out = []
     try:
-        return pattern.format(dir=directory or ".", name=name, stem=stem)
-    except (KeyError, IndexError, ValueError) as error:
+        for text, field, spec, conversion in string.Formatter().parse(pattern):
+            out.append(text)
+            if field is None:
+                continue
+            if field not in values or spec or conversion:
+                shown = "{" + field + (f"!{conversion}" if conversion else "")
+                shown += (f":{spec}" if spec else "") + "}"
+                raise ValueError(f"{shown} is none of them")
+            out.append(values[field])
+    except ValueError as error:
         raise ValueError(
-            f"--run-input {pattern!r}: expected a pattern with {{dir}}, {{name}} or {{stem}} "
-            f"({error})"
+            f"--run-input {redact_source(pattern)!r}: expected a pattern with {{dir}}, "
+            f"{{name}} or {{stem}} ({error})"
         ) from None
+    return "".join(out)

@@ -20,8 +20,11 @@ JSON document, such as a capabilities declaration.
 
 Only the report's slow path reads this: a file is re-read when it has findings to
 place, line by line and only as far as the last of them, so a long file costs no
-memory and a clean one no time. A stream with no file (stdin, a URL), a
-conformance fixture and protobuf frames have no lines to give.
+memory and a clean one no time. No line is held past ``MAX_LINE`` characters (nor a JSON
+document past ``MAX_TEXT``): the parse stage refused a longer frame where it began, so
+nothing past that length is placed, and a 1 GB line costs no more than the cap. A stream
+with no file (stdin, a URL), a conformance fixture and protobuf frames have no lines to
+give.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from agui_pipeline._json import read_document, unescape
+from agui_pipeline._json import MAX_DOCUMENT, read_document, unescape
 from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME, PARSE_NOT_JSON
 from agui_pipeline.errors import Diagnostic
+from agui_pipeline.options import Limits
 
 FRAMINGS = ("sse", "jsonl", "json")
 """The framings whose files have lines (not ``proto``, a binary framing)."""
@@ -45,6 +49,44 @@ _BLANK = " \t\n\r\x0b\x0c"
 """What ``bytes.isspace`` counts as blank, as the parse stage tests a frame."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 _SCAN = json.JSONDecoder()
+MAX_LINE = Limits().max_frame_bytes + 2
+"""The longest line held: a frame longer than ``max_frame_bytes`` was rejected where it
+began, so no finding lies further into it (the line break and a CR beside)."""
+MAX_TEXT = max(Limits().max_document_bytes, MAX_DOCUMENT) + 1
+"""The longest JSON document held whole: a longer one was refused before it was decoded."""
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, as the file is read (``errors="surrogateescape"``)."""
+
+
+Stamp = tuple[int, int]
+"""A file as it was judged: its size and modification time (ns)."""
+
+
+def stamp(path: str | Path) -> Stamp:
+    """``path``'s :data:`Stamp` now."""
+    status = Path(path).stat()
+    return status.st_size, status.st_mtime_ns
+
+
+CHANGED: Stamp = (-1, -1)
+"""The stamp of a file that changed while it was being checked: no file has it."""
+
+
+def changed_since(path: str | Path, judged: Stamp | None) -> str | None:
+    """Why the findings of ``path`` cannot be placed in it, if it is not the file judged
+    (``None`` when it is, or when ``judged`` is unknown): placing them by line would put
+    them on other events."""
+    if judged is None:
+        return None
+    if judged == CHANGED:
+        return f"{path} changed while it was checked"
+    try:
+        now = stamp(path)
+    except OSError as error:
+        return f"{path} cannot be read again ({error.strerror or error})"
+    if now != judged:
+        return f"{path} changed after it was checked (size or modification time)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +166,9 @@ def locate_pointer(path: Path, pointer: str) -> Position | None:
 def _place(finding: Diagnostic, frame: _Frame) -> Position:
     text, start = frame.text, _skip_space(frame.text, frame.start)
     if finding.code == PARSE_NOT_JSON.id:
+        undecodable = _NOT_UTF8.search(text, frame.start)
+        if undecodable is not None:  # read as surrogate escapes; orjson would say 0
+            return frame.position(undecodable.start())
         try:
             orjson.loads(text[frame.start :] if frame.start else text)
         except orjson.JSONDecodeError as error:
@@ -140,8 +185,12 @@ def _place(finding: Diagnostic, frame: _Frame) -> Position:
 
 
 def _read_text(path: Path) -> str:
+    """The whole document, or ``OSError`` past ``MAX_TEXT`` characters (refused unread)."""
     with path.open(encoding="utf-8", errors="surrogateescape", newline=None) as file:
-        return file.read().removeprefix(_BOM)
+        text = file.read(MAX_TEXT)
+        if file.read(1):
+            raise OSError(f"{path} is longer than a document that can be decoded")
+    return text.removeprefix(_BOM)
 
 
 def _lines(path: Path, framing: str) -> Iterator[tuple[int, str]]:
@@ -152,9 +201,14 @@ def _lines(path: Path, framing: str) -> Iterator[tuple[int, str]]:
     """
     newline = None if framing == "sse" else "\n"
     with path.open(encoding="utf-8", errors="surrogateescape", newline=newline) as file:
-        for number, line in enumerate(file, 1):
+        number = 0
+        while line := file.readline(MAX_LINE):
+            number += 1
             if number == 1:
                 line = line.removeprefix(_BOM)
+            if not line.endswith("\n"):  # cut at MAX_LINE: the rest is read, never held
+                while (rest := file.readline(MAX_LINE)) and not rest.endswith("\n"):
+                    pass
             yield number, line.removesuffix("\n")
 
 

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from agui_pipeline.catalog import ALL, Severity
 from agui_pipeline.delivery.escaping import printable_name
-from agui_pipeline.delivery.locate import Position, locate_findings, locate_pointer
+from agui_pipeline.delivery.locate import (
+    Position,
+    Stamp,
+    changed_since,
+    locate_findings,
+    locate_pointer,
+)
 from agui_pipeline.errors import Diagnostic, StreamRejected
 
 if TYPE_CHECKING:
@@ -130,13 +136,20 @@ class Finding:
 
 
 def findings(
-    result: RunResult, *, stream: str | None = None, declaration: str | None = None
+    result: RunResult,
+    *,
+    stream: str | None = None,
+    declaration: str | None = None,
+    judged: Stamp | None = None,
 ) -> list[Finding]:
     """``result``'s diagnostics and its rejection, in the stream's order, placed in files.
 
     ``stream`` is the path of the stream file (``None`` for stdin or a URL, which have
-    no lines), ``declaration`` that of the capabilities declaration. Positions are read
-    from the files (:mod:`agui_pipeline.delivery.locate`) only when there is something to place.
+    no lines), ``declaration`` that of the capabilities declaration, ``judged`` the
+    stream file's stamp when it was checked: a file that is no longer the one judged
+    (:func:`~agui_pipeline.delivery.locate.changed_since`) has nothing placed in it.
+    Positions are read from the files (:mod:`agui_pipeline.delivery.locate`) only when
+    there is something to place.
     """
     said = list(result.diagnostics)
     error = result.verdict.error
@@ -152,7 +165,7 @@ def findings(
     said.sort(key=lambda d: -1 if d.event_index is None else d.event_index)
     placed = (
         locate_findings(Path(stream), result.transport, said)
-        if stream is not None
+        if stream is not None and changed_since(stream, judged) is None
         else [None] * len(said)
     )
     out: list[Finding] = []

@@ -23,7 +23,7 @@ from typing import Any
 
 from agui_pipeline import catalog
 from agui_pipeline._engine.result import RunResult
-from agui_pipeline.delivery.locate import Position
+from agui_pipeline.delivery.locate import Position, Stamp
 from agui_pipeline.delivery.report import Finding, findings
 from agui_pipeline.errors import Diagnostic
 
@@ -51,6 +51,7 @@ def sarif_run(
     derived: bool = False,
     root: str | None = None,
     error: str | None = None,
+    judged: Stamp | None = None,
 ) -> dict[str, Any]:
     """One SARIF run for one checked stream.
 
@@ -91,7 +92,7 @@ def sarif_run(
     declared_at = None if declaration is None else _artifact(declaration, base)
     # A declaration derived from an agent resource has no lines of its own to point at.
     placed_in = None if derived else declaration
-    for finding in findings(result, stream=stream_file, declaration=placed_in):
+    for finding in findings(result, stream=stream_file, declaration=placed_in, judged=judged):
         rules.setdefault(finding.diagnostic.code, _rule(finding.diagnostic))
         run["results"].append(_result(finding, artifact, declared_at))
     driver["rules"] = list(rules.values())
@@ -104,10 +105,12 @@ def sarif_run(
 def _artifact(path: str, base: Path) -> dict[str, Any]:
     """A file's artifact location: relative to ``base`` when inside it, else a file:// URI.
 
-    Stdin has no file: it is named ``stdin``, relative to nothing.
+    Stdin has no file: it is named ``stdin``, relative to nothing; a URL source is its URL.
     """
     if path == "-":
         return {"uri": "stdin"}
+    if "://" in path:  # a URL (an agent's, an fsspec one): itself, already redacted
+        return {"uri": path}
     absolute = Path(path).resolve()
     if absolute.is_relative_to(base):
         return {"uri": absolute.relative_to(base).as_posix(), "uriBaseId": ROOT_ID}

@@ -154,6 +154,23 @@ class _Response(ABC):
         """The body's first ``BODY_EXCERPT`` bytes or so, as sent; a failure only ends it."""
 
 
+def _detailed(error: httpx.RequestError, timeout: httpx.Timeout) -> str:
+    """``Name: what happened``. httpx's timeouts often say nothing (a TLS handshake that a
+    port never answers is ``ConnectTimeout`` with no text): then which wait ran out, and
+    how long it was."""
+    said = str(error) or str(error.__cause__ or "")
+    if not said and isinstance(error, httpx.TimeoutException):
+        waits = {
+            httpx.ConnectTimeout: ("the connection (TCP, then TLS for https)", timeout.connect),
+            httpx.WriteTimeout: ("sending the request", timeout.write),
+            httpx.PoolTimeout: ("a free connection in the pool", timeout.pool),
+            httpx.ReadTimeout: ("the response", timeout.read),
+        }
+        what, seconds = waits.get(type(error), ("the exchange", None))
+        said = f"{what} did not complete within {seconds:g} s" if seconds else f"{what} timed out"
+    return f"{type(error).__name__}: {said or 'no detail given'}"
+
+
 def connection_lost(ctx: StreamContext, error: Exception) -> None:
     """Report a transport failure mid-body: the stream is judged as it stands. The error's
     text is the HTTP library's: any URL in it is redacted, and its length bounded."""
@@ -343,7 +360,7 @@ class HttpxTransport(Transport):
         except httpx.ReadTimeout as error:
             raise TimeoutError from error  # no response headers within the read timeout
         except httpx.RequestError as error:
-            raise RequestFailed(url, f"{type(error).__name__}: {error}") from error
+            raise RequestFailed(url, _detailed(error, timeout)) from error
         return _HttpxResponse(response)
 
     async def aclose(self) -> None:

@@ -292,9 +292,12 @@ class _Fail(Exception):
 def _apply(root: list[Any], operation: Any, undo: _Journal) -> None:
     if type(operation) is not dict:
         raise _Fail(f"an operation is an object, found {describe(operation)}")
-    apply = _OPERATIONS.get(operation.get("op"))
+    op = operation.get("op")
+    if type(op) is not str:  # RFC 6902 §4: "op" is a string naming the operation
+        raise _Fail(f"an operation's op is a string, found {describe(op)}")
+    apply = _OPERATIONS.get(op)
     if apply is None:
-        raise _Fail(f"unknown op {operation.get('op')!r}")
+        raise _Fail(f"unknown op {shown(op)}")
     apply(root, operation, undo)
 
 
