@@ -600,25 +600,40 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     sources = _sources(args.sources)
     report = REPORTS[args.format]
     many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
-    out.write(report.open(many))
     worst = EXIT_OK
     progress = not (args.jobs > 1 and many) and (args.progress or sys.stderr.isatty())
-    with ExitStack() as stack:
-        for position, (name, rendered) in enumerate(_parts(args, settings, sources, stack)):
-            if position:
-                out.write(report.between)
-            if rendered is None:
-                checked = _check_source(name, settings, progress)
-                report.write(checked, settings, out)
-                status, problem = checked.status, checked.error or ""
-            else:
-                status, text = rendered
-                text, _, problem = text.partition("\0")
-                out.write(text)
-            out.flush()
-            if problem:
-                print(f"agui-pipeline: {inert(problem)}", file=sys.stderr)
-            worst = max(worst, status)
+    opening, written = report.open(many), 0
+    try:
+        out.write(opening)
+        with ExitStack() as stack:
+            for name, rendered in _parts(args, settings, sources, stack):
+                if rendered is None:
+                    checked = _check_source(name, settings, progress)
+                    part = io.StringIO()
+                    report.write(checked, settings, part)
+                    status, text, problem = checked.status, part.getvalue(), checked.error or ""
+                else:
+                    status, text = rendered
+                    text, _, problem = text.partition("\0")
+                # One write per source, its separator with it: an interrupt leaves the
+                # report with whole parts only.
+                out.write(report.between + text if written else text)
+                written += 1
+                out.flush()
+                if problem:
+                    print(f"agui-pipeline: {inert(problem)}", file=sys.stderr)
+                worst = max(worst, status)
+    except KeyboardInterrupt:
+        # Ctrl-C: the report is closed round the sources already written, so what was
+        # written still parses; the exit status (130) says it is not all.
+        if opening or written:
+            out.write(report.close(many))
+        print(
+            f"agui-pipeline: interrupted: the report holds the {written} sources checked "
+            "before it",
+            file=sys.stderr,
+        )
+        raise
     out.write(report.close(many))
     return worst
 

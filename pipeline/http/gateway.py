@@ -51,6 +51,7 @@ from agui_pipeline.delivery.escaping import inert
 from agui_pipeline.errors import Diagnostic
 from agui_pipeline.http.gateway_metrics import GatewayMetrics
 from agui_pipeline.http.relay import RETRY_AFTER, Relay, _json
+from agui_pipeline.http.serve import run_until_stopped
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -628,5 +629,6 @@ def gateway_server(gateway: Gateway) -> uvicorn.Server:
 
 
 def serve_gateway(gateway: Gateway, sock: socket.socket) -> None:
-    """Serve ``gateway`` on the bound ``sock`` in the foreground until SIGTERM or SIGINT."""
-    gateway_server(gateway).run(sockets=[sock])
+    """Serve ``gateway`` on the bound ``sock`` in the foreground until SIGTERM or SIGINT,
+    after which it drains and returns (a second SIGINT: ``KeyboardInterrupt``)."""
+    run_until_stopped(gateway_server(gateway), sock)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import signal
 import socket
 import threading
 import time
@@ -419,9 +420,39 @@ def _server(app: ASGIApp, log_level: str, lifespan: bool = False) -> uvicorn.Ser
 def run_server(
     app: ASGIApp, sock: socket.socket, log_level: str = "info", *, lifespan: bool = False
 ) -> None:
-    """Serve ``app`` on the bound ``sock`` in the foreground until interrupted; with
+    """Serve ``app`` on the bound ``sock`` in the foreground until SIGTERM or Ctrl-C; with
     ``lifespan``, the app's startup and shutdown run (a Relay closes its upstream's pool)."""
-    _server(app, log_level, lifespan).run(sockets=[sock])
+    run_until_stopped(_server(app, log_level, lifespan), sock)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def run_until_stopped(server: uvicorn.Server, sock: socket.socket) -> None:
+    """Run ``server`` on ``sock`` in the foreground until SIGTERM or Ctrl-C, and return:
+    that is the end a server is run for, so the command exits 0.
+
+    uvicorn stops on either signal and, once shut down, raises it again for the handler
+    in place before it started, so that a process with Python's defaults dies of it
+    (143, or 130 after ``KeyboardInterrupt``). The handler in place here takes it as said.
+    A second Ctrl-C forces the stop before the requests in flight are done: that one is
+    an interruption (``KeyboardInterrupt``, exit 130).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        server.run(sockets=[sock])  # no signals here: stopped by whoever started it
+        return
+    previous = {number: signal.signal(number, _already_stopping) for number in STOP_SIGNALS}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if server.force_exit:
+        raise KeyboardInterrupt
+
+
+def _already_stopping(number: int, frame: object) -> None:
+    """A stop signal after uvicorn's own handling of it: the server has stopped."""
 
 
 def bind(host: str, port: int) -> socket.socket:
