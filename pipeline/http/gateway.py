@@ -37,7 +37,7 @@ import socket
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -628,7 +628,10 @@ def gateway_server(gateway: Gateway) -> uvicorn.Server:
     return _DrainingServer(config, gateway)
 
 
-def serve_gateway(gateway: Gateway, sock: socket.socket) -> None:
+def serve_gateway(
+    gateway: Gateway, sock: socket.socket, on_listening: Callable[[str], None] | None = None
+) -> None:
     """Serve ``gateway`` on the bound ``sock`` in the foreground until SIGTERM or SIGINT,
-    after which it drains and returns (a second SIGINT: ``KeyboardInterrupt``)."""
-    run_until_stopped(gateway_server(gateway), sock)
+    after which it drains and returns (a second SIGINT: ``KeyboardInterrupt``);
+    ``on_listening`` gets the URL once a stop signal would be heard."""
+    run_until_stopped(gateway_server(gateway), sock, on_listening)
