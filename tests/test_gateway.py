@@ -395,6 +395,34 @@ def test_a_slow_readers_run_ends_with_its_run_error_within_the_grace(tmp_path: P
     assert "Traceback" not in logged and "Cancel" not in logged, logged
 
 
+def test_a_request_with_both_framings_is_answered_400_and_the_connection_closed(
+    tmp_path: Path, agent: ReplayServer
+) -> None:
+    """RFC 9112, 6.3: Transfer-Encoding with Content-Length may be request smuggling. The
+    request after the chunked body (inside what Content-Length counts) is never served."""
+    body = orjson.dumps(INPUT)
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    smuggled = b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n"
+    request = (
+        b"POST / HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+        b"transfer-encoding: chunked\r\ncontent-length: %d\r\n\r\n%s%s"
+        % (len(chunked) + len(smuggled), chunked, smuggled)
+    )
+    with (
+        proxy(tmp_path, agent.url) as running,
+        socket.create_connection(running.address, timeout=10) as client,
+    ):
+        client.sendall(request)
+        answered = bytearray()
+        while chunk := client.recv(65536):  # until the gateway closes the connection
+            answered += chunk
+        logged = running.logged()
+    assert answered.startswith(b"HTTP/1.1 400 "), bytes(answered[:200])
+    assert answered.count(b"HTTP/1.1 ") == 1, bytes(answered)
+    assert b"connection: close" in answered.lower()
+    assert "gateway: smuggling:" in logged
+
+
 def in_process(upstream: str, **settings: Any) -> tuple[Gateway, GatewayMetrics]:
     metrics = GatewayMetrics()
     relay = Relay(Upstream(upstream))

@@ -308,6 +308,9 @@ class Gateway:
             return
         if scope["type"] != "http":
             raise RuntimeError(f"the gateway serves HTTP, not {scope['type']}")
+        if _framed_twice(scope):
+            await self._refuse_smuggling(send)
+            return
         if scope["method"] in ("GET", "HEAD"):
             await self._endpoint(scope["path"], send)
             return
@@ -321,6 +324,24 @@ class Gateway:
             await self._shed(send, refusal)
             return
         await self._relay(scope, receive, send)
+
+    async def _refuse_smuggling(self, send: Send) -> None:
+        """RFC 9112 section 6.3: a request with both ``Transfer-Encoding`` and
+        ``Content-Length`` may be an attempt at request smuggling; it is answered 400 and
+        the connection closed, so nothing read after it is taken as a request."""
+        self.log.note("smuggling", "a request with Transfer-Encoding and Content-Length (400)")
+        if self.metrics is not None:
+            self.metrics.run("refused")
+        content = orjson.dumps(
+            {"error": "Transfer-Encoding and Content-Length together (RFC 9112, 6.3)"}
+        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(content)).encode()),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": content, "more_body": False})
 
     async def _relay(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = _Answer()
@@ -560,6 +581,12 @@ class Gateway:
         self.log.note("header timeout", f"request headers not whole within {wait}: closed (408)")
         if self.metrics is not None:
             self.metrics.shed("header timeout")
+
+
+def _framed_twice(scope: Scope) -> bool:
+    """Whether the request says both how it is chunked and how long it is."""
+    names = {name.lower() for name, _ in scope["headers"]}
+    return b"transfer-encoding" in names and b"content-length" in names
 
 
 class _GuardedH11Protocol(H11Protocol):
