@@ -598,3 +598,30 @@ def test_the_servers_own_warnings_are_summarised(tmp_path: Path, agent: ReplaySe
         lines = running.logged().splitlines()
     said = [line for line in lines if "Invalid HTTP request" in line]
     assert said == ["gateway: server: Invalid HTTP request received."], lines
+
+
+def test_uvicorn_and_h11_are_within_the_declared_bounds_and_the_protocol_is_as_used() -> None:
+    """The gateway subclasses uvicorn's HTTP/1.1 protocol (no public hook counts or times a
+    connection): the serve extra bounds uvicorn to the releases tested and declares h11.
+    Outside the bounds, or with the protocol changed, this fails before the gateway does."""
+    import tomllib
+    from importlib.metadata import version
+
+    import h11
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from tests.conftest import ROOT
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {
+        (requirement := Requirement(text)).name: requirement.specifier
+        for text in extras["optional-dependencies"]["serve"]
+    }
+    assert list(declared["uvicorn"].filter([Version("0.30"), Version("1.0")])) == [Version("0.30")]
+    for name in ("uvicorn", "h11"):
+        assert version(name) in declared[name], (name, version(name), declared[name])
+    for used in ("connection_made", "connection_lost", "data_received", "resume_writing"):
+        assert callable(getattr(H11Protocol, used, None)), used
+    assert h11.IDLE and h11.MUST_CLOSE  # the states the gateway reads
