@@ -624,4 +624,4 @@ def test_uvicorn_and_h11_are_within_the_declared_bounds_and_the_protocol_is_as_u
         assert version(name) in declared[name], (name, version(name), declared[name])
     for used in ("connection_made", "connection_lost", "data_received", "resume_writing"):
         assert callable(getattr(H11Protocol, used, None)), used
-    assert h11.IDLE and h11.MUST_CLOSE  # the states the gateway reads
+    assert isinstance(h11.IDLE, type)  # the state the gateway reads

@@ -126,11 +126,12 @@ def test_the_command_line_wins_and_the_environment_fills_the_rest(
 
 
 def test_a_bad_flag_is_refused_as_strictly(capsys: pytest.CaptureFixture[str]) -> None:
-    for flag, value in (("--port", "-1"), ("--port", "70000"), ("--host", "")):
-        with pytest.raises(SystemExit) as ended:
-            main(["proxy", "--upstream", UPSTREAM, flag, value])
-        assert ended.value.code == 2
-        assert f"argument {flag}: expected" in capsys.readouterr().err
+    for command in (["proxy", "--upstream", UPSTREAM], ["serve", "run.sse"]):
+        for flag, value in (("--port", "-1"), ("--port", "70000"), ("--host", "")):
+            with pytest.raises(SystemExit) as ended:
+                main([*command, flag, value])
+            assert ended.value.code == 2
+            assert f"argument {flag}: expected" in capsys.readouterr().err
 
 
 def test_the_transport_is_one_of_the_named_ones() -> None:

@@ -629,8 +629,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
         if opening or written:
             out.write(report.close(many))
         print(
-            f"agui-pipeline: interrupted: the report holds the {written} sources checked "
-            "before it",
+            f"agui-pipeline: interrupted: the report holds the {written} sources checked before it",
             file=sys.stderr,
         )
         raise

@@ -215,8 +215,10 @@ def add_serve(commands: Any) -> None:
         "answered turn by turn: a directory of recordings (in name order) or a JSON list "
         "of runs",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    serve.add_argument(
+        "--host", type=_host, default="127.0.0.1", help="address to listen on (127.0.0.1)"
+    )
+    serve.add_argument("--port", type=_port, default=8000, help="port (8000; 0 picks a free one)")
     serve.add_argument("--split", type=int, metavar="N", help="write frames in pieces of N bytes")
     serve.add_argument(
         "--pause",
