@@ -603,21 +603,30 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     worst = EXIT_OK
     progress = not (args.jobs > 1 and many) and (args.progress or sys.stderr.isatty())
     opening, written = report.open(many), 0
+    document = bool(report.close(many))
     try:
         out.write(opening)
         with ExitStack() as stack:
             for name, rendered in _parts(args, settings, sources, stack):
+                # A document (JSON, SARIF, JUnit) gets one write per source, its separator
+                # with it: an interrupt leaves it with whole parts only. Text is written
+                # as it is made.
+                between = report.between if written else ""
                 if rendered is None:
                     checked = _check_source(name, settings, progress)
-                    part = io.StringIO()
-                    report.write(checked, settings, part)
-                    status, text, problem = checked.status, part.getvalue(), checked.error or ""
+                    text = between
+                    if document:
+                        part = io.StringIO()
+                        report.write(checked, settings, part)
+                        text += part.getvalue()
+                    else:
+                        report.write(checked, settings, out)
+                    status, problem = checked.status, checked.error or ""
                 else:
                     status, text = rendered
                     text, _, problem = text.partition("\0")
-                # One write per source, its separator with it: an interrupt leaves the
-                # report with whole parts only.
-                out.write(report.between + text if written else text)
+                    text = between + text
+                out.write(text)
                 written += 1
                 out.flush()
                 if problem:
