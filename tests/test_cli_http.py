@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -188,7 +189,50 @@ def test_serve_stops_promptly_with_a_stream_in_flight(tmp_path: Path) -> None:
                 assert next(response.iter_bytes()).startswith(b"data: ")  # then a 30 s pause
                 started = time.monotonic()
                 process.terminate()
-                process.wait(timeout=10)
+                assert process.wait(timeout=10) == 0
             assert time.monotonic() - started < 5
         finally:
             process.kill()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_serve_exits_0_when_stopped_by_a_signal(tmp_path: Path, stop: signal.Signals) -> None:
+    """The documented status of a server stopped as servers are (`serve --help`)."""
+    recording = tmp_path / "run.sse"
+    recording.write_bytes(encode_sse(RUN))
+    command = [sys.executable, "-m", "agui_pipeline", "serve", str(recording), "--port", "0"]
+    with subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stderr is not None
+            assert "serving" in process.stderr.readline()
+            process.send_signal(stop)
+            assert process.wait(timeout=10) == 0
+            assert "Traceback" not in process.stderr.read()
+        finally:
+            process.kill()
+
+
+@pytest.mark.parametrize("sources", [1, 2])
+def test_an_interrupted_check_leaves_a_report_that_parses(tmp_path: Path, sources: int) -> None:
+    """Ctrl-C while a URL streams: the JSON written so far is closed round the sources done
+    (or nothing is written), the status is 130, and no traceback."""
+    recording = tmp_path / "run.sse"
+    recording.write_bytes(encode_sse(RUN))
+    with ReplayServer(Replay(RUN, pause=5.0)) as slow:
+        names = [str(recording), slow.url][-sources:]
+        command = [sys.executable, "-m", "agui_pipeline", "check", *names, "--format", "json"]
+        with subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as process:
+            deadline = time.monotonic() + 30
+            while not slow.replay.requests:  # the file, if any, is reported by now
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    if sources == 1:
+        assert out == ""
+    else:
+        assert [part["source"] for part in json.loads(out)] == [str(recording)]

@@ -251,7 +251,7 @@ def test_the_proxy_command_refuses_a_url_that_is_not_http(tmp_path: Path) -> Non
         text=True,
         timeout=30,
     )
-    assert done.returncode == 2 and "--upstream expects" in done.stderr
+    assert done.returncode == 2 and "argument --upstream: expected an http" in done.stderr
 
 
 def test_the_proxy_reconciles_with_the_declaration_and_logs_text() -> None:

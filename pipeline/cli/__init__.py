@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from agui_pipeline.cli import http as cli_http
 from agui_pipeline.cli.check import add_check, declaration_from_files, missing_extra
-from agui_pipeline.cli.common import COMMAND_EXIT_STATUSES, EXIT_OK, EXIT_USAGE, CommandError
+from agui_pipeline.cli.common import (
+    COMMAND_EXIT_STATUSES,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+)
 from agui_pipeline.delivery.escaping import inert, printable_name
 
 if TYPE_CHECKING:
@@ -183,6 +189,8 @@ def run() -> NoReturn:
             status: int | str | None = main()
         except SystemExit as ended:  # --help, --version, a usage error: argparse exits
             status = ended.code
+        except KeyboardInterrupt:  # Ctrl-C outside a command's own handling: no traceback
+            status = EXIT_INTERRUPTED
         sys.stdout.flush()
     except BrokenPipeError:
         _stdout_to_devnull()
@@ -226,4 +234,4 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         _stdout_to_devnull()
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED

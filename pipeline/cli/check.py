@@ -642,25 +642,48 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     sources = _sources(args.sources)
     report = REPORTS[args.format]
     many = len(args.sources) > 1 or any(map(_is_collection, args.sources))
-    out.write(report.open(many))
     worst = EXIT_OK
     progress = not (args.jobs > 1 and many) and (args.progress or sys.stderr.isatty())
-    with ExitStack() as stack:
-        for position, (name, rendered) in enumerate(_parts(args, settings, sources, stack)):
-            if position:
-                out.write(report.between)
-            if rendered is None:
-                checked = _check_source(name, settings, progress)
-                report.write(checked, settings, out)
-                status, problem = checked.status, checked.error or ""
-            else:
-                status, text = rendered
-                text, _, problem = text.partition("\0")
+    opening, written = report.open(many), 0
+    document = bool(report.close(many))
+    try:
+        out.write(opening)
+        with ExitStack() as stack:
+            for name, rendered in _parts(args, settings, sources, stack):
+                # A document (JSON, SARIF, JUnit) gets one write per source, its separator
+                # with it: an interrupt leaves it with whole parts only. Text is written
+                # as it is made.
+                between = report.between if written else ""
+                if rendered is None:
+                    checked = _check_source(name, settings, progress)
+                    text = between
+                    if document:
+                        part = io.StringIO()
+                        report.write(checked, settings, part)
+                        text += part.getvalue()
+                    else:
+                        report.write(checked, settings, out)
+                    status, problem = checked.status, checked.error or ""
+                else:
+                    status, text = rendered
+                    text, _, problem = text.partition("\0")
+                    text = between + text
                 out.write(text)
-            out.flush()
-            if problem:
-                print(f"agui-pipeline: {inert(problem)}", file=sys.stderr)
-            worst = max(worst, status)
+                written += 1
+                out.flush()
+                if problem:
+                    print(f"agui-pipeline: {inert(problem)}", file=sys.stderr)
+                worst = max(worst, status)
+    except KeyboardInterrupt:
+        # Ctrl-C: the report is closed round the sources already written, so what was
+        # written still parses; the exit status (130) says it is not all.
+        if opening or written:
+            out.write(report.close(many))
+        print(
+            f"agui-pipeline: interrupted: the report holds the {written} sources checked before it",
+            file=sys.stderr,
+        )
+        raise
     out.write(report.close(many))
     return worst
 

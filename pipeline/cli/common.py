@@ -23,6 +23,8 @@ from agui_pipeline.stage import Stage, StageFactory, StreamContext
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 plus SIGINT's number, as a shell reports a process SIGINT ended."""
 EXIT_STATUSES = """\
 exit status:
   0  every source completed, and nothing at or above the --fail-on level was found

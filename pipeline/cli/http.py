@@ -11,7 +11,7 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -42,6 +42,8 @@ def transport_named(name: str) -> Transport | None:
     raises ``ValueError`` naming the extra when aiohttp is not installed."""
     if name == "httpx":
         return None
+    if name not in TRANSPORTS:
+        raise ValueError(f"--transport expects one of {', '.join(TRANSPORTS)}, got {name!r}")
     try:
         from agui_pipeline.http.aiohttp_transport import AiohttpTransport
     except ModuleNotFoundError as error:
@@ -182,11 +184,20 @@ def fresh_input() -> dict[str, Any]:
     return {"threadId": f"thread-{uuid.uuid4()}", "runId": f"run-{uuid.uuid4()}", "messages": []}
 
 
-SERVER_EXIT_STATUSES = """\
+SERVE_EXIT_STATUSES = """\
 exit status:
-  0  stopped (Ctrl-C or SIGTERM) after serving
-  2  a usage or I/O error: a bad option, {what}, a port
-     in use, a missing extra, a closed pipe"""
+  0  stopped by SIGTERM or Ctrl-C (SIGINT), once the responses in flight are sent
+  2  a usage or I/O error: a bad option, a recording that does not parse whole,
+     a port in use, a missing extra, a closed pipe
+  130  a second Ctrl-C, which stops at once: the responses in flight are cut"""
+
+PROXY_EXIT_STATUSES = """\
+exit status:
+  0  stopped by SIGTERM or Ctrl-C (SIGINT), once the runs in flight are drained
+     (each finished, or ended with a relay.shutdown RUN_ERROR within --grace)
+  2  a usage or I/O error: a bad option or AGUI_PROXY_ variable, an --upstream that
+     is not an http(s) URL, a port in use, a missing extra, a closed pipe
+  130  a second Ctrl-C, which stops at once: the runs in flight are cut"""
 
 
 def add_serve(commands: Any) -> None:
@@ -195,7 +206,7 @@ def add_serve(commands: Any) -> None:
         help="replay a recorded stream as an HTTP + SSE agent endpoint",
         description="Answer every POST with the recorded stream FILE (any framing check "
         "reads), as text/event-stream. Needs the 'serve' extra.",
-        epilog=SERVER_EXIT_STATUSES.format(what="a recording that does not parse whole"),
+        epilog=SERVE_EXIT_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(
@@ -204,8 +215,10 @@ def add_serve(commands: Any) -> None:
         "answered turn by turn: a directory of recordings (in name order) or a JSON list "
         "of runs",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
+    serve.add_argument(
+        "--host", type=_host, default="127.0.0.1", help="address to listen on (127.0.0.1)"
+    )
+    serve.add_argument("--port", type=_port, default=8000, help="port (8000; 0 picks a free one)")
     serve.add_argument("--split", type=int, metavar="N", help="write frames in pieces of N bytes")
     serve.add_argument(
         "--pause",
@@ -295,83 +308,39 @@ def run_serve(args: argparse.Namespace) -> None:
 
 
 PROXY_ENV = "AGUI_PROXY_"
-"""Every ``proxy`` option can also be set by the environment: ``--max-concurrency`` by
-``AGUI_PROXY_MAX_CONCURRENCY``, and so on; the command line wins."""
+"""Every ``proxy`` option but the declaration can also be set by the environment:
+``--max-concurrency`` by ``AGUI_PROXY_MAX_CONCURRENCY``, and so on; the command line wins."""
 
 
-def _env(option: str, default: str | None) -> str | None:
-    return os.environ.get(PROXY_ENV + option.upper().replace("-", "_"), default)
+def _upstream_url(text: str) -> str:
+    from agui_pipeline.delivery.redaction import redact_url
 
-
-def add_proxy(commands: Any) -> None:
-    proxy = commands.add_parser(
-        "proxy",
-        help="a validating gateway: relay each POSTed run to an agent through the pipeline",
-        description=textwrap.fill(
-            "Relay every POSTed RunAgentInput to the agent at --upstream, read its stream "
-            "through the default pipeline, and answer with what the pipeline delivered, as "
-            "text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
-            "the rejection, an upstream error status is answered 502. Each run's diagnostics "
-            "are printed on stderr as they happen. Past the descriptor budget or "
-            "--max-concurrency a run is answered 503 with Retry-After; GET /healthz, /readyz "
-            "and /metrics serve operators; SIGTERM drains. Every option can be set by the "
-            f"environment too ({PROXY_ENV}UPSTREAM, {PROXY_ENV}MAX_CONCURRENCY, ...). Needs "
-            "the 'http' and 'serve' extras (and 'metrics' for /metrics).",
-            78,
-        ),
-        epilog=SERVER_EXIT_STATUSES.format(what="an --upstream that is not an http(s) URL"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    upstream = _env("upstream", None)
-    proxy.add_argument(
-        "--upstream",
-        required=upstream is None,
-        default=upstream,
-        metavar="URL",
-        help="the agent's URL",
-    )
-    proxy.add_argument(
-        "--host", default=_env("host", "127.0.0.1"), help="address to listen on (127.0.0.1)"
-    )
-    proxy.add_argument(
-        "--port", type=int, default=_env("port", "8000"), help="port (8000; 0 picks a free one)"
-    )
-    proxy.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default=_env("log-format", "text"),
-        help="each diagnostic and verdict on stderr as a text line or a JSON line (text)",
-    )
-    proxy.add_argument(
-        "--max-concurrency",
-        type=_count,
-        default=_env("max-concurrency", None),
-        metavar="N",
-        help="runs relayed at once; past it a run is answered 503 with Retry-After "
-        "(default: as many as the descriptor budget holds)",
-    )
-    for option, default, what in (
-        ("header-timeout", "10", "for a request's headers to arrive whole (408 past it)"),
-        ("body-timeout", "30", "for a request's body to arrive whole (408 past it)"),
-        ("idle-timeout", "5", "a keep-alive connection may stay idle between requests"),
-        ("grace", "30", "runs in flight get at SIGTERM before each is ended with a RUN_ERROR"),
-    ):
-        proxy.add_argument(
-            f"--{option}",
-            type=_positive_seconds,
-            default=_env(option, default),
-            metavar="S",
-            help=f"seconds {what} ({default})",
+    if not text.startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL, got {redact_url(text)!r}"
         )
-    proxy.add_argument(
-        "--otel",
-        action="store_true",
-        default=_env("otel", "") not in ("", "0"),
-        help="count through OpenTelemetry's global meter too, as the tap does (the 'otel' "
-        "extra; the SDK is yours to configure, e.g. with opentelemetry-instrument)",
-    )
-    add_transport_option(proxy, "each upstream run")
-    proxy.set_defaults(transport=_env("transport", "httpx"))
+    return text
+
+
+def _host(text: str) -> str:
+    """An address to listen on: never empty, which the socket layer reads as every
+    interface; that is said as ``0.0.0.0`` or ``::``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "expected an address to listen on, got an empty one "
+            "(every interface is 0.0.0.0, or :: for IPv6)"
+        )
+    return text
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return port
 
 
 def _count(text: str) -> int:
@@ -394,16 +363,140 @@ def _positive_seconds(text: str) -> float:
     return seconds
 
 
+def _one_of(*names: str) -> Any:
+    def named(text: str) -> str:
+        if text not in names:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(names)}, got {text!r}")
+        return text
+
+    return named
+
+
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True}
+_SWITCH.update({"0": False, "false": False, "no": False, "off": False})
+
+
+def _switch(text: str) -> bool:
+    """An on/off setting from the environment (the flags are ``--otel``/``--no-otel``)."""
+    try:
+        return _SWITCH[text.strip().lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(
+            f"expected 1, true, yes or on, or 0, false, no or off, got {text!r}"
+        ) from None
+
+
+PROXY_SETTINGS: dict[str, tuple[Any, Any]] = {
+    "upstream": (_upstream_url, None),
+    "host": (_host, "127.0.0.1"),
+    "port": (_port, 8000),
+    "log_format": (_one_of("text", "json"), "text"),
+    "transport": (_one_of(*TRANSPORTS), "httpx"),
+    "max_concurrency": (_count, None),
+    "header_timeout": (_positive_seconds, 10.0),
+    "body_timeout": (_positive_seconds, 30.0),
+    "idle_timeout": (_positive_seconds, 5.0),
+    "grace": (_positive_seconds, 30.0),
+    "otel": (_switch, False),
+}
+"""Each ``proxy`` setting (its ``args`` name): how its environment variable is parsed (the
+flag's own parser) and its value when neither the flag nor the variable sets it."""
+
+
+def proxy_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
+    """Fill in each proxy setting the command line left unset (``None``): from its
+    ``AGUI_PROXY_`` variable, parsed as strictly as the flag, else the default.
+
+    An empty variable is unset. A value its flag would refuse is a ``ValueError`` naming
+    the variable and the value.
+    """
+    for name, (parse, default) in PROXY_SETTINGS.items():
+        if getattr(args, name) is not None:
+            continue  # the command line wins
+        variable = PROXY_ENV + name.upper()
+        text = environ.get(variable, "")
+        if not text:
+            setattr(args, name, default)
+            continue
+        try:
+            setattr(args, name, parse(text))
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(f"{variable}: {error}") from None
+    if args.upstream is None:
+        raise ValueError(f"proxy needs --upstream URL (or {PROXY_ENV}UPSTREAM)")
+
+
+def add_proxy(commands: Any) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        help="a validating gateway: relay each POSTed run to an agent through the pipeline",
+        description=textwrap.fill(
+            "Relay every POSTed RunAgentInput to the agent at --upstream, read its stream "
+            "through the default pipeline, and answer with what the pipeline delivered, as "
+            "text/event-stream; a rejected or truncated stream ends with a RUN_ERROR naming "
+            "the rejection, an upstream error status is answered 502. Each run's diagnostics "
+            "are printed on stderr as they happen. Past the descriptor budget or "
+            "--max-concurrency a run is answered 503 with Retry-After; GET /healthz, /readyz "
+            "and /metrics serve operators; SIGTERM drains. Every option but the declaration "
+            f"can be set by the environment too ({PROXY_ENV}UPSTREAM, "
+            f"{PROXY_ENV}MAX_CONCURRENCY, ...; an empty variable is unset), parsed as its "
+            "flag is. Needs the 'http' and 'serve' extras (and 'metrics' for /metrics).",
+            78,
+        ),
+        epilog=PROXY_EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    proxy.add_argument(
+        "--upstream",
+        type=_upstream_url,
+        metavar="URL",
+        help=f"the agent's URL (required, here or as {PROXY_ENV}UPSTREAM)",
+    )
+    proxy.add_argument("--host", type=_host, help="address to listen on (127.0.0.1)")
+    proxy.add_argument("--port", type=_port, help="port (8000; 0 picks a free one)")
+    proxy.add_argument(
+        "--log-format",
+        type=_one_of("text", "json"),
+        metavar="{text,json}",
+        help="each diagnostic and verdict on stderr as a text line or a JSON line (text)",
+    )
+    proxy.add_argument(
+        "--max-concurrency",
+        type=_count,
+        metavar="N",
+        help="runs relayed at once; past it a run is answered 503 with Retry-After "
+        "(default: as many as the descriptor budget holds)",
+    )
+    for option, default, what in (
+        ("header-timeout", "10", "for a request's headers to arrive whole (408 past it)"),
+        ("body-timeout", "30", "for a request's body to arrive whole (408 past it)"),
+        ("idle-timeout", "5", "a keep-alive connection may stay idle between requests"),
+        ("grace", "30", "runs in flight get at SIGTERM before each is ended with a RUN_ERROR"),
+    ):
+        proxy.add_argument(
+            f"--{option}",
+            type=_positive_seconds,
+            metavar="S",
+            help=f"seconds {what} ({default})",
+        )
+    proxy.add_argument(
+        "--otel",
+        action=argparse.BooleanOptionalAction,
+        help="count through OpenTelemetry's global meter too, as the tap does (the 'otel' "
+        "extra; the SDK is yours to configure, e.g. with opentelemetry-instrument); off by "
+        f"default, {PROXY_ENV}OTEL takes 1, true, yes, on or 0, false, no, off",
+    )
+    add_transport_option(proxy, "each upstream run")
+    proxy.set_defaults(transport=None)  # unset: the environment's, else httpx
+
+
 def run_proxy(args: argparse.Namespace, capabilities: Any) -> None:
     from agui_pipeline._engine.pipeline import Pipeline
     from agui_pipeline.delivery.redaction import redact_url
     from agui_pipeline.http.gateway import GatewaySettings
     from agui_pipeline.http.proxy import RunLog, proxy
 
-    if not args.upstream.startswith(("http://", "https://")):
-        raise ValueError(
-            f"--upstream expects an http:// or https:// URL, got {redact_url(args.upstream)!r}"
-        )
+    proxy_settings(args, os.environ)
 
     def listening(url: str) -> None:
         print(f"relaying {url} to {redact_url(args.upstream)}", file=sys.stderr, flush=True)

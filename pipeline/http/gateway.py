@@ -22,23 +22,30 @@ serves it with uvicorn. What it adds:
   the budget is spent or while the upstream does not accept a connection) and
   ``GET /metrics`` (Prometheus text, :mod:`agui_pipeline.http.gateway_metrics`). Every
   ``POST`` is a run for the relay.
-- **A graceful shutdown.** On SIGTERM the listener closes, new requests are answered
-  ``503``, and the runs in flight have ``grace`` seconds to finish; then each is ended
-  with a ``RUN_ERROR`` (``relay.shutdown``) saying so.
+- **A graceful shutdown.** On SIGTERM or SIGINT the listener closes, new requests are
+  answered ``503``, and the runs in flight have the ``grace`` period to finish. Those still
+  running ``ENDING`` seconds before its end (at most half of it) are ended with a
+  ``RUN_ERROR`` (``relay.shutdown``) saying so, queued at once however slowly their
+  client reads, and the rest of the period lets it reach them. A connection still
+  holding bytes for its client when the period is over is reset, not cut at a random
+  byte. A second SIGINT ends the runs at once, with the same ``RUN_ERROR``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import os
 import resource
+import signal
 import socket
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
@@ -51,6 +58,7 @@ from agui_pipeline.delivery.escaping import inert
 from agui_pipeline.errors import Diagnostic
 from agui_pipeline.http.gateway_metrics import GatewayMetrics
 from agui_pipeline.http.relay import RETRY_AFTER, Relay, _json
+from agui_pipeline.http.serve import run_until_stopped
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -71,6 +79,15 @@ EVICT_AFTER = 1.0
 make room: an honest client sends them at once."""
 LISTEN_BACKLOG = 2048
 """Connections the kernel queues before they are accepted (``serve.bind``'s)."""
+WRITE_BUFFER = 16 * 1024
+"""Bytes of a response held for a client that reads slower than its run goes, past those
+on their way to it: in the process, and again in the kernel as bytes not yet sent
+(``TCP_NOTSENT_LOWAT``, where the platform has it; the kernel would otherwise queue
+megabytes). Past them the run waits for its client. A fast reader loses nothing by it,
+and at shutdown little stands between a slow reader and its run's ending."""
+ENDING = 5.0
+"""Seconds at the end of the grace period kept for the endings of the runs ended then
+(at most half the period): time for each ``RUN_ERROR`` to reach a slow reader."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +271,9 @@ class Gateway:
             spare=ACCEPT_BURST + settings.headroom,
         )
         self.draining = False
+        self._hurried = anyio.Event()
+        """Set by a second SIGINT: the runs in flight are ended without waiting further."""
+        self._connections: set[_GuardedH11Protocol] = set()
         self._waiting: OrderedDict[_GuardedH11Protocol, float] = OrderedDict()
         """Connections still waiting for request headers, since when, oldest first."""
         self._reachable: tuple[float, str | None] = (-1e9, None)
@@ -286,6 +306,9 @@ class Gateway:
             return
         if scope["type"] != "http":
             raise RuntimeError(f"the gateway serves HTTP, not {scope['type']}")
+        if _framed_twice(scope):
+            await self._refuse_smuggling(send)
+            return
         if scope["method"] in ("GET", "HEAD"):
             await self._endpoint(scope["path"], send)
             return
@@ -299,6 +322,24 @@ class Gateway:
             await self._shed(send, refusal)
             return
         await self._relay(scope, receive, send)
+
+    async def _refuse_smuggling(self, send: Send) -> None:
+        """RFC 9112 section 6.3: a request with both ``Transfer-Encoding`` and
+        ``Content-Length`` may be an attempt at request smuggling; it is answered 400 and
+        the connection closed, so nothing read after it is taken as a request."""
+        self.log.note("smuggling", "a request with Transfer-Encoding and Content-Length (400)")
+        if self.metrics is not None:
+            self.metrics.run("refused")
+        content = orjson.dumps(
+            {"error": "Transfer-Encoding and Content-Length together (RFC 9112, 6.3)"}
+        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(content)).encode()),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": content, "more_body": False})
 
     async def _relay(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = _Answer()
@@ -445,20 +486,43 @@ class Gateway:
     # -- shutdown --------------------------------------------------------------------------
 
     async def drain(self) -> None:
-        """Refuse new runs, give those in flight ``grace`` seconds, then end each with a
-        ``RUN_ERROR`` saying why (runs until cancelled, or until no run is left)."""
+        """Refuse new runs; give those in flight the grace period to finish, and end those
+        still running ``ENDING`` seconds before its end (or at :meth:`hurry`) with a
+        ``RUN_ERROR`` saying why; at the end of the period, reset the connections still
+        open, whose clients have not read all (runs until cancelled, or until all is said)."""
         self.draining = True
         grace = self.settings.grace
-        with anyio.move_on_after(grace):
-            while self.relay.running:
+        ending = min(ENDING, grace / 2)
+        with anyio.move_on_after(grace - ending):
+            while self.relay.running and not self._hurried.is_set():
                 await anyio.sleep(0.05)
         reason = (
-            f"the gateway is shutting down: the run was ended after the {grace:g} s grace "
+            f"the gateway is shutting down: the run was ended within the {grace:g} s grace "
             "period; retry it"
         )
         ended = self.relay.end_runs(reason)
         if ended:
-            self.log.note("shutdown", f"ended {ended} runs still in flight after {grace:g} s")
+            after = f"{grace - ending:g} s into the {grace:g} s grace period"
+            self.log.note("shutdown", f"ended {ended} runs still in flight {after}")
+        # Each ending goes straight into its connection's buffer, behind what its client
+        # has yet to read, however slowly it reads: no run waits on its client any more.
+        for connection in list(self._connections):
+            connection.let_the_ending_through()
+        with anyio.move_on_after(ending):
+            while self._connections:
+                await anyio.sleep(0.05)
+        if self._connections:
+            self.log.note(
+                "shutdown reset",
+                f"reset {len(self._connections)} connections whose clients had not read "
+                f"their run's end by the end of the {grace:g} s grace period",
+            )
+        for connection in list(self._connections):
+            connection.transport.abort()
+
+    def hurry(self) -> None:
+        """End the runs in flight now, each with its ``RUN_ERROR`` (a second SIGINT)."""
+        self._hurried.set()
 
     # -- connections (called by the protocol) ----------------------------------------------
 
@@ -468,6 +532,7 @@ class Gateway:
         (its request is answered ``503``), else close it (``503``)."""
         budget = self.budget
         budget.connections += 1
+        self._connections.add(connection)
         self._waiting[connection] = time.monotonic()
         while not budget.fits() and self._evict("to admit a connection"):
             pass
@@ -495,6 +560,7 @@ class Gateway:
 
     def connection_lost(self, connection: _GuardedH11Protocol) -> None:
         self.budget.connections -= 1
+        self._connections.discard(connection)
         self._waiting.pop(connection, None)
 
     def headers_awaited(self, connection: _GuardedH11Protocol, waiting: bool) -> None:
@@ -508,6 +574,12 @@ class Gateway:
         self.log.note("header timeout", f"request headers not whole within {wait}: closed (408)")
         if self.metrics is not None:
             self.metrics.shed("header timeout")
+
+
+def _framed_twice(scope: Scope) -> bool:
+    """Whether the request says both how it is chunked and how long it is."""
+    names = {name.lower() for name, _ in scope["headers"]}
+    return b"transfer-encoding" in names and b"content-length" in names
 
 
 class _GuardedH11Protocol(H11Protocol):
@@ -525,6 +597,10 @@ class _GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        transport.set_write_buffer_limits(high=WRITE_BUFFER)
+        connection = transport.get_extra_info("socket")
+        if connection is not None and hasattr(socket, "TCP_NOTSENT_LOWAT"):
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, WRITE_BUFFER)
         self._counted = True
         self._arm()
         self.gateway.connection_made(self)
@@ -565,6 +641,13 @@ class _GuardedH11Protocol(H11Protocol):
             self.gateway.header_timeout()
             self.refuse(408, "Request Timeout")
 
+    def let_the_ending_through(self) -> None:
+        """Take a run's last frames without waiting for the client to read what is
+        queued before them (they are small: the ``RUN_ERROR`` and the end of the body)."""
+        if not self.transport.is_closing():
+            self.transport.set_write_buffer_limits(high=64 * WRITE_BUFFER)
+            self.resume_writing()
+
     def refuse(self, status: int, reason: str, *, retry_after: int | None = None) -> None:
         """Answer ``status`` before any request was read, and close at once; the connection
         stops counting against the budget now (its descriptor is freed as the loop turns)."""
@@ -586,6 +669,7 @@ class _DrainingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, gateway: Gateway) -> None:
         super().__init__(config)
         self.gateway = gateway
+        self.hurried = False
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -595,6 +679,15 @@ class _DrainingServer(uvicorn.Server):
         for sock in sockets or []:
             sock.listen(LISTEN_BACKLOG)
 
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """A second SIGINT ends the runs now, each with its ``RUN_ERROR``, and the server
+        stops as it would have (the command then exits 130); a third stops at once."""
+        if self.should_exit and sig == signal.SIGINT and not self.hurried:
+            self.hurried = True
+            self.gateway.hurry()
+            return
+        super().handle_exit(sig, frame)
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(self.gateway.drain)
@@ -602,7 +695,7 @@ class _DrainingServer(uvicorn.Server):
             group.cancel_scope.cancel()
 
 
-def gateway_server(gateway: Gateway) -> uvicorn.Server:
+def gateway_server(gateway: Gateway) -> _DrainingServer:
     """The uvicorn server for ``gateway``: its protocol, its timeouts, its shutdown."""
     settings = gateway.settings
     config = uvicorn.Config(
@@ -613,11 +706,19 @@ def gateway_server(gateway: Gateway) -> uvicorn.Server:
         log_level="warning",
         access_log=False,
         timeout_keep_alive=max(1, round(settings.idle_timeout)),
-        timeout_graceful_shutdown=round(settings.grace + 5),
+        # A backstop: the drain has said all it will within the grace period.
+        timeout_graceful_shutdown=math.ceil(settings.grace) + 2,
     )
     return _DrainingServer(config, gateway)
 
 
-def serve_gateway(gateway: Gateway, sock: socket.socket) -> None:
-    """Serve ``gateway`` on the bound ``sock`` in the foreground until SIGTERM or SIGINT."""
-    gateway_server(gateway).run(sockets=[sock])
+def serve_gateway(
+    gateway: Gateway, sock: socket.socket, on_listening: Callable[[str], None] | None = None
+) -> None:
+    """Serve ``gateway`` on the bound ``sock`` in the foreground until SIGTERM or SIGINT,
+    after which it drains and returns (a second SIGINT: ``KeyboardInterrupt``);
+    ``on_listening`` gets the URL once a stop signal would be heard."""
+    server = gateway_server(gateway)
+    run_until_stopped(server, sock, on_listening)
+    if server.hurried:
+        raise KeyboardInterrupt

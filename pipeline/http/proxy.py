@@ -108,7 +108,7 @@ def proxy(
     gateway's budget, timeouts, endpoints and graceful shutdown (:mod:`agui_pipeline.http.gateway`).
     ``metrics`` counts for ``/metrics`` and OpenTelemetry (``None``: no counters)."""
     from agui_pipeline.http.gateway import Gateway, GatewaySettings, SummarisedLog, serve_gateway
-    from agui_pipeline.http.serve import bind, url_of
+    from agui_pipeline.http.serve import bind
 
     log = log or RunLog(sys.stderr)
     settings = settings or GatewaySettings()
@@ -116,12 +116,10 @@ def proxy(
     errors = SummarisedLog(log.out, json=log.json, interval=settings.log_interval)
     gateway = Gateway(relay, settings=settings, log=errors, metrics=metrics)
     sock = bind(host, port)
-    if on_listening is not None:
-        on_listening(url_of(sock))
     # uvicorn says only what goes wrong, summarised with the gateway's errors: stderr is
     # the runs' log.
     logging.getLogger("uvicorn.error").addFilter(_Summarised(errors))
-    serve_gateway(gateway, sock)
+    serve_gateway(gateway, sock, on_listening)
 
 
 class _Summarised(logging.Filter):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import signal
 import socket
 import threading
 import time
@@ -406,12 +407,43 @@ def _server(app: ASGIApp, log_level: str, lifespan: bool = False) -> uvicorn.Ser
     return uvicorn.Server(config)
 
 
-def run_server(
-    app: ASGIApp, sock: socket.socket, log_level: str = "info", *, lifespan: bool = False
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def run_until_stopped(
+    server: uvicorn.Server, sock: socket.socket, on_listening: Callable[[str], None] | None = None
 ) -> None:
-    """Serve ``app`` on the bound ``sock`` in the foreground until interrupted; with
-    ``lifespan``, the app's startup and shutdown run (a Relay closes its upstream's pool)."""
-    _server(app, log_level, lifespan).run(sockets=[sock])
+    """Run ``server`` on ``sock`` in the foreground until SIGTERM or Ctrl-C, and return:
+    that is the end a server is run for, so the command exits 0. ``on_listening`` gets the
+    URL once a stop signal would be heard.
+
+    uvicorn stops on either signal and, once shut down, raises it again for the handler
+    in place before it started, so that a process with Python's defaults dies of it
+    (143, or 130 after ``KeyboardInterrupt``). The handler in place here asks the server
+    to stop, which covers a signal that comes before uvicorn's own handler is in place
+    and takes the one raised again as said. A second Ctrl-C forces the stop before the
+    requests in flight are done: that is an interruption (``KeyboardInterrupt``, 130).
+    """
+    url = url_of(sock)
+    if threading.current_thread() is not threading.main_thread():
+        if on_listening is not None:
+            on_listening(url)
+        server.run(sockets=[sock])  # no signals here: stopped by whoever started it
+        return
+
+    def stop(number: int, frame: object) -> None:
+        server.should_exit = True
+
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        if on_listening is not None:
+            on_listening(url)
+        server.run(sockets=[sock])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if server.force_exit:
+        raise KeyboardInterrupt
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -490,7 +522,4 @@ def serve(
 
     ``on_listening`` gets the URL once the socket is bound (``port=0`` picks a free one).
     """
-    sock = bind(host, port)
-    if on_listening is not None:
-        on_listening(url_of(sock))
-    run_server(ReplayApp(replay), sock)
+    run_until_stopped(_server(ReplayApp(replay), "info"), bind(host, port), on_listening)
