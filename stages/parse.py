@@ -218,7 +218,7 @@ class Parse(Decoder):
         framed = framer.feed(chunk)
         if framed is None:
             return empty_batch()
-        if type(framed) is int:
+        if isinstance(framed, int):
             raise self._frame_too_large(framed)
         payloads, region = framed
         return self._decode(payloads, region)
@@ -431,7 +431,8 @@ def native_framer(framing: str | None, max_frame: int) -> Framer | None:
     ``None`` for the pure Python core (``agui_pipeline._cores``) or a JSON array document."""
     if _cores.native is None or framing not in ("sse", "jsonl"):
         return None
-    return _cores.native.Framer(framing, max_frame)
+    framer: Framer = _cores.native.Framer(framing, max_frame)
+    return framer
 
 
 def _jsonl_payloads(region: bytes) -> list[bytes]:

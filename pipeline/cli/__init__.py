@@ -103,8 +103,8 @@ def _proxy(args: argparse.Namespace, out: TextIO) -> int:
 
 
 class _ShowVersion(argparse.Action):
-    """``--version``: the installed version, read from the metadata only when asked, and the
-    core that runs the built-in stages (native or pure Python, and why; ``agui_pipeline._cores``)."""
+    """``--version``: the installed version, read from the metadata only when asked, and
+    the core that runs the built-in stages (native or pure Python, and why: ``_cores``)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
         super().__init__(
