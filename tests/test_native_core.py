@@ -31,9 +31,7 @@ def test_version_names_the_native_core_when_it_is_built() -> None:
 
 
 def test_the_pure_setting_switches_to_the_python_core_and_says_so() -> None:
-    assert _version(AGUI_PIPELINE_PURE="1").endswith(
-        " (pure Python core: AGUI_PIPELINE_PURE=1)\n"
-    )
+    assert _version(AGUI_PIPELINE_PURE="1").endswith(" (pure Python core: AGUI_PIPELINE_PURE=1)\n")
     if _cores.native is not None:
         assert _version(AGUI_PIPELINE_PURE="0").endswith(" (native core)\n")
 
