@@ -20,7 +20,7 @@ def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get(PURE_SETTING, "") not in ("", "0"):
         return None, f"pure Python core: {PURE_SETTING}={os.environ[PURE_SETTING]}"
     try:
-        from agui_pipeline import _native
+        import agui_pipeline._native as _native  # `from ... import` would not say what is missing
     except ModuleNotFoundError as missing:
         if missing.name != "agui_pipeline._native":
             raise

@@ -36,6 +36,17 @@ def test_the_pure_setting_switches_to_the_python_core_and_says_so() -> None:
         assert _version(AGUI_PIPELINE_PURE="0").endswith(" (native core)\n")
 
 
+def test_without_the_extension_the_python_core_runs_and_says_why() -> None:
+    hidden = "import sys; sys.modules['agui_pipeline._native'] = None; "
+    completed = subprocess.run(
+        [sys.executable, "-c", hidden + "from agui_pipeline import _cores; print(_cores.ACTIVE)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert completed.stdout == "pure Python core: extension not built\n"
+
+
 def test_a_panic_in_the_native_core_is_an_ordinary_exception() -> None:
     """A panic arrives as the module's InternalError (its message names the stage: the
     crate's own test, ``a_panic_becomes_a_message_naming_the_stage``), never as PyO3's
