@@ -18,7 +18,9 @@ FOLDERS = {PACKAGE: ROOT / "pipeline", f"{PACKAGE}.stages": ROOT / "stages"}
 LAYERS = [
     # The contract: what a stage author and every layer below import.
     {
+        "_cores",  # which core runs the built-in stages: the native one or pure Python
         "_json",
+        "_native",  # the native core (native/, Rust), when built
         "_proto",
         "_suggest",
         "batch",
