@@ -11,6 +11,7 @@ lines (``stages/parse.py``, :func:`~agui_pipeline.stages.parse.native_framer`).
 from __future__ import annotations
 
 import os
+from importlib import import_module
 from types import ModuleType
 
 PURE_SETTING = "AGUI_PIPELINE_PURE"
@@ -20,14 +21,14 @@ def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get(PURE_SETTING, "") not in ("", "0"):
         return None, f"pure Python core: {PURE_SETTING}={os.environ[PURE_SETTING]}"
     try:
-        import agui_pipeline._native as _native  # `from ... import` would not say what is missing
+        native = import_module("agui_pipeline._native")  # its absence is ModuleNotFoundError
     except ModuleNotFoundError as missing:
         if missing.name != "agui_pipeline._native":
             raise
         return None, "pure Python core: extension not built"
     except ImportError as broken:  # built, but not loadable here (another platform's build)
         return None, f"pure Python core: the extension did not load ({broken})"
-    return _native, "native core"
+    return native, "native core"
 
 
 native, ACTIVE = _load()

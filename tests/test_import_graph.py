@@ -49,7 +49,8 @@ def modules() -> dict[str, Path]:
     """Every module of the package, by dotted name."""
     found: dict[str, Path] = {}
     for prefix, folder in FOLDERS.items():
-        for path in folder.rglob("*.py"):
+        stubs = [stub for stub in folder.rglob("*.pyi") if not stub.with_suffix(".py").exists()]
+        for path in [*folder.rglob("*.py"), *stubs]:  # a stub stands for an extension module
             if "_proto" in path.parts and path.name.endswith("_pb2.py"):
                 continue  # protoc's output
             parts = list(path.relative_to(folder).with_suffix("").parts)
