@@ -12,14 +12,17 @@ from tests.conftest import ROOT
 from tests.cores import native_module
 
 
+def _without_the_setting() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != _cores.PURE_SETTING}
+
+
 def _version(**env: str) -> str:
-    settings = {k: v for k, v in os.environ.items() if k != _cores.PURE_SETTING} | env
     completed = subprocess.run(
         [sys.executable, "-m", "agui_pipeline", "--version"],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=settings,
+        env=_without_the_setting() | env,
         check=True,
     )
     return completed.stdout
@@ -42,6 +45,7 @@ def test_without_the_extension_the_python_core_runs_and_says_why() -> None:
         [sys.executable, "-c", hidden + "from agui_pipeline import _cores; print(_cores.ACTIVE)"],
         capture_output=True,
         text=True,
+        env=_without_the_setting(),
         check=True,
     )
     assert completed.stdout == "pure Python core: extension not built\n"
