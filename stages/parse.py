@@ -29,9 +29,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, count, repeat
 from operator import lt
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
+from agui_pipeline import _cores
 from agui_pipeline._json import describe, join_pointer, shown, walk
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, Event, empty_batch, read_types
@@ -49,6 +50,9 @@ from agui_pipeline.catalog import (
 )
 from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import Decoder, StreamContext, reject_after
+
+if TYPE_CHECKING:
+    from agui_pipeline._native import Framer
 
 FRAMINGS = ("sse", "jsonl", "json", "proto")
 _BLANK = b" \t\r\n"
@@ -85,6 +89,7 @@ class Parse(Decoder):
         self._head = bytearray()  # bytes held back until the framing can be told
         self._past_bom = False  # the first bytes have been checked for a BOM
         self._max_frame = ctx.limits.max_frame_bytes
+        self._framer: Framer | None = None  # the native core's, once the framing is known
         self._depth_bytes = 2 * ctx.limits.max_depth
         self._integers = IntegerSearch(ctx)
         """The search parse runs itself: every read when no enforce stage runs one, and
@@ -111,6 +116,9 @@ class Parse(Decoder):
             chunk = self._start(chunk)
             if not chunk:
                 return empty_batch()
+            self._framer = native_framer(self.framing, self._max_frame)
+        if self._framer is not None:
+            return self._feed_framed(self._framer, chunk)
         if self.framing == "sse":
             if b"\r" in chunk or self._skip_lf:
                 chunk = self._normalise_newlines(chunk)
@@ -127,7 +135,7 @@ class Parse(Decoder):
             if not rest:
                 return empty_batch()
             self._buffer += rest
-        rest = bytes(self._buffer)
+        rest = bytes(self._buffer) if self._framer is None else self._framer.take_rest()
         self._buffer.clear()
         if self.framing == "json":
             return self._decode_document(rest)
@@ -218,6 +226,16 @@ class Parse(Decoder):
         if len(buffer) > self._max_frame:
             raise self._frame_too_large(len(buffer))
         return self._decode(payloads_of(complete), complete)
+
+    def _feed_framed(self, framer: Framer, chunk: bytes) -> Batch:
+        """``_feed_delimited`` with the native core's framer (:func:`native_framer`)."""
+        framed = framer.feed(chunk)
+        if framed is None:
+            return empty_batch()
+        if isinstance(framed, int):
+            raise self._frame_too_large(framed)
+        payloads, region = framed
+        return self._decode(payloads, region)
 
     def _frame_too_large(self, size: int) -> StreamRejected:
         return StreamRejected(
@@ -423,6 +441,16 @@ class Parse(Decoder):
         self._next_index = start + len(events)
         self.ctx.counters.read += len(events)
         return Batch(events, list(range(start, self._next_index)), types, objects=True)
+
+
+def native_framer(framing: str | None, max_frame: int) -> Framer | None:
+    """The one place parse takes up the native core: its framer of SSE and JSON lines, the
+    same frames, limit and state as ``_feed_delimited`` (``tests/test_parse_differential.py``);
+    ``None`` for the pure Python core (``agui_pipeline._cores``) or a JSON array document."""
+    if _cores.native is None or framing not in ("sse", "jsonl"):
+        return None
+    framer: Framer = _cores.native.Framer(framing, max_frame)
+    return framer
 
 
 def _jsonl_payloads(region: bytes) -> list[bytes]:

@@ -20,6 +20,7 @@ LAYERS = [
     # modules build on one another: one module to a layer, so a cycle between two of
     # them (not only between two files) shows as an import going up.
     {"_json", "_suggest", "events", "catalog"},  # depend on nothing of the package
+    {"_native", "_cores"},  # the native core (native/, Rust) when built, and which core runs
     {"batch"},  # events with their frame indices
     {"errors"},  # what a rejection carries: its code, the batch it cut
     {"declaration"},  # where a capabilities declaration comes from
@@ -44,7 +45,8 @@ def modules() -> dict[str, Path]:
     """Every module of the package, by dotted name."""
     found: dict[str, Path] = {}
     for prefix, folder in FOLDERS.items():
-        for path in folder.rglob("*.py"):
+        stubs = [stub for stub in folder.rglob("*.pyi") if not stub.with_suffix(".py").exists()]
+        for path in [*folder.rglob("*.py"), *stubs]:  # a stub stands for an extension module
             if "_proto" in path.parts and path.name.endswith("_pb2.py"):
                 continue  # protoc's output
             parts = list(path.relative_to(folder).with_suffix("").parts)

@@ -19,8 +19,9 @@ import pytest
 
 from tests.conftest import ROOT, unavailable
 
-NOT_SOURCE = {".git", ".venv", "build", "__pycache__", ".hypothesis", ".peers", "results"}
-"""What a working copy holds besides the source (caches, installs, benchmark output)."""
+NOT_SOURCE = {".git", ".venv", "build", "__pycache__", ".hypothesis", ".peers", "results", "target"}
+"""What a working copy holds besides the source (caches, installs, benchmark output, the
+native core's cargo build)."""
 
 
 def pip(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

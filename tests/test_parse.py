@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -19,7 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import streams
+from tests.cores import CORES, running
 from tests.test_enforce_schema_property import events as schema_events
+
+
+@pytest.fixture(autouse=True, scope="module", params=CORES)
+def core(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs over the pure Python framer and the native one (module-scoped:
+    hypothesis refuses a function-scoped fixture under @given)."""
+    with running(request.param):
+        yield request.param
+
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t-1", "runId": "r-1"},

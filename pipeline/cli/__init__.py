@@ -113,15 +113,23 @@ def _proxy(args: argparse.Namespace, out: TextIO) -> int:
 
 
 class _ShowVersion(argparse.Action):
-    """``--version``: the installed version, read from the metadata only when asked."""
+    """``--version``: the installed version, read from the metadata only when asked, and
+    the core that runs the built-in stages (native or pure Python, and why: ``_cores``)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            help="show the version and the core in use (native or pure Python), and exit",
+        )
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         from importlib.metadata import version
 
-        sys.stdout.write(f"{parser.prog} {version('agui-pipeline')}\n")
+        from agui_pipeline._cores import ACTIVE
+
+        sys.stdout.write(f"{parser.prog} {version('agui-pipeline')} ({ACTIVE})\n")
         parser.exit()
 
 

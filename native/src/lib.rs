@@ -1,0 +1,126 @@
+//! The native core of agui-pipeline, imported as `agui_pipeline._native`.
+//!
+//! Step one of the native core (issue 36): parse's framing of SSE and JSON lines. The Python
+//! implementation stays the reference (`stages/parse.py`), and runs when this module is not
+//! built or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`).
+//!
+//! A panic never crosses into Python as PyO3's `PanicException` (a `BaseException` that would
+//! slip past the engine's handling of a stage's bug): every entry point runs under
+//! [`guarded`], and a panic becomes [`InternalError`] naming the stage.
+
+pub mod framing;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use crate::framing::{FrameTooLarge as Overflow, Framing, each_payload};
+
+create_exception!(
+    _native,
+    InternalError,
+    PyRuntimeError,
+    "A bug in the native core (a Rust panic), with the stage it happened in."
+);
+
+/// Run `work`, turning a panic into an error message that names `stage`.
+pub fn guarded<T>(stage: &str, work: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|panic| {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        format!(
+            "internal error in the native core's {stage} stage: {reason} (a bug in agui-pipeline; \
+             AGUI_PIPELINE_PURE=1 runs the Python core instead)"
+        )
+    })
+}
+
+/// What a read gave: complete frames with their region, or the size past the limit.
+#[derive(IntoPyObject)]
+enum Fed<'py> {
+    Frames(Bound<'py, PyList>, Bound<'py, PyBytes>),
+    TooLarge(usize),
+}
+
+/// parse's framer for one stream: `feed` a read, get its complete frames.
+#[pyclass(module = "agui_pipeline._native")]
+struct Framer {
+    framer: framing::Framer,
+    framing: Framing,
+}
+
+#[pymethods]
+impl Framer {
+    #[new]
+    fn new(framing: &str, max_frame_bytes: usize) -> PyResult<Self> {
+        let framing = match framing {
+            "sse" => Framing::Sse,
+            "jsonl" => Framing::JsonLines,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "the native framer reads 'sse' or 'jsonl', not {other:?}"
+                )));
+            }
+        };
+        Ok(Framer {
+            framer: framing::Framer::new(framing, max_frame_bytes),
+            framing,
+        })
+    }
+
+    /// `None` when the read completes no frame; otherwise the frames' payloads and the bytes
+    /// they were cut from (the region parse's integer search reads); or, when what is held past
+    /// the last boundary exceeds `max_frame_bytes`, its size (parse raises LIMIT_FRAME_SIZE).
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Fed<'py>>> {
+        let framing = self.framing;
+        let framer = &mut self.framer;
+        let fed = guarded("parse", || {
+            framer.feed(chunk, |region| {
+                let mut payloads = Vec::new();
+                each_payload(framing, region, |payload| {
+                    payloads.push(PyBytes::new(py, payload));
+                });
+                (payloads, PyBytes::new(py, region))
+            })
+        })
+        .map_err(InternalError::new_err)?;
+        match fed {
+            Err(Overflow(size)) => Ok(Some(Fed::TooLarge(size))),
+            Ok(None) => Ok(None),
+            Ok(Some((payloads, region))) => {
+                Ok(Some(Fed::Frames(PyList::new(py, payloads)?, region)))
+            }
+        }
+    }
+
+    /// The bytes held at the end of the stream (the framer is left empty).
+    fn take_rest<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.framer.take_rest())
+    }
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add_class::<Framer>()?;
+    module.add("InternalError", py.get_type::<InternalError>())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guarded;
+
+    #[test]
+    fn a_panic_becomes_a_message_naming_the_stage() {
+        let message = guarded("parse", || -> u8 { panic!("index out of range") }).unwrap_err();
+        assert!(message.starts_with("internal error in the native core's parse stage: index out"));
+        assert_eq!(guarded("parse", || 7), Ok(7));
+    }
+}

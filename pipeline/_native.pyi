@@ -1,0 +1,13 @@
+# The native core's extension module (native/src/lib.rs); present when the crate was built.
+
+class InternalError(RuntimeError):
+    """A Rust panic, with the stage it happened in."""
+
+class Framer:
+    """parse's framer of SSE or JSON lines for one stream (``stages/parse.py``)."""
+
+    def __init__(self, framing: str, max_frame_bytes: int) -> None: ...
+    def feed(self, chunk: bytes) -> tuple[list[bytes], bytes] | int | None:
+        """``None``: no frame completed; the payloads and their region; or, an ``int``, the
+        size of what is held past the last boundary, over ``max_frame_bytes``."""
+    def take_rest(self) -> bytes: ...

@@ -1,0 +1,38 @@
+"""Running a test over either core: the native one (``agui_pipeline._native``) or the pure
+Python reference, whichever ``AGUI_PIPELINE_PURE`` chose for the process (the way aiohttp
+runs its parser tests over the C and the Python parser)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+
+from agui_pipeline import _cores
+
+from tests.conftest import unavailable
+
+CORES = ("pure", "native")
+
+
+def native_module() -> ModuleType:
+    """The extension; the test skips (full tier: fails) when it is not built."""
+    try:
+        from agui_pipeline import _native
+    except ImportError as missing:
+        unavailable(
+            f"the native core is not built ({missing}); a Rust toolchain on PATH and "
+            "`pip install -e '.[test]' --config-settings editable_mode=strict` build it"
+        )
+    return _native
+
+
+@contextmanager
+def running(core: str) -> Iterator[None]:
+    """The built-in stages created inside run on ``core`` ("pure" or "native")."""
+    chosen = native_module() if core == "native" else None
+    before, _cores.native = _cores.native, chosen
+    try:
+        yield
+    finally:
+        _cores.native = before
