@@ -154,5 +154,3 @@ async def _read(decoder: Decoder, route: Route, chunk: bytes | None) -> Batch:
             error.add_note(f"raised in the {segments[position].name!r} stage")
         raise
     return batch
-
-

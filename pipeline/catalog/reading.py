@@ -145,7 +145,7 @@ LIMIT_FRAME_ENTRIES = _code(
     TRANSPORTS,
     "a protobuf frame holds more messages (repeated entries, nested messages) than the "
     "configured limit",
-    verdict=_bound("Limits.max_frame_entries"),
+    ground=_bound("Limits.max_frame_entries"),
 )
 LIMIT_DEPTH = _code(
     "limit.depth",
