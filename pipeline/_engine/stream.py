@@ -208,7 +208,7 @@ class EventStream:
                                 clock.reading = None
                         else:
                             # A bare scope, not fail_after: no context-manager generator.
-                            with anyio.CancelScope(deadline=clock.deadline()) as scope:
+                            with anyio.CancelScope(deadline=clock.due()) as scope:
                                 chunk = await read()
                             if scope.cancelled_caught:
                                 raise SourceTimedOut
@@ -331,10 +331,6 @@ class _Clock:
     def due(self) -> float:
         """When the read that started last runs out of budget."""
         return min(self.started + self.idle - self.waited, self.end)
-
-    def deadline(self) -> float:
-        """The deadline of the read about to wait, under a scope (not ``lazy``)."""
-        return self.due()
 
     # -- asyncio: one timer per stream ------------------------------------------------
 
