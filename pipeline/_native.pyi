@@ -10,4 +10,7 @@ class Framer:
     def feed(self, chunk: bytes) -> tuple[list[bytes], bytes] | int | None:
         """``None``: no frame completed; the payloads and their region; or, an ``int``, the
         size of what is held past the last boundary, over ``max_frame_bytes``."""
+    @property
+    def idle(self) -> bool:
+        """Nothing held: no partial frame, no CR waiting for its LF."""
     def take_rest(self) -> bytes: ...

@@ -10,14 +10,16 @@ the setting that bounded the wait.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import pytest
 from agui_pipeline import Outcome, Pipeline
 from agui_pipeline.http.client import RequestFailed
@@ -167,3 +169,116 @@ def test_duration_options_refuse_what_is_not_seconds(server: ReplayServer) -> No
     done = check_url(server.url, "httpx", "--max-duration", "soon")
     assert done.returncode == 2
     assert "expected seconds, got 'soon'" in done.stderr
+
+
+# -- the engine's own clock, over a source that is an async generator -------------------
+# No source timeout here: the engine's clock alone bounds each read (on asyncio one timer
+# per stream, armed again only when it fires; on trio a scope per read). Each test runs
+# under both backends and holds them to the same verdicts.
+
+
+def frame(event: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+async def read_all(pipeline: Pipeline, source: AsyncIterator[bytes]) -> tuple[Any, float]:
+    """The run's result and how long it took, event by event as a live consumer reads."""
+    started = time.monotonic()
+    with anyio.fail_after(10):
+        result = await pipeline.run(source)
+    return result, time.monotonic() - started
+
+
+async def test_a_stream_that_goes_silent_after_a_read_is_given_up_on() -> None:
+    # The second event comes 0.2 s in, so the window first set to end at 0.3 s ends at
+    # 0.5 s: the timer fires once in the third read's wait and is moved, then ends it.
+    async def silent_after_two() -> AsyncIterator[bytes]:
+        yield frame(RUN[0])
+        await anyio.sleep(0.2)
+        yield frame(RUN[1])
+        await anyio.sleep_forever()
+        yield b""  # pragma: no cover
+
+    result, elapsed = await read_all(Pipeline(idle_timeout=0.3), silent_after_two())
+    assert 0.45 < elapsed < 2
+    assert result.verdict.outcome is Outcome.TRUNCATED
+    assert codes(result) == ["source.idle-timeout"]
+    assert result.events == RUN[:2]
+    assert result.diagnostics[0].event_index == 2
+
+
+async def test_events_trickling_within_the_window_hold_it_open_past_many_windows() -> None:
+    # An event every 0.1 s for 1.3 s, with a 0.3 s window: the stream's one timer fires
+    # in the middle of a read many times, and each time finds the window moved on.
+    async def trickle() -> AsyncIterator[bytes]:
+        for event in RUN[:12]:
+            await anyio.sleep(0.1)
+            yield frame(event)
+        yield frame(RUN[-2]) + frame(RUN[-1])
+
+    result, elapsed = await read_all(Pipeline(idle_timeout=0.3), trickle())
+    assert elapsed > 1.2  # four windows
+    assert result.verdict.outcome is Outcome.COMPLETED, codes(result)
+    assert codes(result) == []
+    assert result.events == RUN[:12] + RUN[-2:]
+
+
+async def test_keep_alive_comments_within_the_window_do_not_hold_it_open() -> None:
+    async def comments_only() -> AsyncIterator[bytes]:
+        yield frame(RUN[0])
+        while True:
+            await anyio.sleep(0.05)
+            yield b": keep-alive\n\n"
+
+    result, elapsed = await read_all(Pipeline(idle_timeout=0.3), comments_only())
+    assert 0.25 < elapsed < 2
+    assert codes(result) == ["source.idle-timeout"]
+    assert result.events == RUN[:1]
+
+
+async def test_a_slow_consumer_is_not_taken_for_a_silent_producer() -> None:
+    # The source answers at once; the consumer takes twice the window over each event.
+    async def prompt() -> AsyncIterator[bytes]:
+        for event in RUN[:3] + RUN[-2:]:
+            yield frame(event)
+
+    delivered = []
+    with anyio.fail_after(10):
+        async with Pipeline(idle_timeout=0.15).open(prompt()) as stream:
+            async for event in stream:
+                delivered.append(event)
+                await anyio.sleep(0.3)
+    assert stream.verdict.outcome is Outcome.COMPLETED
+    assert delivered == RUN[:3] + RUN[-2:]
+
+
+async def test_max_duration_ends_a_stream_whose_events_never_stop() -> None:
+    async def steady() -> AsyncIterator[bytes]:
+        for event in RUN[:-2]:
+            await anyio.sleep(0.05)
+            yield frame(event)
+
+    result, elapsed = await read_all(Pipeline(idle_timeout=0.3, max_duration=0.5), steady())
+    assert 0.45 < elapsed < 2
+    assert codes(result) == ["source.max-duration"]
+    assert 3 < len(result.events) < len(RUN) - 2
+
+
+async def test_a_cancellation_from_outside_goes_on_as_it_came() -> None:
+    # The caller's own scope fires while a read waits under the engine's clock: the
+    # caller's cancellation, not the idle window, ends the read (and it is not swallowed).
+    async def silent() -> AsyncIterator[bytes]:
+        yield frame(RUN[0])
+        await anyio.sleep_forever()
+        yield b""  # pragma: no cover
+
+    stream = Pipeline(idle_timeout=5).open(silent())
+    with anyio.move_on_after(0.2) as scope:
+        async with stream:
+            async for _event in stream:
+                pass
+    assert scope.cancelled_caught
+    assert not stream.ended
+    # The caller's task is not left with a cancellation pending: it waits again as usual.
+    with anyio.fail_after(2):
+        await anyio.sleep(0.01)

@@ -845,3 +845,71 @@ def test_a_long_blank_prefix_is_read_in_linear_time() -> None:
         parser.feed(blanks)
     assert [e["type"] for e in parser.feed(START).events] == ["RUN_STARTED"]
     assert time.process_time() - started < 2.0
+
+
+# -- the short path: a read that is one whole `data: ` line (a live read) ----------------
+
+_ONE_FRAME_READS = [
+    b'data: {"type":"RUN_STARTED","threadId":"t-1","runId":"r-1"}\n\n',
+    b'data:{"type":"TEXT_MESSAGE_START","messageId":"m-1","role":"assistant"}\n\n',
+    b'data:  {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"two spaces"}\n\n',
+    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"x",'
+    b'"metadata":{"n":123456789012345678901234}}\n\n',
+    b": a comment\n\n",
+    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"crlf"}\r\n\r\n',
+    b'id: 7\ndata: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"with id"}\n\n',
+    b"data:  \n\n",
+    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"' + b"w" * 400 + b'"}\n\n',
+    b'data: {"messageId":"m-1","delta":"no type"}\n\n',
+    b'data: {"type":"TEXT_MESSAGE_END","messageId":"m-1"}\n\ndata: {"type":"RUN_FINISHED",'
+    b'"threadId":"t-1","runId":"r-1"}\n\n',
+]
+_FATAL_READS = [
+    [b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1",\n\n'],
+    [b'data: {"type":"CUSTOM","name":"deep","value":' + b"[" * 200 + b"]" * 200 + b"}\n\n"],
+    [b"data: [1]\n\n"],
+    [b'data: {"type":"TEXT_MESSAGE_CONTENT",', b'data: {"type":"RUN_FINISHED"}\n\n'],
+]
+
+
+def _outcome(reads: list[bytes]) -> tuple[Any, ...]:
+    result = run_sync(reads, Pipeline())
+    found = [(d.event_index, d.code, d.pointer, d.message) for d in result.diagnostics]
+    verdict = result.verdict
+    return verdict.outcome, verdict.code, verdict.event_index, verdict.message, result.events, found
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [_ONE_FRAME_READS[:cut] for cut in range(len(_ONE_FRAME_READS) + 1)]
+    + [_ONE_FRAME_READS[:4] + fatal for fatal in _FATAL_READS],
+)
+def test_the_short_path_judges_a_read_as_the_general_path_does(
+    reads: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every read below is one frame: those that are one whole `data: ` line take parse's
+    # short path, the rest (no space, a CR, another field, blanks, a long frame, no type,
+    # not JSON, two frames) the general one. Cut after any of them, the stream is judged
+    # as the general path alone judges the same reads, to the diagnostic; so is one that
+    # ends with a fatal read (not JSON, too deep, not an object, cut by the next read).
+    short = _outcome(reads)
+    monkeypatch.setattr(Parse, "_one_event", lambda self, chunk: None)
+    assert short == _outcome(reads)
+
+
+def test_a_whole_data_line_in_a_read_skips_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    buffered: list[bytes] = []
+    original = Parse._feed_delimited
+
+    def spy(self: Parse, chunk: bytes, *rest: Any) -> Batch:
+        buffered.append(chunk)
+        return original(self, chunk, *rest)
+
+    monkeypatch.setattr(Parse, "_feed_delimited", spy)
+    reads = [sse([event]) for event in EVENTS]
+    events, _ = decode([b"\n", *reads])
+    assert events == EVENTS
+    assert buffered == [], "a read of one whole data line goes round the buffer"
+    events, _ = decode([b"data:" + reads[0][6:], *reads[1:]])  # no space: the general path
+    assert events == EVENTS
+    assert len(buffered) == 1

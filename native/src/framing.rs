@@ -106,6 +106,12 @@ impl Framer {
         }
     }
 
+    /// Nothing held and no CR waiting for its LF: a read starts afresh (parse's one-event
+    /// path may then take it whole).
+    pub fn is_idle(&self) -> bool {
+        self.buffer.is_empty() && !self.skip_lf
+    }
+
     /// Everything held at the end of the stream (the buffer is left empty).
     pub fn take_rest(&mut self) -> Vec<u8> {
         self.scanned = 0;

@@ -99,6 +99,12 @@ impl Framer {
         }
     }
 
+    /// Whether nothing is held (no partial frame, no CR waiting for its LF).
+    #[getter]
+    fn idle(&self) -> bool {
+        self.framer.is_idle()
+    }
+
     /// The bytes held at the end of the stream (the framer is left empty).
     fn take_rest<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.framer.take_rest())

@@ -95,7 +95,8 @@ async def iter_chunks(source: Source) -> AsyncGenerator[bytes, None]:
         iterator = aiter(source)
         try:
             async for piece in iterator:
-                yield _as_bytes(piece)
+                # bytes as they come: no call per read (a live read carries one event)
+                yield piece if type(piece) is bytes else _as_bytes(piece)
         finally:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:

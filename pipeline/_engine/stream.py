@@ -6,6 +6,7 @@ import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing
 from types import TracebackType
+from typing import Any
 
 from agui_pipeline._engine.core import (
     StagePlan,
@@ -193,9 +194,21 @@ class EventStream:
                             chunk = await read()
                         elif clock.covered():
                             chunk = await read()  # the source's own read timeout bounds it
+                        elif clock.lazy:
+                            # No scope per read: the stream's one timer cancels this
+                            # task if it fires while the read waits past the window.
+                            clock.watch()
+                            try:
+                                chunk = await read()
+                            except clock.cancelled:
+                                if clock.expired():
+                                    raise SourceTimedOut from None
+                                raise
+                            finally:
+                                clock.reading = None
                         else:
                             # A bare scope, not fail_after: no context-manager generator.
-                            with anyio.CancelScope(deadline=clock.deadline()) as scope:
+                            with anyio.CancelScope(deadline=clock.due()) as scope:
                                 chunk = await read()
                             if scope.cancelled_caught:
                                 raise SourceTimedOut
@@ -229,6 +242,9 @@ class EventStream:
                 counters.delivered += len(ended.delivered.events)
                 yield ended.delivered
             return
+        finally:
+            if clock is not None:
+                clock.close()
         self._verdict = Verdict(Outcome.COMPLETED)
 
 
@@ -242,14 +258,38 @@ class _Clock:
     the stream open past the window. Only the time spent waiting for the source
     counts, so a consumer that is slow between reads is not taken for a stalled producer.
 
-    A read waits under a cancel scope whose deadline is the budget left — unless the
-    source bounds its own reads (``source_timeout``: an HTTP client's read timeout) no
-    later than that budget, which is the common case of a healthy stream (an event on
-    every read, no ``max_duration``). A cancel scope per read costs about 8 µs, as much
-    as the rest of the engine's work on a one-event read (``benchmarks/bench_live.py``).
+    The budget of a read is ``due()``: when it started, plus the window, less what the
+    reads since the last event have already waited, and never past the deadline. It
+    never moves earlier from one read to the next, so on asyncio (``lazy``) the stream
+    keeps one timer, armed at the budget of the read that armed it: each read only
+    notes when it started (:meth:`watch`), and the timer, when it fires, cancels the
+    waiting read if its budget is spent, or is armed again at the later budget a read
+    since has made. A cancel scope per read, and its timer, cost about 48,000
+    instructions a read, as much as the rest of the engine's work on a one-event read
+    (``python -m benchmarks.instructions --live``). Trio cancels only through a scope,
+    so there a read waits under one whose deadline is its budget.
+
+    When the source bounds its own reads (``source_timeout``: an HTTP client's read
+    timeout) no later than the budget, the engine adds nothing: the common case of a
+    healthy stream read by ``HttpAgent`` (an event on every read, no ``max_duration``).
     """
 
-    __slots__ = ("end", "idle", "now", "source_timeout", "started", "waited")
+    __slots__ = (
+        "baseline",
+        "cancelled",
+        "end",
+        "fired",
+        "idle",
+        "lazy",
+        "loop",
+        "now",
+        "reading",
+        "source_timeout",
+        "started",
+        "task_now",
+        "timer",
+        "waited",
+    )
 
     def __init__(self, idle: float, end: float, source_timeout: float | None) -> None:
         self.idle = idle
@@ -257,7 +297,14 @@ class _Clock:
         self.source_timeout = source_timeout
         self.waited = 0.0
         self.started = 0.0
-        self.now = _time_source()
+        # asyncio's loop, its current task and its cancellation; None under trio.
+        self.loop, self.task_now, self.cancelled = _asyncio_parts()
+        self.lazy = self.loop is not None
+        self.now: Callable[[], float] = self.loop.time if self.lazy else _anyio_time()
+        self.timer: Any = None  # the asyncio.TimerHandle, while one is armed
+        self.reading: Any = None  # the asyncio.Task waiting on a read, while it waits
+        self.baseline = 0  # the task's pending cancellations when the read began
+        self.fired = False  # the timer cancelled the read
 
     @classmethod
     def of(
@@ -281,10 +328,48 @@ class _Clock:
             timeout is not None and timeout <= self.idle - self.waited and now + timeout <= self.end
         )
 
-    def deadline(self) -> float:
-        """The deadline of the read about to wait (timed for :meth:`stop`)."""
-        self.started = now = self.now()
-        return min(now + self.idle - self.waited, self.end)
+    def due(self) -> float:
+        """When the read that started last runs out of budget."""
+        return min(self.started + self.idle - self.waited, self.end)
+
+    # -- asyncio: one timer per stream ------------------------------------------------
+
+    def watch(self) -> None:
+        """A read is about to wait (after :meth:`covered` noted when): the timer may
+        cancel the task from now until ``reading`` is cleared."""
+        task = self.reading = self.task_now()
+        if self.fired:  # a read the timer cancelled returned anyway: forget that cancel
+            self.fired = False
+            task.uncancel()
+        self.baseline = task.cancelling()
+        if self.timer is None:
+            self.timer = self.loop.call_at(self.due(), self._fire)
+
+    def _fire(self) -> None:
+        self.timer = None
+        task = self.reading
+        if task is None:
+            return  # between reads (the consumer is busy): the next read arms it again
+        due = self.due()
+        if self.now() < due:
+            self.timer = self.loop.call_at(due, self._fire)  # a read since moved the budget
+            return
+        self.fired = True
+        task.cancel()
+
+    def expired(self) -> bool:
+        """Whether the cancellation a read ended with is the timer's alone (asyncio's
+        ``timeout`` tells its own the same way): another one goes on as it came."""
+        if not self.fired:
+            return False
+        self.fired = False
+        return bool(self.reading.uncancel() <= self.baseline)
+
+    def close(self) -> None:
+        """The stream is over: its timer goes."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
     def stop(self) -> None:
         """After a read that brought no event (a keep-alive comment, part of a frame) and
@@ -315,17 +400,21 @@ class _Clock:
             )
 
 
-def _time_source() -> Callable[[], float]:
-    """The running loop's clock, the one cancel scope deadlines are on.
-
-    ``anyio.current_time`` looks the backend up on every call (~1 µs); the asyncio
-    loop's own ``time`` is the same clock without that. Other backends go through anyio.
-    """
+def _asyncio_parts() -> tuple[Any, Any, Any]:
+    """The running asyncio loop, ``asyncio.current_task`` and ``asyncio.CancelledError``;
+    ``None`` each under another backend (trio)."""
     import asyncio
 
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None, None, None
+    return loop, asyncio.current_task, asyncio.CancelledError
+
+
+def _anyio_time() -> Callable[[], float]:
+    """The backend's clock, the one cancel scope deadlines are on, through anyio (which
+    looks the backend up on every call, ~1 µs: asyncio's loop is read directly)."""
     import anyio
 
-    try:
-        return asyncio.get_running_loop().time
-    except RuntimeError:
-        return anyio.current_time
+    return anyio.current_time
