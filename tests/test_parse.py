@@ -898,14 +898,19 @@ def test_the_short_path_judges_a_read_as_the_general_path_does(
 
 
 def test_a_whole_data_line_in_a_read_skips_the_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
-    buffered: list[bytes] = []
-    original = Parse._feed_delimited
+    buffered: list[bytes] = []  # reads the general path took, on either core
+    delimited, framed = Parse._feed_delimited, Parse._feed_framed
 
-    def spy(self: Parse, chunk: bytes, *rest: Any) -> Batch:
+    def spy_delimited(self: Parse, chunk: bytes, *rest: Any) -> Batch:
         buffered.append(chunk)
-        return original(self, chunk, *rest)
+        return delimited(self, chunk, *rest)
 
-    monkeypatch.setattr(Parse, "_feed_delimited", spy)
+    def spy_framed(self: Parse, framer: Any, chunk: bytes) -> Batch:
+        buffered.append(chunk)
+        return framed(self, framer, chunk)
+
+    monkeypatch.setattr(Parse, "_feed_delimited", spy_delimited)
+    monkeypatch.setattr(Parse, "_feed_framed", spy_framed)
     reads = [sse([event]) for event in EVENTS]
     events, _ = decode([b"\n", *reads])
     assert events == EVENTS
