@@ -280,10 +280,13 @@ def test_documents_over_the_cap_are_refused_with_a_clear_error(tmp_path: Path) -
     big = tmp_path / "big.json"
     with big.open("wb") as file:
         file.truncate(MAX_DOCUMENT + 1)  # sparse: no disk, no memory
-    for option in ("--capabilities", "--agent-resource", "--input"):
+    done = agui("check", stream, "--input", big)  # the operator's run input: a usage error
+    assert done.returncode == 2, done.stderr
+    assert "16,777,217 bytes, over the 16,777,216-byte cap" in done.stderr, done.stderr
+    for option in ("--capabilities", "--agent-resource"):  # the producer's: a finding (seed 000)
         done = agui("check", stream, option, big)
-        assert done.returncode == 2, (option, done.stderr)
-        assert "16,777,217 bytes, over the 16,777,216-byte cap" in done.stderr, done.stderr
+        assert done.returncode == 1, (option, done.stderr)
+        assert "over the 16,777,216-byte cap" in done.stdout, done.stdout
     with pytest.raises(DocumentTooLarge, match="over the 16,777,216-byte cap"):
         read_agent_resource(big)
     unusable = read_declaration(big)

@@ -150,11 +150,12 @@ def test_a_declaration_past_the_size_limit_is_the_producers_and_is_not_read_whol
     assert_names(finding, huge, "", f"over the {MAX_DOCUMENT:,}-byte cap")
 
 
-def test_an_endless_declaration_is_read_no_further_than_the_cap() -> None:
-    """/dev/zero never ends: a reader without a bound would never return."""
+def test_an_endless_declaration_is_not_read() -> None:
+    """/dev/zero never ends: a device is named for what it is and never read (a reader
+    without a bound would never return)."""
     declaration = read_declaration(Path("/dev/zero"))
     assert not declaration.usable
-    assert "over the" in declaration.notes[0].message
+    assert "a character device, not a file" in declaration.notes[0].message
 
 
 def test_the_finding_is_placed_in_the_declaration_file(stream: Path, tmp_path: Path) -> None:
