@@ -77,7 +77,7 @@ def test_every_page_of_the_docs_folder_is_in_the_nav() -> None:
 def test_the_site_builds_strict_and_documents_every_exported_name(tmp_path: Path) -> None:
     mkdocs = Path(sys.executable).parent / "mkdocs"
     if not mkdocs.exists():
-        unavailable("building the site needs the docs extra: pip install -e '.[docs]'")
+        unavailable("building the site needs the docs group: pip install -e . --group docs")
     built = subprocess.run(
         [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path)],
         cwd=ROOT,
