@@ -89,6 +89,11 @@ def test_the_site_builds_strict_and_documents_every_exported_name(tmp_path: Path
     api = (tmp_path / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     documented = set(re.findall(r'id="agui_pipeline\.(\w+)[".]', api))  # a module: its members
     assert set(agui_pipeline.__all__) <= documented
+    # Markdown throughout (docs/hooks/docstrings.py): no reStructuredText role left as written,
+    # no special member, no text of the standard library's standing in for a docstring.
+    assert not re.findall(r":(?:class|func|meth|mod|data|attr|exc|obj|const):`", api)
+    assert not re.findall(r'id="agui_pipeline[\w.]*\.__\w+__"', api)
+    assert "Represent a PEP 604 union type" not in api
     cli = (tmp_path / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "usage: agui-pipeline check" in cli
     rejections = (tmp_path / "reference" / "rejections" / "index.html").read_text("utf-8")
