@@ -236,14 +236,18 @@ def contenders() -> tuple[dict[str, Consume], list[str]]:
     try:
         import httpx_sse  # noqa: F401
     except ImportError:
-        notes.append("httpx-sse not installed (pip install -e '.[bench]'): its contenders skipped")
+        notes.append(
+            "httpx-sse not installed (pip install -e . --group bench): its contenders skipped"
+        )
     else:
         found["httpx-sse + orjson.loads"] = sse_contender(orjson.loads)
         try:
             from ag_ui.core import Event
             from pydantic import TypeAdapter
         except ImportError:
-            notes.append("ag-ui-protocol not installed (pip install -e '.[bench]'): SDK skipped")
+            notes.append(
+                "ag-ui-protocol not installed (pip install -e . --group bench): SDK skipped"
+            )
         else:
             found[SDK] = sse_contender(TypeAdapter(Event).validate_json)
     found[OURS] = ours()

@@ -50,7 +50,9 @@ def prepare_sdk(payloads: list[bytes]) -> Callable[[], object] | None:
         from ag_ui.core import Event
         from pydantic import TypeAdapter
     except ImportError:
-        print("  (the Python SDK is not installed: pip install -e '.[bench]')", file=sys.stderr)
+        print(
+            "  (the Python SDK is not installed: pip install -e . --group bench)", file=sys.stderr
+        )
         return None
     validate = TypeAdapter(Event).validate_json
     return lambda: [validate(payload) for payload in payloads]

@@ -203,7 +203,7 @@ def peers_part(
             }
         )
     if sdk is None:
-        report.notes.append("Python SDK not installed (pip install -e '.[bench]'): skipped")
+        report.notes.append("Python SDK not installed (pip install -e . --group bench): skipped")
 
 
 def ts_part(report: Report, ts_n: int) -> None:
@@ -417,7 +417,7 @@ def plot(report: Report, path: Path) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        report.notes.append("matplotlib not installed (pip install -e '.[bench]'): no plot")
+        report.notes.append("matplotlib not installed (pip install -e . --group bench): no plot")
         return False
     figure, axes = plt.subplots(figsize=(8, 5), dpi=110)
     for name, series in report.scaling.items():

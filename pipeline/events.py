@@ -304,6 +304,7 @@ Message: TypeAlias = (
     | ActivityMessage
     | ReasoningMessage
 )
+"""A message of the conversation (schema.json's ``Message``): one shape per ``role``."""
 
 
 # --- run input (/spec/1.1/basic/run-input) -----------------------------------

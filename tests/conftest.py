@@ -9,12 +9,15 @@ skip — and the packaging test's "no network" skip — into a failure, so CI ru
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -149,15 +152,100 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if anything imported the repository's folders as top-level modules.
+    """Fail the run if anything imported the repository's folders as top-level modules, or
+    if a process a test started is still running.
 
     The repository root is on ``sys.path`` while testing, so ``import pipeline`` would work
-    here and nowhere else: the library is ``agui_pipeline`` only.
+    here and nowhere else: the library is ``agui_pipeline`` only. A process left running
+    holds its port and its files into the next run; an xdist worker hands its own leftovers
+    to the controller, which fails the run for them.
     """
     strays = sorted(name for name in sys.modules if name.split(".")[0] in ("pipeline", "stages"))
     if strays:
         print(f"\nimported as top-level modules (use agui_pipeline): {strays}", file=sys.stderr)
         session.exitstatus = max(exitstatus, pytest.ExitCode.TESTS_FAILED)
+    left = _left_running()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports
+        workeroutput[LEFT_RUNNING] = left
+        return
+    _fail_on_left_running(session, left + session.config.stash.get(_WORKERS_LEFT, []))
+
+
+# -- no process left behind ------------------------------------------------------------------
+
+TEST_PROCESS = "AGUI_PIPELINE_TEST_PROCESS"
+"""Set by each pytest process (the run's, and each xdist worker's) to its own pid: every
+process a test starts inherits it, and keeps it when its parent dies and it is reparented."""
+LEFT_RUNNING = "agui_pipeline_left_running"
+"""The key under which an xdist worker hands its leftover processes to the controller."""
+LIFETIME_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+"""Helpers the standard library starts once and ends with the interpreter (multiprocessing's,
+which a Dask cluster starts): not a test's to end."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ[TEST_PROCESS] = str(os.getpid())
+
+
+def end_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
+    """End ``process`` whatever state it is in: SIGTERM, ``grace`` seconds, then SIGKILL."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=grace)
+
+
+def _left_running() -> list[str]:
+    """The processes still alive that this pytest process's tests started (Linux: /proc),
+    each as ``pid command line``; a process that is ending is given a second to go."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    marker = f"{TEST_PROCESS}={os.getpid()}".encode()
+    found: dict[int, str] = {}
+    for _ in range(20):
+        found = {}
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                    continue
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:  # gone meanwhile, or a zombie's
+                continue
+            if command and not any(helper in command for helper in LIFETIME_HELPERS):
+                found[int(entry.name)] = command.strip()
+        if not found:
+            return []
+        time.sleep(0.05)
+    return [f"{pid} {command}" for pid, command in sorted(found.items())]
+
+
+def _fail_on_left_running(session: pytest.Session, left: list[str]) -> None:
+    """Name the leftovers, fail the run, and end them (so that one run's leak does not break
+    the next)."""
+    if not left:
+        return
+    listed = "".join(f"\n  {line}" for line in left)
+    print(f"\nprocesses started by the tests still running at the end:{listed}", file=sys.stderr)
+    session.exitstatus = max(session.exitstatus, pytest.ExitCode.TESTS_FAILED)
+    for line in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """(pytest-xdist, in the controller) A worker's leftovers, gathered for the run's end."""
+    left = getattr(node, "workeroutput", {}).get(LEFT_RUNNING, [])
+    node.config.stash.setdefault(_WORKERS_LEFT, []).extend(left)
+
+
+_WORKERS_LEFT = pytest.StashKey[list[str]]()
 
 
 def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResult:
@@ -243,7 +331,7 @@ def transport(request: pytest.FixtureRequest) -> str:
     """
     name = str(request.param)
     if name == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
-        unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e '.[test]' pins it)")
+        unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e . --group test pins it)")
     return name
 
 

@@ -22,7 +22,7 @@ def native_module() -> ModuleType:
     except ImportError as missing:
         unavailable(
             f"the native core is not built ({missing}); a Rust toolchain on PATH and "
-            "`pip install -e '.[test]' --config-settings editable_mode=strict` build it"
+            "`pip install -e . --group test --config-settings editable_mode=strict` build it"
         )
     return _native
 

@@ -14,8 +14,13 @@ What a block is and how it runs is visible on the rendered page, never in a hidd
     it: the example's blocks so far, then this one, run as one program;
   - ``*`test_NAME.py`*`` is a pytest module, run with pytest (and the plugin this package
     registers);
+  - ``*Against `agui-pipeline serve ARGS --port N`:*`` runs the block as written, as a
+    file, while that command serves on port N of a loopback of the block's own (as the
+    command blocks run, below); the README's blocks are placed this way, so a reader can
+    paste each as it is into a file;
   - ``*Against `agui-pipeline serve ARGS`, at `url`:*`` runs the block while that command
-    serves on 127.0.0.1, with its address in ``url``;
+    serves on 127.0.0.1, with its address in ``url`` (a page of the site, where a block may
+    also ``await`` at top level);
   - ``*Not run here: REASON*`` leaves the block out, saying why.
 
 - ``bash`` and ``console`` blocks run from the repository's root in a network namespace of
@@ -28,23 +33,29 @@ What a block is and how it runs is visible on the rendered page, never in a hidd
   any higher status (a usage error, a command not found) fails the block. A ``console``
   block's output is compared with what its commands print (standard output and error
   together; a background command's is not shown).
+- Whatever happens, nothing a block starts outlives it: a background command is the shell's
+  job itself (``exec``), ended when the block ends, and every block runs in a process group
+  of its own, ended as a whole (tests/conftest.py fails the run if a process is left).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, unavailable
+from tests.conftest import ROOT, end_process, unavailable
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 """Where the examples are: the README and every page of the site."""
@@ -56,6 +67,8 @@ FENCE = re.compile(r"^([ \t]*)```([^\n`]*)\n(.*?)^\1```[ \t]*$", flags=re.DOTALL
 """A fenced block, at the margin or indented (in a list item) as a whole."""
 NAMED = re.compile(r"\*`(?P<name>[\w.-]+\.py)`(?P<continued>, continued)?\*")
 AGAINST = re.compile(r"\*Against `agui-pipeline serve (?P<args>[^`]+)`, at `url`:\*")
+SERVING = re.compile(r"\*Against `(?P<command>agui-pipeline serve [^`]*--port \d+[^`]*)`:\*")
+"""A block placed beside a server it reaches at the address the command names."""
 NOT_RUN = re.compile(r"\*Not run here: (?P<reason>.+)\*")
 INSTALLS = re.compile(r"\bpip install\b|\bnpm (ci|install)\b")
 PORT = re.compile(r"--port (\d+)")
@@ -139,6 +152,17 @@ def test_every_block_says_what_it_is_and_most_run() -> None:
     assert len(not_run) <= 10, [(b.where, skipped_reason(b)) for b in not_run]
 
 
+def test_the_readme_blocks_run_as_files() -> None:
+    """A README block is pasted into a file and run: no top-level ``await``, no ``url``
+    supplied by the test (the address is the one the serve command shown listens on)."""
+    readme = [block for block in ALL if block.document.name == "README.md"]
+    python = [block for block in readme if block.kind == "python"]
+    assert python
+    for block in python:
+        compile(block.program, block.where, "exec", dont_inherit=True)  # no top-level await
+        assert not AGAINST.fullmatch(block.caption), f"{block.where}: a url it does not define"
+
+
 @pytest.mark.parametrize("block", cases())
 def test_the_example_runs_as_written(block: Block, tmp_path: Path) -> None:
     done = _python(block, tmp_path) if block.kind == "python" else _commands(block, tmp_path)
@@ -160,6 +184,14 @@ def _python(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         config = ["-c", str(tmp_path / "pytest.ini"), "-p", "no:cacheprovider"]
         return _run([sys.executable, "-m", "pytest", "-q", *config, str(script)], cwd=ROOT)
+    serving = SERVING.fullmatch(block.caption)
+    if serving:
+        script.write_text(block.program, encoding="utf-8")
+        return _in_namespace(
+            # python's own status, any failure (check's 1 is tolerated in bash blocks only)
+            [f"{serving['command']} &", f"python {shlex.quote(str(script))} || exit $?"],
+            tmp_path,
+        )
     against = AGAINST.fullmatch(block.caption)
     if against is None:
         return _run(_interpreter(block.program, script), cwd=ROOT)
@@ -168,6 +200,7 @@ def _python(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     try:
         assert serve.stderr is not None
@@ -177,8 +210,7 @@ def _python(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         program = f"url = {url[0]!r}\n" + block.program
         return _run(_interpreter(program, script), cwd=ROOT)
     finally:
-        serve.terminate()
-        serve.wait(timeout=10)
+        end_process(serve)
 
 
 def _interpreter(program: str, script: Path) -> list[str]:
@@ -204,20 +236,27 @@ MARK = "::command::"
 
 
 def _commands(block: Block, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    commands = _console_commands(block.code) if block.kind == "console" else _bash(block.code)
+    return _in_namespace(commands, tmp_path, console=block.kind == "console")
+
+
+def _in_namespace(
+    commands: list[str], tmp_path: Path, *, console: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``commands`` in a bash script, in a network namespace where only loopback exists."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         unavailable("the command blocks run in a network namespace: needs unshare and ip")
     scripts = shlex.quote(str(Path(sys.executable).parent))  # this venv's agui-pipeline
     lines = [PRELUDE, f"cd {shlex.quote(str(ROOT))}", f'export PATH={scripts}:"$PATH"']
-    commands = _console_commands(block.code) if block.kind == "console" else _bash(block.code)
     for command in commands:
         lines.append(f"echo {MARK}")
         background = BACKGROUND.search(command)
-        if background:
-            lines += ["{", command[: background.start()], "} >/dev/null 2>&1 &"]
+        if background:  # the job is the command itself, so that the trap ends it
+            lines.append(f"{{ exec {command[: background.start()]}; }} >/dev/null 2>&1 &")
             port = PORT.search(command)
             if port:
                 lines.append(f"listening {port[1]} || exit 3")
-        elif block.kind == "console":
+        elif console:
             lines += ["{", command, "} 2>&1"]  # a trailing comment leaves the braces whole
         else:  # 1 is a verdict (check failing a stream); 2 and up, an error
             lines += [command, 'status=$?; [ "$status" -le 1 ] || exit "$status"']
@@ -251,9 +290,37 @@ def _printed(stdout: str) -> list[list[str]]:
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120
-    )
+    """``command`` to its end, in a process group of its own that is ended with it: whatever
+    it left behind (a server a failed block did not stop) goes too."""
+    with subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, _ = process.communicate(timeout=120)
+        finally:
+            _end_group(process.pid)
+            end_process(process)
+    return subprocess.CompletedProcess(command, process.returncode, stdout)
+
+
+def _end_group(group: int) -> None:
+    """SIGTERM to every process of ``group``, SIGKILL to any still there 10 s later."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sent)
+        except ProcessLookupError:
+            return
+        for _ in range(200):
+            time.sleep(0.05)
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return
 
 
 def _script(name: str) -> str:

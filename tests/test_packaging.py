@@ -8,9 +8,11 @@ index; without it the test skips, saying so (in the full tier it fails).
 from __future__ import annotations
 
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -140,3 +142,34 @@ def test_no_module_of_the_package_imports_a_top_level_pipeline_or_stages(
     )
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == "[]"
+
+
+def test_the_published_metadata_holds_what_users_need_and_no_development_pins() -> None:
+    """Users see the runtime extras only; the development dependencies are PEP 735 groups,
+    which are not published. The sdist holds no tests (MANIFEST.in): the suite needs the
+    repository and the spec artifacts beside it."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    project = pyproject["project"]
+    extras = set(project["optional-dependencies"])
+    assert extras == {"http", "aiohttp", "serve", "otel", "metrics", "proto", "dask"}
+    for requirements in project["optional-dependencies"].values():
+        assert not [r for r in requirements if "==" in r], requirements  # ranges for users
+    assert {"test", "docs", "release", "interop", "bench", "lowest"} <= set(
+        pyproject["dependency-groups"]
+    )
+    assert project["authors"] and project["urls"]
+    manifest = (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines()
+    assert "prune tests" in manifest
+
+
+def test_the_readme_test_command_is_what_ci_runs_and_installs_the_test_group() -> None:
+    """The README's second block is the test command; .ci/run runs it verbatim. A fresh venv's
+    pip may predate --group (25.1): the command brings a pip that reads groups first."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme, re.S)
+    command = blocks[1]
+    assert "\n" not in command
+    assert "pip install pip==" in command.split("--group test")[0]
+    assert "pip install -e . --group test" in command
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert command in ci

@@ -282,7 +282,7 @@ async def test_cancellation_leaves_no_task_behind(server: ReplayServer, transpor
 def aiohttp_transport() -> Any:
     """:class:`AiohttpTransport`, or the test skips (fails in the full tier) without aiohttp."""
     if importlib.util.find_spec("aiohttp") is None:
-        unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e '.[test]' pins it)")
+        unavailable("needs aiohttp (the 'aiohttp' extra; pip install -e . --group test pins it)")
     from agui_pipeline.http.aiohttp_transport import AiohttpTransport
 
     return AiohttpTransport

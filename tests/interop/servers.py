@@ -4,7 +4,7 @@ Each framework runs its own AG-UI integration over a scripted model (no network)
 A Python framework is served by uvicorn from a background thread that the test starts
 and stops; a TypeScript one by a node script (``node/``) that the test starts as a
 child process and stops. The Python frameworks come from the ``interop`` extra
-(``pip install -e '.[interop]'``), the node packages from ``node/package-lock.json``
+(``pip install -e . --group interop``), the node packages from ``node/package-lock.json``
 (``npm ci`` in ``node/``); without them these tests are skipped, and
 ``pytest -m interop`` runs only them.
 """

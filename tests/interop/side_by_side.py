@@ -214,7 +214,7 @@ def _tool(name: str) -> str:
     beside = Path(sys.executable).with_name(name)
     found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
-        raise FileNotFoundError(f"{name} is not installed (pip install -e '.[interop]')")
+        raise FileNotFoundError(f"{name} is not installed (pip install -e . --group interop)")
     return found
 
 

@@ -853,3 +853,9 @@ def _guides_writing_stages_3() -> None:  # docs/guides/writing-stages.md
     run_sync(Path("docs/guides/chunked.sse"), Pipeline(middleware=[stage]))
     print(counts["TOOL_CALL_CHUNK"], counts["TEXT_MESSAGE_CHUNK"])  # 2 2
     assert counts["TOOL_CALL_CHUNK"] == 2 and counts["TOOL_CALL_ARGS"] == 0
+
+
+async def readme_agent(handlers: Handlers) -> RunResult:
+    pipeline = Pipeline(handlers=handlers)
+    async with HttpAgent("http://127.0.0.1:8000/", pipeline=pipeline) as agent:
+        return await agent.run({"threadId": "t-1", "runId": "r-1", "messages": []})
