@@ -74,6 +74,7 @@ if _typing.TYPE_CHECKING:
         HttpStatusError,
         HttpxTransport,
         RequestFailed,
+        Retries,
         Transport,
     )
     from agui_pipeline.http.relay import Relay, RelayResponse, Upstream
@@ -99,6 +100,7 @@ _LAZY = {
     "HttpStatusError": "http.client",
     "HttpxTransport": "http.client",
     "RequestFailed": "http.client",
+    "Retries": "http.client",
     "Transport": "http.client",
     "Relay": "http.relay",
     "RelayResponse": "http.relay",
@@ -196,6 +198,7 @@ __all__ = [
     "Replay",
     "ReplayServer",
     "RequestFailed",
+    "Retries",
     "RunAgentInputModel",
     "RunRecord",
     "RunResult",

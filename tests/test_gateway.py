@@ -535,6 +535,51 @@ def test_the_same_counters_reach_the_opentelemetry_meter(agent: ReplayServer) ->
     assert no_metrics.status_code == 404 and "metrics" in no_metrics.json()["error"]
 
 
+def test_every_run_without_a_verdict_logs_its_cause_and_metrics_time_the_runs(
+    tmp_path: Path, agent: ReplayServer
+) -> None:
+    with proxy(tmp_path, agent.url, "--log-format", "json") as running:
+        assert httpx.post(running.url, json=INPUT, timeout=10).status_code == 200
+        refused = httpx.post(running.url, json={"threadId": "t", "messages": []}, timeout=10)
+        agent.replay.status = 503
+        failed = httpx.post(running.url, json={**INPUT, "runId": "busy"}, timeout=10)
+        agent.replay.status, agent.replay.pause = 200, 5.0
+        with httpx.stream("POST", running.url, json={**INPUT, "runId": "gone"}, timeout=10) as left:
+            assert left.status_code == 200
+            next(left.iter_lines())  # the first event came; the client leaves mid-run
+        deadline = time.monotonic() + 10
+        while '"gone"' not in running.logged() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scraped = httpx.get(running.url + "metrics", timeout=10).text
+        ends = [orjson.loads(line) for line in running.logged().splitlines() if '"cause"' in line]
+    assert refused.status_code == 422 and failed.status_code == 502
+    causes = {end["runId"]: (end["verdict"] is None, end["cause"]) for end in ends}
+    assert causes == {
+        INPUT["runId"]: (False, None),
+        None: (True, "refused 422 input.malformed"),
+        "busy": (True, "upstream error HttpStatusError (status 503)"),
+        "gone": (True, "client gone"),
+    }
+    for line in (
+        'agui_gateway_run_duration_seconds_count{outcome="completed"} 1.0',
+        'agui_gateway_run_duration_seconds_count{outcome="refused"} 1.0',
+        'agui_gateway_run_duration_seconds_count{outcome="upstream-error"} 1.0',
+        'agui_gateway_run_duration_seconds_count{outcome="ended"} 1.0',
+        'agui_gateway_run_duration_seconds_bucket{le="1800.0",outcome="completed"} 1.0',
+        "agui_gateway_first_event_seconds_count 2.0",
+    ):
+        assert line in scraped, line
+    assert "gone" not in scraped and "busy" not in scraped  # no run id is a label
+
+
+def test_the_text_log_names_an_unreachable_upstreams_error_class(tmp_path: Path) -> None:
+    with proxy(tmp_path, "http://127.0.0.1:9/") as running:
+        assert httpx.post(running.url, json=INPUT, timeout=10).status_code == 502
+        time.sleep(0.3)
+        logged = running.logged()
+    assert "no verdict: upstream error RequestFailed (ConnectError)" in logged, logged
+
+
 # -- nothing secret leaves, nothing forged -------------------------------------------------
 
 
@@ -564,8 +609,8 @@ def test_a_client_cannot_forge_a_log_line(tmp_path: Path, agent: ReplayServer) -
     assert refused.status_code == 422 and missing.status_code == 422
     assert not any(line.startswith('run "x"') for line in lines)
     assert lines[0] == (
-        'run "r\\x0arun \\"x\\" (thread \\"t\\"): completed" (thread "1"): no verdict '
-        "(refused, upstream error, the client went away, or ended at shutdown)"
+        'run "r\\x0arun \\"x\\" (thread \\"t\\"): completed" (thread "1"): no verdict: '
+        "refused 422 input.malformed"
     )
     assert lines[1].startswith('run (no runId) (thread "t")') and len(lines) == 2
 

@@ -62,7 +62,8 @@ def frames(body: bytes) -> list[dict[str, Any]]:
 def test_a_clean_run_is_relayed_event_for_event(agent: ReplayServer, transport: str) -> None:
     seen: list[Any] = []
     relay = Relay(
-        upstream(agent.url, transport), on_end=lambda run_input, verdict: seen.append(verdict)
+        upstream(agent.url, transport),
+        on_end=lambda run_input, verdict, cause: seen.append(verdict),
     )
     with BackgroundServer(relay, lifespan=True) as gateway:
         result = relay_run(gateway.url)

@@ -458,7 +458,8 @@ def add_proxy(commands: Any) -> None:
         "--log-format",
         type=_one_of("text", "json"),
         metavar="{text,json}",
-        help="each diagnostic and verdict on stderr as a text line or a JSON line (text)",
+        help="each diagnostic and verdict (or, without one, its cause) on stderr as a text "
+        "line or a JSON line (text)",
     )
     proxy.add_argument(
         "--max-concurrency",

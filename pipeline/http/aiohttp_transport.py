@@ -98,10 +98,13 @@ class AiohttpTransport(Transport):
             )
         except TimeoutError as error:
             if isinstance(error, aiohttp.ConnectionTimeoutError):
-                raise RequestFailed(url, f"{type(error).__name__}: {error}") from error
+                said = f"{type(error).__name__}: {error}"
+                raise RequestFailed(url, said, connecting=True) from error
             raise  # no response headers within the read timeout
         except aiohttp.ClientError as error:
-            raise RequestFailed(url, f"{type(error).__name__}: {error}") from error
+            connecting = isinstance(error, aiohttp.ClientConnectorError)
+            said = f"{type(error).__name__}: {error}"
+            raise RequestFailed(url, said, connecting=connecting) from error
         return _AiohttpResponse(response)
 
     async def aclose(self) -> None:
@@ -146,7 +149,12 @@ class _AiohttpResponse(_Response):
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         headers = response.headers
         encodings = headers.getall("Content-Encoding", [])
-        super().__init__(response.status, headers.get("Content-Type", ""), encodings)
+        super().__init__(
+            response.status,
+            headers.get("Content-Type", ""),
+            encodings,
+            headers.get("Retry-After"),
+        )
         self._response = response
 
     async def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:

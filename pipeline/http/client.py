@@ -37,6 +37,9 @@ import zlib
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any
 
@@ -76,8 +79,10 @@ class RequestFailed(AguiPipelineError):
     redact_url`: no userinfo, no query values), and the message is cut at ``MAX_MESSAGE``.
     """
 
-    def __init__(self, url: str, message: str) -> None:
+    def __init__(self, url: str, message: str, *, connecting: bool = False) -> None:
         self.url = redact_url(url)
+        self.connecting = connecting
+        """The connection itself failed (refused, unreachable, connect timeout)."""
         super().__init__(cut_message(f"POST {self.url}: {redact_in(message)}"))
 
 
@@ -89,8 +94,56 @@ class HttpStatusError(RequestFailed):
         self.content_type = content_type
         self.body = body
         """The start of the response body (at most ``BODY_EXCERPT`` bytes, decoded leniently)."""
+        self.retry_after: str | None = None
+        """The response's ``Retry-After`` header, as sent."""
         excerpt = body if len(body) <= 300 else body[:300] + "…"
         super().__init__(url, f"HTTP {status}; the run did not start: {excerpt!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Retries:
+    """Opt-in retries for :class:`HttpAgent`, before the first event only: a connect error,
+    or a ``502``/``503`` answer, is tried again up to ``attempts`` tries in all.
+
+    The wait before try *n* + 1 is ``backoff * 2 ** (n - 1)`` seconds, or the answer's
+    ``Retry-After`` (seconds or an HTTP date, RFC 9110 section 10.2.3) when it has one;
+    either is capped at ``max_wait``. Once a response is streaming, nothing is retried:
+    no event the application has seen is sent again.
+    """
+
+    attempts: int = 3
+    backoff: float = 0.5
+    max_wait: float = 30.0
+
+    def wait(self, tries: int, error: RequestFailed) -> float | None:
+        """Seconds to wait before trying again after ``tries`` failed tries, or ``None``."""
+        if tries >= self.attempts:
+            return None
+        if isinstance(error, HttpStatusError):
+            if error.status not in (502, 503):
+                return None
+            asked = _retry_after(error.retry_after)
+            if asked is not None:
+                return min(asked, self.max_wait)
+        elif not error.connecting:
+            return None
+        return min(self.backoff * 2.0 ** (tries - 1), self.max_wait)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds from now: delay-seconds or an HTTP date; ``None`` if neither."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None  # an HTTP date is always GMT; one without a zone is not one
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 class Transport(ABC):
@@ -134,12 +187,19 @@ class Transport(ABC):
 
 
 class _Response(ABC):
-    """A response as a transport hands it over: status, the two headers read, the raw body."""
+    """A response as a transport hands it over: status, the headers read, the raw body."""
 
-    __slots__ = ("codings", "content_type", "status")
+    __slots__ = ("codings", "content_type", "retry_after", "status")
 
-    def __init__(self, status: int, content_type: str, content_encoding: Iterable[str]) -> None:
+    def __init__(
+        self,
+        status: int,
+        content_type: str,
+        content_encoding: Iterable[str],
+        retry_after: str | None = None,
+    ) -> None:
         self.status = status
+        self.retry_after = retry_after
         self.content_type = content_type
         self.codings = _codings(content_encoding)
 
@@ -222,6 +282,7 @@ class HttpAgent:
         client: httpx.AsyncClient | None = None,
         transport: Transport | None = None,
         binary: bool = False,
+        retries: Retries | None = None,
     ) -> None:
         if client is not None and transport is not None:
             raise TypeError("pass client (an httpx.AsyncClient) or transport, not both")
@@ -232,6 +293,8 @@ class HttpAgent:
         self.headers = dict(headers or {})
         self.auth = auth
         self.transport = transport or HttpxTransport(client, connect_timeout)
+        self.retries = retries
+        """Retries before the first event (``None``, the default: the first failure raises)."""
 
     async def __aenter__(self) -> HttpAgent:
         return self
@@ -277,15 +340,33 @@ class HttpAgent:
         # engine's own would cost a whole scope more (see engine._Clock).
         read_timeout = options.idle_timeout
         async with AsyncExitStack() as stack:
-            try:
-                with anyio.fail_after(wait):
-                    response = await self.transport._send(
-                        stack, self.url, content, request_headers, self.auth, read_timeout
-                    )
-            except TimeoutError:
-                raise RequestFailed(self.url, f"no response within {wait:g} s ({which})") from None
-            if not 200 <= response.status < 300:
-                raise await _status_error(self.url, response, wait)
+            tries = 1
+            while True:
+                try:
+                    async with AsyncExitStack() as trial:
+                        try:
+                            with anyio.fail_after(wait):
+                                response = await self.transport._send(
+                                    trial,
+                                    self.url,
+                                    content,
+                                    request_headers,
+                                    self.auth,
+                                    read_timeout,
+                                )
+                        except TimeoutError:
+                            said = f"no response within {wait:g} s ({which})"
+                            raise RequestFailed(self.url, said) from None
+                        if not 200 <= response.status < 300:
+                            raise await _status_error(self.url, response, wait)
+                        stack.push_async_exit(trial.pop_all())  # the response is kept
+                    break
+                except RequestFailed as error:
+                    pause = None if self.retries is None else self.retries.wait(tries, error)
+                    if pause is None:
+                        raise
+                await anyio.sleep(pause)
+                tries += 1
             ctx = self.pipeline.context(prepared.body)
             _report_outgoing(ctx, prepared.diagnostics)
             _check_content_type(ctx, response.content_type)
@@ -360,7 +441,8 @@ class HttpxTransport(Transport):
         except httpx.ReadTimeout as error:
             raise TimeoutError from error  # no response headers within the read timeout
         except httpx.RequestError as error:
-            raise RequestFailed(url, _detailed(error, timeout)) from error
+            connecting = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+            raise RequestFailed(url, _detailed(error, timeout), connecting=connecting) from error
         return _HttpxResponse(response)
 
     async def aclose(self) -> None:
@@ -374,7 +456,12 @@ class _HttpxResponse(_Response):
     def __init__(self, response: httpx.Response) -> None:
         headers = response.headers
         codings = headers.get_list("content-encoding")
-        super().__init__(response.status_code, headers.get("content-type", ""), codings)
+        super().__init__(
+            response.status_code,
+            headers.get("content-type", ""),
+            codings,
+            headers.get("retry-after"),
+        )
         self._response = response
 
     async def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:
@@ -412,12 +499,14 @@ async def _status_error(url: str, response: _Response, idle: float) -> HttpStatu
     raw = b""
     with anyio.move_on_after(idle):
         raw = await response.start()
-    return HttpStatusError(
+    failed = HttpStatusError(
         url,
         response.status,
         response.content_type,
         _inflated_excerpt(raw, response.codings).decode("utf-8", "replace"),
     )
+    failed.retry_after = response.retry_after
+    return failed
 
 
 def _inflated_excerpt(raw: bytes, codings: list[str]) -> bytes:

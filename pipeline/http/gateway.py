@@ -231,9 +231,12 @@ _ANSWER: contextvars.ContextVar[_Answer] = contextvars.ContextVar("agui_gateway_
 class _Answer:
     """What became of one request, gathered for the counters as it is answered."""
 
-    __slots__ = ("body", "status", "verdict")
+    __slots__ = ("body", "first_event", "started", "status", "verdict")
 
     def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.first_event: float | None = None
+        """When the first event's bytes went to the client (``monotonic``)."""
         self.status: int | None = None
         self.verdict: Verdict | None = None
         self.body = b""
@@ -289,9 +292,9 @@ class Gateway:
             if self.metrics is not None:
                 self.metrics.finding(found.code, str(found.severity))
 
-        def ended(run_input: Mapping[str, Any], verdict: Verdict | None) -> None:
+        def ended(run_input: Mapping[str, Any], verdict: Verdict | None, cause: str | None) -> None:
             if on_end is not None:
-                on_end(run_input, verdict)
+                on_end(run_input, verdict, cause)
             answer = _ANSWER.get(None)
             if answer is not None:
                 answer.verdict = verdict
@@ -351,6 +354,8 @@ class Gateway:
                 answer.status = message["status"]
                 if answer.status == 200 and metrics is not None:
                     metrics.stream_opened()
+            elif answer.status == 200 and answer.first_event is None and message.get("body"):
+                answer.first_event = time.monotonic()
             elif answer.status == 502:
                 answer.body += message.get("body", b"")
             await send(message)
@@ -372,20 +377,24 @@ class Gateway:
         if status == 200:
             metrics.stream_closed()
         verdict = answer.verdict
+        if answer.first_event is not None:
+            metrics.first_event(answer.first_event - answer.started)
         if verdict is not None:
-            metrics.run(str(verdict.outcome))
+            outcome = str(verdict.outcome)
             if not verdict.completed and verdict.code is not None:
                 metrics.rejection(verdict.code)
         elif status == 502:
-            metrics.run("upstream-error")
+            outcome = "upstream-error"
             upstream = orjson.loads(answer.body).get("upstreamStatus") if answer.body else None
             metrics.upstream_error(upstream if isinstance(upstream, int) else None)
         elif status == 408:
             metrics.shed("body timeout")
+            return
         elif status is not None and 400 <= status < 500:
-            metrics.run("refused")
+            outcome = "refused"
         else:
-            metrics.run("ended")  # the client went away, or the shutdown ended it
+            outcome = "ended"  # the client went away, or the shutdown ended it
+        metrics.run(outcome, time.monotonic() - answer.started)
 
     async def _shed(self, send: Send, cause: str) -> None:
         self.log.note(cause, f"answered 503 ({self.budget.describe()})")

@@ -21,6 +21,10 @@ errors_total``               errors``                    by ``status`` (``none``
                                                          by ``cause``
 ``agui_gateway_open_         ``agui.gateway.open_         streams being relayed now
 streams``                    streams``
+``agui_gateway_run_          ``agui.gateway.run_          seconds from a run's request to
+duration_seconds``           duration`` (s)              its end, by ``outcome`` (as runs)
+``agui_gateway_first_        ``agui.gateway.first_        seconds from a run's request to
+event_seconds``              event`` (s)                 its first event sent to the client
 ==========================  ===========================  ================================
 
 Every label comes from a fixed set (outcomes, causes, HTTP statuses) or the catalog
@@ -47,6 +51,12 @@ _COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "shed": ("Requests answered at once without relaying (503, 408), by cause", ("cause",)),
 }
 _OPEN_STREAMS = "Streams being relayed now"
+_HISTOGRAMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "run_duration": ("Seconds from a run's request to its end, by outcome", ("outcome",)),
+    "first_event": ("Seconds from a run's request to its first event sent", ()),
+}
+_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
+"""Seconds: from a quick first token to a long agent run (the gateway's default deadline)."""
 
 
 class GatewayMetrics:
@@ -67,7 +77,7 @@ class GatewayMetrics:
 
     def _start_prometheus(self) -> None:
         try:
-            from prometheus_client import CollectorRegistry, Counter, Gauge
+            from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
         except ModuleNotFoundError as missing:
             raise ImportError(
                 "/metrics needs prometheus-client: pip install 'agui-pipeline[metrics]'"
@@ -80,6 +90,14 @@ class GatewayMetrics:
         self._prometheus["open_streams"] = Gauge(
             "agui_gateway_open_streams", _OPEN_STREAMS, registry=self._registry
         )
+        for name, (description, labels) in _HISTOGRAMS.items():
+            self._prometheus[name] = Histogram(
+                f"agui_gateway_{name}_seconds",
+                description,
+                labels,
+                registry=self._registry,
+                buckets=_BUCKETS,
+            )
 
     def _start_opentelemetry(self, provider: MeterProvider | None) -> None:
         from agui_pipeline.http.telemetry import meter
@@ -92,6 +110,10 @@ class GatewayMetrics:
         self._opentelemetry["open_streams"] = otel.create_up_down_counter(
             "agui.gateway.open_streams", description=_OPEN_STREAMS
         )
+        for name, (description, _) in _HISTOGRAMS.items():
+            self._opentelemetry[name] = otel.create_histogram(
+                f"agui.gateway.{name}", unit="s", description=description
+            )
 
     def _add(self, name: str, amount: int = 1, **labels: str) -> None:
         counted = self._prometheus.get(name)
@@ -101,8 +123,22 @@ class GatewayMetrics:
         if instrument is not None:
             instrument.add(amount, {f"agui.{key}": value for key, value in labels.items()})
 
-    def run(self, outcome: str) -> None:
+    def _observe(self, name: str, seconds: float, **labels: str) -> None:
+        histogram = self._prometheus.get(name)
+        if histogram is not None:
+            (histogram.labels(**labels) if labels else histogram).observe(seconds)
+        instrument = self._opentelemetry.get(name)
+        if instrument is not None:
+            instrument.record(seconds, {f"agui.{key}": value for key, value in labels.items()})
+
+    def run(self, outcome: str, seconds: float | None = None) -> None:
+        """A run ended with ``outcome``; ``seconds`` after its request, when timed."""
         self._add("runs", outcome=outcome)
+        if seconds is not None:
+            self._observe("run_duration", seconds, outcome=outcome)
+
+    def first_event(self, seconds: float) -> None:
+        self._observe("first_event", seconds)
 
     def rejection(self, code: str) -> None:
         self._add("rejections", code=code)

@@ -47,16 +47,14 @@ class RunLog:
         else:
             self._text(run_input, inert(str(diagnostic)))
 
-    def end(self, run_input: Mapping[str, Any], verdict: Verdict | None) -> None:
+    def end(self, run_input: Mapping[str, Any], verdict: Verdict | None, cause: str | None) -> None:
+        """The run's verdict, or why it has none (``cause``: ``refused 422 <code>``,
+        ``upstream error <class>``, ``client gone``, ``ended: <reason>``)."""
         if self.json:
-            self._line(
-                {**_ids(run_input), "verdict": None if verdict is None else verdict.to_dict()}
-            )
+            record = None if verdict is None else verdict.to_dict()
+            self._line({**_ids(run_input), "verdict": record, "cause": cause})
         elif verdict is None:
-            self._text(
-                run_input,
-                "no verdict (refused, upstream error, the client went away, or ended at shutdown)",
-            )
+            self._text(run_input, f"no verdict: {inert(cause or 'unknown')}")
         else:
             ended = str(verdict.outcome)
             said = ended if verdict.completed else f"{ended}: {inert(verdict.message or '')}"

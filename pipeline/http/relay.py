@@ -68,7 +68,7 @@ _TERMINAL = frozenset({"RUN_FINISHED", "RUN_ERROR"})
 
 OnDiagnostic = Callable[[Mapping[str, Any], Diagnostic], None]
 """Called with the run input and each diagnostic, as the run streams."""
-OnEnd = Callable[[Mapping[str, Any], Verdict | None], None]
+OnEnd = Callable[[Mapping[str, Any], Verdict | None, str | None], None]
 """Called with the run input and the verdict once a run ends (``None``: no stream, or the
 client went away first)."""
 
@@ -145,6 +145,8 @@ class RelayResponse(Response):
         """The upstream stream's verdict once relayed (``None`` before, or without a stream)."""
         self.ended: str | None = None
         """Why the relay ended this run before its upstream did (:meth:`end`), if it did."""
+        self.cause: str | None = None
+        """Why the run has no verdict (refused, upstream error, client gone, ended), if so."""
         self._relaying: anyio.CancelScope | None = None
 
     def end(self, reason: str) -> None:
@@ -171,8 +173,10 @@ class RelayResponse(Response):
                     await self._relay(send)
                 group.cancel_scope.cancel()
         finally:
+            if self.verdict is None and self.cause is None:
+                self.cause = "client gone" if self.ended is None else f"ended: {self.ended}"
             if self.on_end is not None and isinstance(self.run_input, dict):
-                self.on_end(self.run_input, self.verdict)
+                self.on_end(self.run_input, self.verdict, self.cause)
             if self._owns_upstream:
                 await self.upstream.aclose()
 
@@ -207,13 +211,16 @@ class RelayResponse(Response):
                     self.verdict = verdict = stream.verdict
         except InputRejected as error:
             body = {"error": str(error), "code": error.code, "pointer": error.pointer}
+            self.cause = f"refused 422 {error.code}"
             await _json(send, 422, body)
             return
         except HttpStatusError as error:
+            self.cause = f"upstream error HttpStatusError (status {error.status})"
             await _json(send, 502, _upstream_failure(error, error.status, error.body))
             return
         except RequestFailed as error:
             assert not started  # RequestFailed is raised only before the stream
+            self.cause = f"upstream error {_error_class(error)}"
             await _json(send, 502, _upstream_failure(error, None, ""))
             return
         tail = b""
@@ -234,6 +241,12 @@ def run_error(verdict: Verdict) -> dict[str, Any]:
     code = verdict.code or f"relay.{verdict.outcome}"
     message = verdict.message or f"the upstream stream was {verdict.outcome}"
     return {"type": "RUN_ERROR", "code": code, "message": f"upstream stream {message}"}
+
+
+def _error_class(error: BaseException) -> str:
+    """The failure's class, and the transport's underneath it (``ConnectError``...)."""
+    under = error.__cause__
+    return type(error).__name__ + ("" if under is None else f" ({type(under).__name__})")
 
 
 def _upstream_failure(error: RequestFailed, status: int | None, body: str) -> dict[str, Any]:
