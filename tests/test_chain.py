@@ -279,3 +279,21 @@ def test_a_bug_in_a_chained_stage_names_the_stage(
     with pytest.raises(RuntimeError) as raised:
         _run(PIPELINES["declared"], chunks, None, fused=True, stepped=chain.STEPPED_READS)
     assert "raised in the 'reconcile' stage" in (raised.value.__notes__ or [])
+
+
+def test_a_fault_on_one_of_a_frames_events_discards_them_all_fused_too() -> None:
+    """Expand, split from verify by a stage of yours, turns the thinking event's frame into
+    the chunk message's end and the event itself; verify rejects the event, and the end,
+    of the same frame, is discarded with it (a random draw found the fused pass kept it)."""
+    events: list[Event] = [
+        {"type": "RUN_STARTED", "threadId": "thread-1", "runId": "run-0"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m-chunk", "delta": "x"},
+        {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "t"},
+        {"type": "RUN_ERROR", "message": ""},
+    ]
+    reads = [frame + b"\n\n" for frame in _encode(events).split(b"\n\n")[:-1]]
+    pipeline = PIPELINES["split after expand"]
+    fused = _outcome(pipeline, copy.deepcopy(reads), None, True, chain.STEPPED_READS)
+    unfused = _outcome(pipeline, copy.deepcopy(reads), None, False)
+    assert fused == unfused
+    assert [event["type"] for event in fused["events"]][-1] == "TEXT_MESSAGE_CONTENT"
