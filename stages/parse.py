@@ -291,6 +291,8 @@ class Parse(Decoder):
 
     def _normalise_newlines(self, chunk: bytes) -> bytes:
         """CRLF and lone CR become LF; a CR at a chunk's end may pair with the next LF."""
+        if not chunk:
+            return chunk  # an empty read: a CR before it still waits for its LF
         if self._skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_lf = chunk[-1:] == b"\r"

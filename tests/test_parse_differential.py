@@ -69,6 +69,22 @@ def assert_same(reads: list[bytes], options: Options | None = None) -> None:
     assert outcome("native", reads, options) == outcome("pure", reads, options)
 
 
+@pytest.mark.parametrize("core", ["pure", "native"])
+def test_an_empty_read_between_cr_and_lf_keeps_them_one_line_end(core: str) -> None:
+    """A CR ending one read and the LF starting a later one are one CRLF, even with an empty
+    read between them (found by the framer's fuzz target, ``native/fuzz``: the empty read
+    forgot the CR, and the LF became a blank line that split the event in two)."""
+    if core == "native":
+        native_module()
+    data = b'data: {"type":"RUN_STARTED",\r\ndata: "threadId":"t","runId":"r"}\r\n\r\n'
+    cut = data.index(b"\n")
+    reads = [data[:cut], b"", data[cut:]]
+    whole = outcome(core, [data], Options())
+    assert outcome(core, reads, Options())[-2:] == whole[-2:]
+    events = [event for answer in outcome(core, reads, Options())[:-3] for event in answer[0]]
+    assert events == [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+
+
 # -- random streams ------------------------------------------------------------------------
 
 PIECES = [

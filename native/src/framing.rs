@@ -106,6 +106,12 @@ impl Framer {
         }
     }
 
+    /// The bytes held past the last boundary (never more than `max_frame` after a read that
+    /// was not refused): what a stream costs between reads.
+    pub fn held_bytes(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// Nothing held and no CR waiting for its LF: a read starts afresh (parse's one-event
     /// path may then take it whole).
     pub fn is_idle(&self) -> bool {
@@ -134,6 +140,9 @@ impl Framer {
 
     /// CRLF and lone CR become LF; a CR at a read's end may pair with the next read's LF.
     fn normalise_newlines(&mut self, chunk: &[u8]) -> Vec<u8> {
+        if chunk.is_empty() {
+            return Vec::new(); // an empty read: a CR before it still waits for its LF
+        }
         let chunk = match chunk {
             [b'\n', rest @ ..] if self.skip_lf => rest,
             _ => chunk,
@@ -266,6 +275,12 @@ mod tests {
         assert_eq!(got, vec![vec![b"1".to_vec()]]);
         let got = frames(Framing::Sse, 100, &[b"data: 1\r\r"]);
         assert_eq!(got, vec![vec![b"1".to_vec()]]);
+    }
+
+    #[test]
+    fn an_empty_read_between_cr_and_lf_keeps_the_pair() {
+        let got = frames(Framing::Sse, 100, &[b"data: 1\r", b"", b"\ndata: 2\r\n\r\n"]);
+        assert_eq!(got, vec![vec![b"1\n2".to_vec()]]);
     }
 
     #[test]
