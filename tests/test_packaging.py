@@ -173,3 +173,21 @@ def test_the_readme_test_command_is_what_ci_runs_and_installs_the_test_group() -
     assert "pip install -e . --group test" in command
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert command in ci
+
+
+def test_the_release_workflow_builds_for_each_platform() -> None:
+    """release.yml's wheels: an x86_64 and an arm64 macOS runner with a deployment target
+    set, and the test group installable on every platform the suite runs on (atheris has
+    Linux wheels only)."""
+    workflow = (ROOT / ".github" / "workflows" / "release.yml").read_text()
+    wheels = re.search(r"\n  wheels:\n(.*?)\n  test:\n", workflow, re.S)
+    assert wheels, "release.yml has no wheels job before its test job"
+    runners = re.search(r"os: \[(.*?)\]", wheels.group(1))
+    assert runners
+    assert {"ubuntu-latest", "macos-latest", "macos-15-intel", "windows-latest"} == {
+        name.strip() for name in runners.group(1).split(",")
+    }
+    assert "CIBW_ENVIRONMENT_MACOS: MACOSX_DEPLOYMENT_TARGET=10.13" in wheels.group(1)
+    test_group = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]["test"]
+    atheris = [entry for entry in test_group if str(entry).startswith("atheris")]
+    assert atheris and all("sys_platform == 'linux'" in str(entry) for entry in atheris)
