@@ -279,7 +279,11 @@ mod tests {
 
     #[test]
     fn an_empty_read_between_cr_and_lf_keeps_the_pair() {
-        let got = frames(Framing::Sse, 100, &[b"data: 1\r", b"", b"\ndata: 2\r\n\r\n"]);
+        let got = frames(
+            Framing::Sse,
+            100,
+            &[b"data: 1\r", b"", b"\ndata: 2\r\n\r\n"],
+        );
         assert_eq!(got, vec![vec![b"1\n2".to_vec()]]);
     }
 
