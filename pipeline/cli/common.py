@@ -69,6 +69,7 @@ def listen_host(text: str) -> str:
 
 
 def listen_port(text: str) -> int:
+    """A port to listen on (``0``: a free one, picked by the system)."""
     try:
         port = int(text)
     except ValueError:
