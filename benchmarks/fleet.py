@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agui_pipeline import fleet
-from agui_pipeline.cli import cluster
+from agui_pipeline._checking import cluster
 from agui_pipeline.cli import main as check
 from agui_pipeline.testing.workload import encode_sse, events
 from distributed import Client, LocalCluster

@@ -2,13 +2,13 @@
 
 Users outgrow one machine when they judge archives: a week of recorded runs from every
 agent, often millions of files in object storage. :func:`check_fleet` checks each
-recording on a cluster's workers with ``check``'s own per-source code (the workers read
+recording on a cluster's workers with the per-source check ``check`` runs (the workers read
 the sources themselves: paths they see, or fsspec URLs such as ``s3://archive/runs/``),
 yields each source's :class:`SourceResult` as it completes, and sums them up in a
 :class:`FleetReport`: findings by code, by producer and by version, each code with its
 first occurrence. ``agui-pipeline check --scheduler`` is the command's way to the same
-cluster (:mod:`agui_pipeline.cli.cluster` cuts, sends, retries and collects the work for
-both).
+cluster (:mod:`agui_pipeline._checking.cluster` cuts, sends, retries and collects the work
+for both).
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
-from agui_pipeline.cli import cluster, recordings
-from agui_pipeline.cli.check import _check_source as check_source
-from agui_pipeline.cli.check import declaration_from_files
-from agui_pipeline.cli.common import EXIT_FAILED, EXIT_USAGE, CommandError, Settings, Style
-from agui_pipeline.cli.config import Gate, check_rules
+from agui_pipeline._checking import FAILED, UNCHECKED, CheckError, cluster, recordings
+from agui_pipeline._checking.gate import Gate, check_rules
+from agui_pipeline._checking.source import CheckSettings, check_source, declaration_from_files
 from agui_pipeline.delivery.report import ProducerReport, producer_report
 from agui_pipeline.events import AnyEvent
 from distributed import Client
@@ -131,12 +129,12 @@ class _FirstRunStarted:
 
 
 def _judge(
-    name: str, settings: Settings, producer: ProducerKey | None, version: str
+    name: str, settings: CheckSettings, producer: ProducerKey | None, version: str
 ) -> SourceResult:
     """A worker's check of one source for :func:`check_fleet`: its findings grouped, its
     producer and version (its position is the client's to fill in)."""
     started = _FirstRunStarted()
-    checked = check_source(name, settings, False, started)
+    checked = check_source(name, settings, sink=started)
     result = checked.result
     return SourceResult(
         source=checked.name,
@@ -183,7 +181,7 @@ class FindingsGroup:
 
     def add(self, result: SourceResult) -> None:
         self.sources += 1
-        self.failed += result.status == EXIT_FAILED
+        self.failed += result.status == FAILED
         for group in result.findings.groups:
             tally = self.codes.setdefault(group.code, CodeTally())
             tally.count += group.count
@@ -245,7 +243,7 @@ class FleetReport:
 
     def add(self, result: SourceResult) -> None:
         self.overall.add(result)
-        self.unchecked += result.status == EXIT_USAGE
+        self.unchecked += result.status == UNCHECKED
         self.events += result.events
         _group(self.by_producer, result.producer).add(result)
         _group(self.by_version, result.version).add(result)
@@ -334,8 +332,8 @@ def check_fleet(
     """Check every recording ``sources`` name on a Dask cluster, as ``check`` would.
 
     ``sources`` are paths, directories, globs or fsspec URLs, listed lazily as ``check``
-    lists them (:func:`agui_pipeline.cli.recordings.expand`; a directory or glob that
-    names nothing raises :class:`~agui_pipeline.cli.recordings.NothingFound`).
+    lists them (a directory or glob that names nothing raises :class:`FileNotFoundError`
+    saying so).
     ``scheduler`` is an address, ``local:N``, or a :class:`distributed.Client` the caller
     owns. ``producer`` groups the report by a segment of the path
     (:class:`ProducerFromPath`) or a field of the run (:class:`ProducerFromRun`); ``version``
@@ -351,23 +349,13 @@ def check_fleet(
     """
     try:
         declaration = declaration_from_files(capabilities, None)
-    except CommandError as error:
+    except CheckError as error:
         raise OSError(str(error)) from None
-    settings = Settings(
-        format="text",
+    settings = CheckSettings(
+        gate=Gate(rules=check_rules(dict(rules or {}), "rules")),
         framing=framing,
         peer_version=peer_version,
-        capabilities=capabilities,
-        agent_resource=None,
         declaration=declaration,
-        input=None,
-        headers=(),
-        progress=False,
-        conversation=False,
-        quiet=True,
-        style=Style(),
-        gate=Gate(rules=check_rules(dict(rules or {}), "rules")),
-        sarif_root=None,
         run_input=run_input,
     )
     if run_input is not None:
@@ -376,9 +364,7 @@ def check_fleet(
         raise ValueError("batch_sources must be at least 1")
 
     def unchecked(name: str, cause: str) -> SourceResult:
-        return SourceResult(
-            name, -1, EXIT_USAGE, None, ProducerReport(), None, None, 0, error=cause
-        )
+        return SourceResult(name, -1, UNCHECKED, None, ProducerReport(), None, None, 0, error=cause)
 
     def results() -> Iterator[SourceResult]:
         listed = (found for source in sources for found in recordings.expand(source))

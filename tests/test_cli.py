@@ -159,7 +159,11 @@ ONLY_WHEN_ASKED = {
     # The other commands' modules: only the command named gets a parser.
     "agui_pipeline.testing.conformance",  # a fixture (a file that is a JSON object with "stream")
     "agui_pipeline.cli.bench",
+    "agui_pipeline.cli.conformance",
     "agui_pipeline.cli.explain",
+    "agui_pipeline.cli.proxy",
+    "agui_pipeline.cli.serve",
+    "agui_pipeline._checking.cluster",  # --scheduler
     "difflib",  # a did-you-mean for an unknown code
     "tomllib",  # a ./pyproject.toml (the probe runs where there is none)
 }
@@ -267,6 +271,26 @@ def test_the_command_as_a_process_collects_less_and_a_call_leaves_the_collector_
     threshold = gc.get_threshold()
     assert check(str(ROOT / "examples" / "weather.sse"))[0] == 0
     assert gc.get_threshold() == threshold
+
+
+def test_each_command_is_a_module_that_registers_itself_one_way() -> None:
+    """Every command is a module under cli/ with ``register(commands)``, which adds the one
+    subparser ``COMMANDS`` lists it under, with its handler; no module registers a
+    command ``COMMANDS`` does not name."""
+    import argparse
+    import importlib
+
+    from agui_pipeline.cli import COMMANDS
+
+    folder = ROOT / "pipeline" / "cli"
+    registering = {p.stem for p in folder.glob("*.py") if "\ndef register(" in p.read_text()}
+    assert registering == {module.rpartition(".")[2] for module in COMMANDS.values()}
+    assert set(COMMANDS) == registering  # each module is named for its command
+    for name, module in COMMANDS.items():
+        commands = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).register(commands)
+        assert list(commands.choices) == [name]
+        assert callable(commands.choices[name].get_default("handler")), name
 
 
 def test_every_command_help_is_plain_text_and_lists_its_exit_statuses() -> None:

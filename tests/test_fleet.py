@@ -16,7 +16,7 @@ from typing import Any
 
 import fsspec
 import pytest
-from agui_pipeline.cli import recordings
+from agui_pipeline._checking import recordings
 from agui_pipeline.fleet import (
     FleetReport,
     ProducerFromPath,

@@ -33,9 +33,10 @@ LAYERS = [
     {"_engine"},  # the pipeline that runs the stages over a source
     {"delivery"},  # what leaves it: reports
     {"http"},  # bindings: client, transports, servers
-    # The command line; the pytest plugin, conformance, workloads; checking archives on a
-    # cluster (fleet, which runs check's per-source code).
-    {"cli", "testing", "fleet"},
+    {"testing"},  # the pytest plugin, the conformance runner, workloads
+    {"_checking"},  # checking a source, and many on a cluster: what fleet and check share
+    {"fleet"},  # checking archives on a cluster
+    {"cli"},  # the command line, on all of the above
     {"__init__", "__main__"},  # the public face
 ]
 """Top to bottom: a module imports only from its own layer and those above it."""
@@ -141,6 +142,21 @@ def test_each_layer_imports_only_the_layers_above_it() -> None:
         if layer(target) > layer(name)
     )
     assert upward == []
+
+
+def test_only_the_command_line_imports_the_command_line() -> None:
+    """The library stands below the command line: what a command and the library share
+    (checking a source, the gate, a cluster's work) lives in ``_checking``, never in
+    ``cli`` for the library to reach into. ``__main__`` is the command's other door."""
+    cli = f"{PACKAGE}.cli"
+    reaching = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph().items()
+        if not (name == cli or name.startswith(f"{cli}.") or name == f"{PACKAGE}.__main__")
+        for target in targets
+        if target == cli or target.startswith(f"{cli}.")
+    )
+    assert reaching == []
 
 
 def test_the_contract_is_ordered_module_by_module() -> None:

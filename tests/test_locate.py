@@ -196,8 +196,9 @@ def test_findings_are_not_placed_in_a_file_that_is_no_longer_the_one_judged(
     # issue 34: a file rewritten between the check and the re-read had its findings placed
     # on other events. The report places nothing then, and says why.
     from agui_pipeline import Pipeline, run_sync
+    from agui_pipeline._checking.source import check_source
     from agui_pipeline.cli import build_parser
-    from agui_pipeline.cli.check import _check_source, _settings
+    from agui_pipeline.cli.check import _settings
     from agui_pipeline.cli.output import REPORTS
     from agui_pipeline.delivery.locate import CHANGED, changed_since, stamp
     from agui_pipeline.delivery.report import findings
@@ -216,7 +217,7 @@ def test_findings_are_not_placed_in_a_file_that_is_no_longer_the_one_judged(
 
     out = io.StringIO()
     settings = _settings(build_parser("check").parse_args(["check", str(path)]), out)
-    checked = _check_source(str(path), settings, progress=False)
+    checked = check_source(str(path), settings.check)
     assert checked.judged == stamp(path)
     path.write_bytes(judged_text)
     REPORTS["text"].write(checked, settings, out)
@@ -228,8 +229,8 @@ def test_a_long_line_that_opens_like_a_fixture_is_not_read_whole(tmp_path: Path)
     # A 300 MB JSON line starting with '{' was read whole as a possible fixture: 942 MB.
     import tracemalloc
 
+    from agui_pipeline._checking.source import _fixture
     from agui_pipeline._json import MAX_DOCUMENT
-    from agui_pipeline.cli.check import _fixture
 
     path = tmp_path / "long.jsonl"
     with path.open("wb") as file:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agui_pipeline.cli import http as cli_http
+from agui_pipeline._checking.url import transport_named
 from agui_pipeline.cli import main
+from agui_pipeline.cli import proxy as cli_proxy
 
 UPSTREAM = "http://127.0.0.1:9/agent"
 VARIABLES = [
@@ -39,7 +40,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         seen["otel"] = otel
 
     monkeypatch.setattr(agui_pipeline.http.proxy, "proxy", record)
-    monkeypatch.setattr(cli_http, "_proxy_metrics", metrics)
+    monkeypatch.setattr(cli_proxy, "_proxy_metrics", metrics)
     for variable in VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     return seen
@@ -136,7 +137,7 @@ def test_a_bad_flag_is_refused_as_strictly(capsys: pytest.CaptureFixture[str]) -
 
 def test_the_transport_is_one_of_the_named_ones() -> None:
     with pytest.raises(ValueError, match="one of httpx, aiohttp, got 'curl'"):
-        cli_http.transport_named("curl")
+        transport_named("curl")
 
 
 def test_an_empty_host_variable_listens_on_loopback_only(tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ def test_the_declaration_is_read_once_for_every_source(
         reads.append(source)
         return read_declaration(source)
 
-    monkeypatch.setattr("agui_pipeline.cli.check.read_declaration", counted)
+    monkeypatch.setattr("agui_pipeline._checking.source.read_declaration", counted)
     sources = [tmp_path / name for name in ("a.sse", "b.sse", "c.sse")]
     status, text = check(*sources, "--capabilities", declaration, "--format", "json")
     assert status == 1

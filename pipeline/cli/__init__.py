@@ -1,28 +1,30 @@
-"""The ``agui-pipeline`` command line.
+"""The ``agui-pipeline`` command line: one module per command, each adding its own
+subparser with ``register(commands)``.
 
 ``check SOURCE...`` runs the default pipeline over each stream (a file, ``-``
-for stdin, a conformance fixture, or an agent's URL — :mod:`agui_pipeline.cli.http`)
-and reports the verdict and every diagnostic; ``serve FILE`` is the other side
-of a URL, a recorded stream replayed as an HTTP + SSE endpoint; ``proxy`` relays
-runs to an agent through the pipeline (:mod:`agui_pipeline.http.proxy`); ``explain CODE``
-describes a diagnostic code; ``conformance`` replays corpus fixtures.
+for stdin, a conformance fixture, or an agent's URL) and reports the verdict and every
+diagnostic; ``serve FILE`` is the other side of a URL, a recorded stream replayed as an
+HTTP + SSE endpoint; ``proxy`` relays runs to an agent through the pipeline
+(:mod:`agui_pipeline.http.proxy`); ``explain CODE`` describes a diagnostic code;
+``conformance`` replays corpus fixtures; ``bench`` measures the pipeline. Checking a
+source is the library's (:mod:`agui_pipeline._checking`), shared with
+:mod:`agui_pipeline.fleet`.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from agui_pipeline.cli import http as cli_http
-from agui_pipeline.cli.check import add_check, declaration_from_files, missing_extra
+from agui_pipeline._checking import CheckError
 from agui_pipeline.cli.common import (
     COMMAND_EXIT_STATUSES,
     EXIT_INTERRUPTED,
-    EXIT_OK,
     EXIT_USAGE,
     CommandError,
 )
@@ -34,82 +36,19 @@ if TYPE_CHECKING:
 # Start-up is most of `check` on a short file, so what only some paths need is imported
 # there: pydantic (the run input's and a declaration's models), the SARIF and JUnit
 # writers, the process pool of --jobs, importlib.metadata for --version, and anyio (with
-# asyncio under it) for a URL or stdin — a file is checked through the sync shell.
+# asyncio under it) for a URL or stdin — a file is checked through the sync shell. Only the
+# command named has its module imported and its parser built.
 
-# -- serve ------------------------------------------------------------------------------
-
-
-def _add_serve(commands: Any) -> None:
-    cli_http.add_serve(commands)
-    commands.choices["serve"].set_defaults(handler=_serve)
-
-
-def _serve(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        cli_http.run_serve(args)
-    except ModuleNotFoundError as error:
-        raise missing_extra(error, "serve", "serve") from None
-    except (ValueError, OSError) as exc:
-        raise CommandError(str(exc)) from exc
-    return EXIT_OK
-
-
-# -- bench ------------------------------------------------------------------------------
-
-
-def _add_bench(commands: Any) -> None:
-    from agui_pipeline.cli import bench as cli_bench
-
-    cli_bench.add_command(commands)
-    commands.choices["bench"].set_defaults(handler=_bench)
-
-
-def _bench(args: argparse.Namespace, out: TextIO) -> int:
-    from agui_pipeline.cli import bench as cli_bench
-
-    try:
-        return cli_bench.run_bench(args, out)
-    except ValueError as error:
-        raise CommandError(str(error)) from error
-
-
-# -- proxy ------------------------------------------------------------------------------
-
-
-def _add_proxy(commands: Any) -> None:
-    cli_http.add_proxy(commands)
-    proxy = commands.choices["proxy"]
-    declared = proxy.add_mutually_exclusive_group()
-    declared.add_argument(
-        "--capabilities",
-        metavar="FILE",
-        help="the agent's AgentCapabilities declaration (JSON): report where a stream "
-        "contradicts it (never rejects; one it cannot use is a finding, and the stream is "
-        "judged as undeclared)",
-    )
-    declared.add_argument(
-        "--agent-resource",
-        metavar="FILE",
-        help="a Customer Engagement Suite agent resource (JSON) to derive the declaration from",
-    )
-    proxy.set_defaults(handler=_proxy)
-
-
-def _proxy(args: argparse.Namespace, out: TextIO) -> int:
-    declaration = declaration_from_files(args.capabilities, args.agent_resource)
-    if declaration is not None and not declaration.usable:
-        # The producer's mistake never stops the proxy: said once now, and on every run.
-        print(f"agui-pipeline: {inert(declaration.notes[0].message)}", file=sys.stderr)
-    try:
-        cli_http.run_proxy(args, declaration)
-    except ModuleNotFoundError as error:
-        raise missing_extra(error, "serve", "proxy") from None
-    except (ValueError, OSError) as exc:
-        raise CommandError(str(exc)) from exc
-    return EXIT_OK
-
-
-# -- the command line ------------------------------------------------------------
+COMMANDS: dict[str, str] = {
+    "check": "agui_pipeline.cli.check",
+    "serve": "agui_pipeline.cli.serve",
+    "proxy": "agui_pipeline.cli.proxy",
+    "explain": "agui_pipeline.cli.explain",
+    "conformance": "agui_pipeline.cli.conformance",
+    "bench": "agui_pipeline.cli.bench",
+}
+"""Each command's name and its module, whose ``register(commands)`` adds the command's
+subparser with its handler as the ``handler`` default."""
 
 
 class _ShowVersion(argparse.Action):
@@ -131,29 +70,6 @@ class _ShowVersion(argparse.Action):
 
         sys.stdout.write(f"{parser.prog} {version('agui-pipeline')} ({ACTIVE})\n")
         parser.exit()
-
-
-def _add_explain(commands: Any) -> None:
-    from agui_pipeline.cli import explain as cli_explain
-
-    cli_explain.add_command(commands)
-
-
-def _add_conformance(commands: Any) -> None:
-    from agui_pipeline.cli import conformance as cli_conformance
-
-    cli_conformance.add_command(commands)
-
-
-COMMANDS: dict[str, Callable[[Any], None]] = {
-    "check": add_check,
-    "serve": _add_serve,
-    "proxy": _add_proxy,
-    "explain": _add_explain,
-    "conformance": _add_conformance,
-    "bench": _add_bench,
-}
-"""Each command's name and what adds its subparser (and imports its module)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -178,9 +94,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_ShowVersion)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, add in COMMANDS.items():
+    for name, module in COMMANDS.items():
         if command is None or name == command:
-            add(commands)
+            importlib.import_module(module).register(commands)
     return parser
 
 
@@ -234,7 +150,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     handler: Callable[[argparse.Namespace, TextIO], int] = args.handler
     try:
         return handler(args, out or sys.stdout)
-    except CommandError as exc:
+    except (CommandError, CheckError) as exc:
         print(f"agui-pipeline: {inert(printable_name(str(exc)))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

@@ -35,9 +35,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agui_pipeline._checking.source import load_middleware
+from agui_pipeline._checking.url import transport_named
 from agui_pipeline._engine.pipeline import Pipeline
-from agui_pipeline.cli.common import CommandError, load_middleware
-from agui_pipeline.cli.http import add_transport_option, transport_named
+from agui_pipeline.cli.common import CommandError, add_transport_option
 from agui_pipeline.errors import UsageError
 from agui_pipeline.stage import Stage, StageFactory
 
@@ -68,7 +69,8 @@ exit status:
      without valgrind on PATH or a callgrind run that failed"""
 
 
-def add_command(commands: Any) -> None:
+def register(commands: Any) -> None:
+    """Add ``agui-pipeline bench [SOURCE...]``."""
     bench = commands.add_parser(
         "bench",
         help="measure the installed pipeline on your recordings (events/s, per stage, memory)",
@@ -106,6 +108,14 @@ def add_command(commands: Any) -> None:
     bench.add_argument("--counted-pass", choices=("start-up", "measured"), help=argparse.SUPPRESS)
     bench.add_argument("--format", choices=("text", "json"), default="text")
     add_transport_option(bench, "with --live, each run")
+    bench.set_defaults(handler=_command)
+
+
+def _command(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        return run_bench(args, out)
+    except ValueError as error:
+        raise CommandError(str(error)) from error
 
 
 def run_bench(args: argparse.Namespace, out: TextIO) -> int:

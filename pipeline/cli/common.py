@@ -1,28 +1,23 @@
-"""What the commands share: exit statuses, the command-line error, the terminal's style,
-and the settings and outcome of checking one source."""
+"""What the commands share: exit statuses, the command-line error, options more than one
+command takes, the terminal's style, and ``check``'s settings."""
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
-from dataclasses import dataclass, field
-from typing import TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
 
-from agui_pipeline._engine.result import RunResult
-from agui_pipeline.cli.config import Gate
-from agui_pipeline.declaration import Declaration
-from agui_pipeline.options import Options
-from agui_pipeline.stage import Stage, StageFactory, StreamContext
+from agui_pipeline._checking import FAILED, PASSED, UNCHECKED
+from agui_pipeline._checking.url import TRANSPORTS
 
-# Start-up is most of `check` on a short file, so what only some paths need is imported
-# there: pydantic (the run input's and a declaration's models), the SARIF and JUnit
-# writers, the process pool of --jobs, importlib.metadata for --version, and anyio (with
-# asyncio under it) for a URL or stdin — a file is checked through the sync shell.
+if TYPE_CHECKING:
+    from agui_pipeline._checking.source import CheckSettings
 
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+EXIT_OK = PASSED
+EXIT_FAILED = FAILED
+EXIT_USAGE = UNCHECKED
+"""A usage or I/O error; also a source that could not be checked."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C: 128 plus SIGINT's number, as a shell reports a process SIGINT ended."""
 EXIT_STATUSES = """\
@@ -48,55 +43,40 @@ class CommandError(Exception):
     """A problem with the command line or a file it names (exit status 2)."""
 
 
-def load_middleware(spec: str) -> StageFactory:
-    """The stage factory ``--middleware MODULE:FACTORY`` names, built once to see that it
-    builds: a failure is a usage error naming the spec and the cause, not a traceback.
+# -- options more than one command takes ---------------------------------------------
 
-    The current directory is searched first, as ``python -m`` would (the installed
-    ``agui-pipeline`` script does not put it on the path), so a module of the project
-    the command runs in is found.
-    """
-    module_name, colon, attribute = spec.partition(":")
-    if not colon or not module_name or not attribute:
-        raise CommandError(
-            f"--middleware expects MODULE:FACTORY (a Stage class, or a function from the "
-            f"StreamContext to a stage), got {spec!r}"
+
+def add_transport_option(parser: Any, what: str) -> None:
+    """``--transport``: the HTTP client ``what`` is read through."""
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="httpx",
+        help=f"the HTTP client {what} is read through: httpx (the default) or aiohttp, "
+        "about half the CPU per live read (needs the 'aiohttp' extra)",
+    )
+
+
+def listen_host(text: str) -> str:
+    """An address to listen on: never empty, which the socket layer reads as every
+    interface; that is said as ``0.0.0.0`` or ``::``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "expected an address to listen on, got an empty one "
+            "(every interface is 0.0.0.0, or :: for IPv6)"
         )
-    import importlib
+    return text
 
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+
+def listen_port(text: str) -> int:
+    """A port to listen on (``0``: a free one, picked by the system)."""
     try:
-        module = importlib.import_module(module_name)
-    except Exception as error:  # whatever the user's module raises on import
-        raise CommandError(
-            f"--middleware {spec}: importing {module_name} failed: {_cause(error)}"
-        ) from None
-    factory = getattr(module, attribute, None)
-    if not callable(factory):
-        found = "no attribute" if factory is None else f"a {type(factory).__name__}"
-        raise CommandError(
-            f"--middleware {spec}: module {module_name} has {found} {attribute!r}, "
-            "not a stage factory"
-        )
-    try:
-        stage = factory(StreamContext(Options()))
-    except Exception as error:  # whatever the user's factory raises
-        raise CommandError(
-            f"--middleware {spec}: the factory failed when given a StreamContext: "
-            f"{_cause(error)} (a factory takes the stream's context and returns a Stage; "
-            "one that takes arguments of its own is a function or functools.partial that "
-            "supplies them)"
-        ) from None
-    if not isinstance(stage, Stage):
-        raise CommandError(
-            f"--middleware {spec}: the factory returned a {type(stage).__name__}, not a Stage"
-        )
-    return factory  # type: ignore[no-any-return]
-
-
-def _cause(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return port
 
 
 # -- the terminal ---------------------------------------------------------------------
@@ -138,53 +118,22 @@ class Style:
         return f"\x1b]8;;{url}\x1b\\{url}\x1b]8;;\x1b\\" if self.links else url
 
 
-# -- check: settings and one source -------------------------------------------------------
+# -- check's settings -----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything about a ``check`` that is the same for every source (picklable, for --jobs)."""
+    """Everything about a ``check`` that is the same for every source: how each is checked,
+    and how it is reported (picklable, for --jobs and the cluster)."""
 
+    check: CheckSettings
     format: str
-    framing: str | None
-    peer_version: str | None
     capabilities: str | None
+    """The declaration's file as given (the report names it)."""
     agent_resource: str | None
-    declaration: Declaration | None
-    """What ``capabilities`` or ``agent_resource`` holds, read once (:func:`declaration_from_files
-    <agui_pipeline.cli.check.declaration_from_files>`) and carried to every process."""
-    input: str | None
-    headers: tuple[str, ...]
     progress: bool
+    """``--progress``: the progress line even when stderr is not a terminal."""
     conversation: bool
     quiet: bool
     style: Style
-    gate: Gate
     sarif_root: str | None
-    idle_timeout: float | None = 300.0
-    max_duration: float | None = None
-    transport: str = "httpx"
-    run_input: str | None = None
-    """``--run-input``: the pattern that names each recording's run input."""
-    middleware: tuple[str, ...] = ()
-    """``--middleware``: the stage factories to insert, as ``MODULE:FACTORY`` (each process
-    of ``--jobs`` or the cluster loads them itself)."""
-
-
-@dataclass(slots=True)
-class Checked:
-    """One source, checked: the result (``None`` when it could not be read) and its status."""
-
-    name: str
-    result: RunResult | None
-    status: int
-    failures: list[str] = field(default_factory=list)
-    """Why the source fails the check (empty when it passes)."""
-    error: str | None = None
-    """The usage or I/O error that kept the source from being checked."""
-    stream_file: str | None = None
-    """The stream's file, which findings are placed in by line and column (``None`` for
-    stdin, a URL or a conformance fixture)."""
-    judged: tuple[int, int] | None = None
-    """The stream file's size and modification time as it was checked (``locate.CHANGED``:
-    it changed while it was read): findings are placed only in that same file."""

@@ -29,13 +29,13 @@ exit status:
   2  a fixture that cannot be read, no fixture under PATH, a closed pipe"""
 
 
-def add_command(commands: Any) -> None:
+def register(commands: Any) -> None:
     """Register ``agui-pipeline conformance PATH... [--json]``."""
     command = commands.add_parser(
         "conformance",
         help="replay conformance corpus fixtures and check what each expects",
         description=textwrap.fill(
-            "FixtureReplay each fixture (a file, or every *.json in a folder) through the default "
+            "Replay each fixture (a file, or every *.json in a folder) through the default "
             "pipeline and check every key of its 'expect'. Prints 'ok NAME' or "
             "'FAIL NAME: ...' per fixture and 'N passed, M failed' last. Exit status 0 only "
             "when every fixture passed.",

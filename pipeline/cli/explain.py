@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from agui_pipeline import catalog
 
 
-def add_command(commands: Any) -> None:
+def register(commands: Any) -> None:
     command = commands.add_parser(
         "explain",
         help="describe a diagnostic code: title, severity, spec page, what to do",

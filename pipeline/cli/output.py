@@ -6,28 +6,22 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import orjson
 from agui_pipeline import catalog
+from agui_pipeline._checking.gate import FAIL_ON
+from agui_pipeline._checking.source import Checked
 from agui_pipeline._engine.result import Outcome, RunResult
 from agui_pipeline.catalog import Severity
-from agui_pipeline.cli.config import FAIL_ON
+from agui_pipeline.cli.common import Settings, Style
 from agui_pipeline.delivery.escaping import inert
 from agui_pipeline.delivery.locate import changed_since
 from agui_pipeline.delivery.report import Finding, findings, producer_report
 from agui_pipeline.stage import RunRecord, RunStatus
 
-if TYPE_CHECKING:
-    pass
-
-# Start-up is most of `check` on a short file, so what only some paths need is imported
-# there: pydantic (the run input's and a declaration's models), the SARIF and JUnit
-# writers, the process pool of --jobs, importlib.metadata for --version, and anyio (with
-# asyncio under it) for a URL or stdin — a file is checked through the sync shell.
-
-
-from agui_pipeline.cli.common import Checked, Settings, Style
+# The SARIF and JUnit writers are imported by the formats that use them: `check` on a
+# short file pays for neither.
 
 # -- check: the reports ---------------------------------------------------------------
 
@@ -266,7 +260,7 @@ def _junit_report(checked: Checked, settings: Settings, out: TextIO) -> None:
         checked.result,
         failures=checked.failures,
         error=checked.error,
-        fail_on_run_error=FAIL_ON.index(settings.gate.fail_on) >= FAIL_ON.index("error"),
+        fail_on_run_error=FAIL_ON.index(settings.check.gate.fail_on) >= FAIL_ON.index("error"),
         text=_plain_text(checked, settings),
     )
 
