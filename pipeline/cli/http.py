@@ -20,7 +20,7 @@ from agui_pipeline.errors import Diagnostic
 from agui_pipeline.events import AnyEvent
 
 if TYPE_CHECKING:
-    from agui_pipeline.http.client import Transport
+    from agui_pipeline.http.transport import Transport
     from agui_pipeline.stage import StageFactory
 
 TRANSPORTS = ("httpx", "aiohttp")
