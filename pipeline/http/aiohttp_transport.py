@@ -137,5 +137,7 @@ async def _body(response: aiohttp.ClientResponse) -> AsyncGenerator[bytes]:
             yield chunk
             if len(chunk) < COALESCE_BELOW and chunk[-1:] != b"\n" and not proto:
                 await _coalesce(transport)  # a frame in pieces: let the rest pile up
+    except TimeoutError:
+        raise  # the read timeout (aiohttp's is a ClientError too): the agent's idle window
     except aiohttp.ClientError as error:
         raise ConnectionLost(f"{type(error).__name__}: {error}") from error
