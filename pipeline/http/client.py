@@ -121,8 +121,8 @@ class Retries:
     agent's SSE events carry ``id:`` fields: the request is sent again with
     ``Last-Event-ID`` (with the same tries and waits), and what the agent sends from
     there continues the stream, any event already read skipped. The HTTP + SSE binding
-    defines no resumption (``/spec/1.1/basic/transports/http-sse``), so it is off by
-    default, and is for agents known to honour ``Last-Event-ID``.
+    has no resumption (``/spec/1.1/basic/transports/http-sse``, No resumption), so it is
+    off by default, and is for agents known to honour ``Last-Event-ID``.
     """
 
     attempts: int = 3

@@ -1,6 +1,7 @@
 """Resuming an SSE response whose connection failed, with ``Last-Event-ID`` (opt-in).
 
-The HTTP + SSE binding defines no resumption (``/spec/1.1/basic/transports/http-sse``);
+The HTTP + SSE binding has no resumption (``/spec/1.1/basic/transports/http-sse``, No
+resumption: ``Last-Event-ID`` is not used);
 an agent that names its events with SSE ``id:`` fields and honours ``Last-Event-ID``
 (the HTML standard's server-sent events) can offer it, and ``Retries(resume=True)`` asks
 for it. The rule here never hands the decoder an event twice:
