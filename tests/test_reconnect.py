@@ -36,8 +36,11 @@ class Resumable:
         *,
         inclusive: bool = False,
         drops: int = 1,
+        again: int | None = None,
     ) -> None:
         self.drop_after, self.inclusive, self.drops = drop_after, inclusive, drops
+        self.again = drop_after if again is None else again
+        """Where a response after the first is cut."""
         self.ids = {n: f"e{n}" for n in range(len(RUN))} if ids is None else ids
         self.last_event_ids: list[str | None] = []
 
@@ -59,9 +62,10 @@ class Resumable:
         sse = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": sse})
         dropping = len(self.last_event_ids) <= self.drops
+        cut = self.drop_after if len(self.last_event_ids) == 1 else self.again
         for n in range(start, len(RUN)):
             frame = self.frame(n)
-            if dropping and n - start == self.drop_after:
+            if dropping and n - start == cut:
                 half = frame[: len(frame) // 2]
                 await send({"type": "http.response.body", "body": half, "more_body": True})
                 return  # the connection closes with the response unfinished
@@ -139,6 +143,23 @@ async def test_an_event_id_past_the_bound_turns_resuming_off(transport: str) -> 
     assert f"longer than {MAX_EVENT_ID} bytes" in lost[0].message
     bounded = Resumable(drop_after=3, ids=sized(MAX_EVENT_ID))
     assert (await run(bounded, transport, RESUME)).events == RUN  # at the bound: resumed
+
+
+async def test_reconnections_that_bring_no_event_end_at_the_attempts(transport: str) -> None:
+    app = Resumable(drop_after=3, drops=99, again=0)
+    result = await run(app, transport, Retries(attempts=2, backoff=0.01, resume=True))
+    assert app.last_event_ids == [None, "e2", "e2"]
+    assert result.verdict.outcome is Outcome.TRUNCATED and result.events == RUN[:3]
+    lost = [d for d in result.diagnostics if d.code == "transport.connection-lost"]
+    assert "2 reconnections in a row brought no event" in lost[0].message
+
+
+async def test_an_id_that_is_no_header_value_is_not_resumed_from(transport: str) -> None:
+    app = Resumable(drop_after=3, ids={n: f"é{n}" for n in range(len(RUN))})
+    result = await run(app, transport, RESUME)
+    assert app.last_event_ids == [None] and result.events == RUN[:3]
+    lost = [d for d in result.diagnostics if d.code == "transport.connection-lost"]
+    assert "not a header value" in lost[0].message
 
 
 @pytest.mark.parametrize("retries", [None, Retries(backoff=0.01)])

@@ -234,7 +234,6 @@ class HttpAgent:
         self.transport = transport or HttpxTransport(client, connect_timeout)
         self.retries = retries
         """Retries before the first event (``None``, the default: the first failure raises)."""
-        self._basic = _basic(*auth) if isinstance(auth, tuple) else None
 
     async def __aenter__(self) -> HttpAgent:
         return self
@@ -345,16 +344,15 @@ class HttpAgent:
         """The response to ``request`` with the agent's ``auth`` applied: a pair is a Basic
         header; an ``httpx.Auth`` runs its flow here, over whichever transport, so a
         challenge (Digest) answered by a second request works over every one."""
-        if self.auth is None or self._basic is not None:
-            if self._basic is not None:
-                request = replace(
-                    request, headers={**request.headers, "Authorization": self._basic}
-                )
-            response = await self.transport.send(request)
-            trial.push_async_callback(response.aclose)
-            return response
-        assert not isinstance(self.auth, tuple)
-        return await _authenticated(self.transport, self.auth, request, trial)
+        auth = self.auth
+        if isinstance(auth, tuple):
+            basic = {**request.headers, "Authorization": _basic(*auth)}
+            request = replace(request, headers=basic)
+        elif auth is not None:
+            return await _authenticated(self.transport, auth, request, trial)
+        response = await self.transport.send(request)
+        trial.push_async_callback(response.aclose)
+        return response
 
     def _resuming(
         self,
@@ -381,7 +379,7 @@ class HttpAgent:
         elif codings:
             cannot = "the body is compressed; "
         assert self.retries is not None
-        return Resuming(response, ctx, reconnect, self.retries.attempts, cannot)
+        return Resuming(response, ctx, reconnect, self.retries, cannot)
 
 
 async def _reads(body: AsyncIterator[bytes], ctx: StreamContext) -> AsyncGenerator[bytes]:

@@ -14,15 +14,17 @@ for it. The rule here never hands the decoder an event twice:
   what follows that id, so of the new response the first ``after`` events are ones
   already read, and skipped; a frame that repeats the last id itself is skipped too.
 
-A stream whose ids are too long (``MAX_EVENT_ID``), absent, or whose body is compressed
-or not SSE is not resumed: the drop is reported as without resuming, and says why.
+A stream whose last id is absent, too long (``MAX_EVENT_ID``) or no header value, or
+whose body is compressed or not SSE, is not resumed: the drop's report says why.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
+import anyio
 from agui_pipeline._engine.sources import SourceTimedOut
 from agui_pipeline.catalog import TRANSPORT_CONNECTION_LOST, TRANSPORT_RESUMED
 from agui_pipeline.delivery.redaction import redact_in
@@ -30,12 +32,17 @@ from agui_pipeline.errors import AguiPipelineError
 from agui_pipeline.http.transport import ConnectionLost, TransportResponse
 from agui_pipeline.stage import StreamContext
 
+if TYPE_CHECKING:
+    from agui_pipeline.http.client import Retries
+
 MAX_EVENT_ID = 1024
 """Longest SSE event id (bytes) a stream may be resumed from: an id is kept, and sent
 back as a header, so a longer one turns resuming off for the stream rather than grow."""
 
 _EOL = re.compile(rb"[\r\n]")
 _BOM = b"\xef\xbb\xbf"
+_HEADER_VALUE = re.compile(rb"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+"""An id sent back as ``Last-Event-ID`` as it is: visible ASCII, spaces inside only."""
 
 Reconnect = Callable[[str], Awaitable[TransportResponse]]
 """Sends the request again with ``Last-Event-ID``: an SSE response, uncompressed, or
@@ -131,20 +138,21 @@ class Resuming:
         response: TransportResponse,
         ctx: StreamContext,
         reconnect: Reconnect,
-        attempts: int,
+        retries: Retries,
         cannot: str | None,
     ) -> None:
         self._response = response
         self._first = response
         self._ctx = ctx
         self._reconnect = reconnect
-        self._attempts = attempts
+        self._retries = retries
         self._cannot = cannot
         """Why this response cannot be resumed (not SSE, compressed), or ``None``."""
         self._frames = _Frames()
         self._last_id: bytes | None = None
         self._after = 0
-        self._too_long = False
+        self._unsendable: str | None = None
+        """Why the last event id cannot be sent back, or ``None``."""
         self._most = ctx.limits.max_frame_bytes
 
     async def aclose(self) -> None:
@@ -188,7 +196,7 @@ class Resuming:
                 raise SourceTimedOut from None
             except ConnectionLost as error:
                 why = self._why_not()
-                if why is None and tries >= self._attempts:
+                if why is None and tries >= self._retries.attempts:
                     why = f"not resumed: {tries} reconnections in a row brought no event; "
                 if why is not None:
                     if self._cannot is None and (held := self._frames.held()):
@@ -196,6 +204,9 @@ class Resuming:
                     connection_lost(self._ctx, error, why)
                     return
                 last_id = (self._last_id or b"").decode("utf-8", "replace")
+                if tries:  # the last reconnection brought no event: back off
+                    retries = self._retries
+                    await anyio.sleep(min(retries.backoff * 2.0 ** (tries - 1), retries.max_wait))
                 try:
                     fresh = await self._reconnect(last_id)
                 except AguiPipelineError as failed:
@@ -216,19 +227,23 @@ class Resuming:
 
     def _passed(self, event_id: bytes | None, data: bool) -> None:
         if event_id is not None:
-            if len(event_id) > MAX_EVENT_ID:
-                self._last_id, self._too_long = None, True
-            else:
-                self._last_id, self._too_long = (event_id or None), False
             self._after = 0
+            self._unsendable = None
+            self._last_id = event_id or None  # an empty id clears it (the HTML standard)
+            if len(event_id) > MAX_EVENT_ID:
+                self._unsendable = f"the last event id is longer than {MAX_EVENT_ID} bytes; "
+            elif event_id and not _HEADER_VALUE.fullmatch(event_id):
+                self._unsendable = "the last event id is not a header value (visible ASCII); "
+            if self._unsendable is not None:
+                self._last_id = None
         elif data:
             self._after += 1
 
     def _why_not(self) -> str | None:
         if self._cannot is not None:
             return f"not resumed: {self._cannot}"
-        if self._too_long:
-            return f"not resumed: the last event id is longer than {MAX_EVENT_ID} bytes; "
+        if self._unsendable is not None:
+            return f"not resumed: {self._unsendable}"
         if self._last_id is None:
             return "not resumed: the agent sent no event id; "
         return None
