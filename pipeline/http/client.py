@@ -142,6 +142,10 @@ class Retries:
                 return min(asked, self.max_wait)
         elif not error.connecting:
             return None
+        return self.backoff_wait(tries)
+
+    def backoff_wait(self, tries: int) -> float:
+        """The backoff after ``tries`` failed tries: ``backoff`` doubling, capped."""
         return min(self.backoff * 2.0 ** (tries - 1), self.max_wait)
 
 
@@ -379,7 +383,8 @@ class HttpAgent:
         elif codings:
             cannot = "the body is compressed; "
         assert self.retries is not None
-        return Resuming(response, ctx, reconnect, self.retries, cannot)
+        retries = self.retries
+        return Resuming(response, ctx, reconnect, retries.attempts, retries.backoff_wait, cannot)
 
 
 async def _reads(body: AsyncIterator[bytes], ctx: StreamContext) -> AsyncGenerator[bytes]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import anyio
 from agui_pipeline._engine.sources import SourceTimedOut
@@ -31,9 +30,6 @@ from agui_pipeline.delivery.redaction import redact_in
 from agui_pipeline.errors import AguiPipelineError
 from agui_pipeline.http.transport import ConnectionLost, TransportResponse
 from agui_pipeline.stage import StreamContext
-
-if TYPE_CHECKING:
-    from agui_pipeline.http.client import Retries
 
 MAX_EVENT_ID = 1024
 """Longest SSE event id (bytes) a stream may be resumed from: an id is kept, and sent
@@ -138,14 +134,17 @@ class Resuming:
         response: TransportResponse,
         ctx: StreamContext,
         reconnect: Reconnect,
-        retries: Retries,
+        attempts: int,
+        pause: Callable[[int], float],
         cannot: str | None,
     ) -> None:
         self._response = response
         self._first = response
         self._ctx = ctx
         self._reconnect = reconnect
-        self._retries = retries
+        self._attempts = attempts
+        self._pause = pause
+        """Seconds to wait after this many reconnections in a row brought no event."""
         self._cannot = cannot
         """Why this response cannot be resumed (not SSE, compressed), or ``None``."""
         self._frames = _Frames()
@@ -196,7 +195,7 @@ class Resuming:
                 raise SourceTimedOut from None
             except ConnectionLost as error:
                 why = self._why_not()
-                if why is None and tries >= self._retries.attempts:
+                if why is None and tries >= self._attempts:
                     why = f"not resumed: {tries} reconnections in a row brought no event; "
                 if why is not None:
                     if self._cannot is None and (held := self._frames.held()):
@@ -205,8 +204,7 @@ class Resuming:
                     return
                 last_id = (self._last_id or b"").decode("utf-8", "replace")
                 if tries:  # the last reconnection brought no event: back off
-                    retries = self._retries
-                    await anyio.sleep(min(retries.backoff * 2.0 ** (tries - 1), retries.max_wait))
+                    await anyio.sleep(self._pause(tries))
                 try:
                     fresh = await self._reconnect(last_id)
                 except AguiPipelineError as failed:
