@@ -75,11 +75,16 @@ if _typing.TYPE_CHECKING:
         HttpxTransport,
         RequestFailed,
         Retries,
-        Transport,
     )
     from agui_pipeline.http.relay import Relay, RelayResponse, Upstream
     from agui_pipeline.http.serve import BackgroundServer, Replay, ReplayServer
     from agui_pipeline.http.tap import Tap
+    from agui_pipeline.http.transport import (
+        ConnectionLost,
+        Transport,
+        TransportRequest,
+        TransportResponse,
+    )
     from agui_pipeline.model.agent_resource import (
         AgentResourceError,
         capabilities_from_agent_resource,
@@ -101,7 +106,10 @@ _LAZY = {
     "HttpxTransport": "http.client",
     "RequestFailed": "http.client",
     "Retries": "http.client",
-    "Transport": "http.client",
+    "ConnectionLost": "http.transport",
+    "Transport": "http.transport",
+    "TransportRequest": "http.transport",
+    "TransportResponse": "http.transport",
     "Relay": "http.relay",
     "RelayResponse": "http.relay",
     "Upstream": "http.relay",
@@ -165,6 +173,7 @@ __all__ = [
     "Batch",
     "ChunkForm",
     "Code",
+    "ConnectionLost",
     "Conversation",
     "Counters",
     "DeclarationUnusable",
@@ -214,6 +223,8 @@ __all__ = [
     "StreamTruncated",
     "Tap",
     "Transport",
+    "TransportRequest",
+    "TransportResponse",
     "Upstream",
     "UsageError",
     "Verdict",

@@ -316,14 +316,14 @@ async def test_the_aiohttp_transport_says_it_needs_asyncio(server: ReplayServer)
     assert server.replay.requests == []
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_the_aiohttp_transport_takes_a_password_pair_not_an_httpx_auth(
-    server: ReplayServer,
+async def test_an_httpx_auth_becomes_a_header_over_either_transport(
+    server: ReplayServer, transport: str
 ) -> None:
     auth = httpx.BasicAuth("ada", "pw")
-    async with HttpAgent(server.url, transport=aiohttp_transport()(), auth=auth) as agent:
-        with pytest.raises(TypeError, match="needs the httpx transport"):
-            await agent.run(INPUT)
+    async with http_agent(server.url, transport, auth=auth) as agent:
+        result = await agent.run(INPUT)
+    assert result.verdict.outcome is Outcome.COMPLETED
+    assert server.replay.requests[-1][0]["authorization"] == "Basic YWRhOnB3"
 
 
 # -- the conformance corpus over real HTTP + SSE --------------------------------------

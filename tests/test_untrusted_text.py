@@ -297,7 +297,7 @@ def test_documents_over_the_cap_are_refused_with_a_clear_error(tmp_path: Path) -
 
 
 def test_a_network_errors_diagnostic_is_cut_and_redacted() -> None:
-    from agui_pipeline.http.client import connection_lost
+    from agui_pipeline.http.reconnect import connection_lost
 
     ctx = Pipeline().context()
     said = "for http://alice:hunter2@agent/run?key=s3cret: " + "x" * 100_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agui_pipeline.catalog.code import (
     _E,
+    _I,
     _W,
     ACTIVITY,
     HTTP_SSE,
@@ -84,6 +85,13 @@ TRANSPORT_CONNECTION_LOST = _code(
     advice="Find what closed the connection (a proxy timeout, a crashed worker); send keep-alive "
     "comments during long pauses.",
 )
+TRANSPORT_RESUMED = _code(
+    "transport.resumed",
+    _I,
+    HTTP_SSE,
+    "the connection failed mid-body and the stream was resumed with Last-Event-ID",
+    advice="Nothing was lost or read twice; find what closed the connection if it recurs.",
+)
 RESUME_UNCOVERED = _code(
     "input.resume-uncovered",
     _E,
@@ -133,4 +141,5 @@ __all__ = [
     "RESUME_UNKNOWN",
     "TRANSPORT_CONNECTION_LOST",
     "TRANSPORT_CONTENT_TYPE",
+    "TRANSPORT_RESUMED",
 ]

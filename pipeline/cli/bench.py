@@ -43,7 +43,7 @@ from agui_pipeline.errors import UsageError
 from agui_pipeline.stage import Stage, StageFactory
 
 if TYPE_CHECKING:
-    from agui_pipeline.http.client import Transport
+    from agui_pipeline.http.transport import Transport
 
 
 DESCRIPTION = """\

@@ -12,23 +12,18 @@ asyncio only.
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import AsyncGenerator
-from contextlib import AsyncExitStack
 
 import aiohttp
-import httpx
-from agui_pipeline._engine.sources import SourceTimedOut
-from agui_pipeline._proto import TRANSPORT as PROTO
+from agui_pipeline._proto import MEDIA_TYPE as PROTO_MEDIA
 from agui_pipeline.errors import UsageError
-from agui_pipeline.http.client import (
-    BODY_EXCERPT,
-    RequestFailed,
+from agui_pipeline.http.client import RequestFailed
+from agui_pipeline.http.transport import (
+    ConnectionLost,
     Transport,
-    _Response,
-    connection_lost,
+    TransportRequest,
+    TransportResponse,
 )
-from agui_pipeline.stage import StreamContext
 
 
 class AiohttpTransport(Transport):
@@ -54,15 +49,7 @@ class AiohttpTransport(Transport):
         self._session = session
         self._connect_timeout = connect_timeout
 
-    async def _send(
-        self,
-        stack: AsyncExitStack,
-        url: str,
-        content: bytes,
-        headers: dict[str, str],
-        auth: httpx.Auth | tuple[str, str] | None,
-        read_timeout: float | None,
-    ) -> _Response:
+    async def send(self, request: TransportRequest) -> TransportResponse:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -70,10 +57,6 @@ class AiohttpTransport(Transport):
                 "aiohttp runs under asyncio only: read under asyncio, or use the default "
                 "transport (httpx), which runs under trio too"
             ) from None
-        if auth is not None:
-            if not isinstance(auth, tuple):
-                raise TypeError("an httpx.Auth needs the httpx transport; pass (user, password)")
-            headers = {**headers, "Authorization": _basic(*auth)}
         session = self._session
         if session is None:
             session = self._session = aiohttp.ClientSession(
@@ -84,39 +67,39 @@ class AiohttpTransport(Transport):
             total=None,
             connect=session_timeout.connect,
             sock_connect=session_timeout.sock_connect,
-            sock_read=read_timeout,
+            sock_read=request.read_timeout,
         )
         try:
-            response = await stack.enter_async_context(
-                session.post(
-                    url,
-                    data=content,
-                    headers=headers,
-                    timeout=timeout,
-                    auto_decompress=False,  # the agent inflates, bounded (client._Inflating)
-                )
+            response = await session.request(
+                request.method,
+                request.url,
+                data=request.content,
+                headers=dict(request.headers),
+                timeout=timeout,
+                auto_decompress=False,  # the agent inflates, bounded (client._Inflating)
             )
         except TimeoutError as error:
             if isinstance(error, aiohttp.ConnectionTimeoutError):
                 said = f"{type(error).__name__}: {error}"
-                raise RequestFailed(url, said, connecting=True) from error
+                raise RequestFailed(request.url, said, connecting=True) from error
             raise  # no response headers within the read timeout
         except aiohttp.ClientError as error:
             connecting = isinstance(error, aiohttp.ClientConnectorError)
             said = f"{type(error).__name__}: {error}"
-            raise RequestFailed(url, said, connecting=connecting) from error
-        return _AiohttpResponse(response)
+            raise RequestFailed(request.url, said, connecting=connecting) from error
+
+        async def aclose() -> None:  # as leaving ``async with session.request(...)`` does
+            response.release()
+            await response.wait_for_close()
+
+        return TransportResponse(
+            response.status, list(response.headers.items()), _body(response), aclose
+        )
 
     async def aclose(self) -> None:
         if self._owns_session and self._session is not None:
             await self._session.close()
             self._session = None
-
-
-def _basic(user: str, password: str) -> str:
-    """HTTP Basic credentials (RFC 7617), UTF-8 as httpx sends them (aiohttp's own ``auth``
-    is deprecated)."""
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 COALESCE_BELOW = 512
@@ -143,36 +126,18 @@ async def _coalesce(transport: asyncio.BaseTransport | None) -> None:
             transport.resume_reading()
 
 
-class _AiohttpResponse(_Response):
-    __slots__ = ("_response",)
-
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
-        headers = response.headers
-        encodings = headers.getall("Content-Encoding", [])
-        super().__init__(
-            response.status,
-            headers.get("Content-Type", ""),
-            encodings,
-            headers.get("Retry-After"),
-        )
-        self._response = response
-
-    async def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:
-        content = self._response.content
-        connection = self._response.connection
-        transport = None if connection is None else connection.transport
-        try:
-            while chunk := await content.readany():
-                yield chunk
-                if len(chunk) < COALESCE_BELOW and chunk[-1:] != b"\n" and ctx.transport != PROTO:
-                    await _coalesce(transport)  # a frame in pieces: let the rest pile up
-        except TimeoutError:
-            raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
-        except aiohttp.ClientError as error:
-            connection_lost(ctx, error)
-
-    async def start(self) -> bytes:
-        try:
-            return await self._response.content.read(BODY_EXCERPT)
-        except aiohttp.ClientError:
-            return b""  # the status is the error; a body cut short is only less to show
+async def _body(response: aiohttp.ClientResponse) -> AsyncGenerator[bytes]:
+    content = response.content
+    connection = response.connection
+    transport = None if connection is None else connection.transport
+    # Whether the body is protobuf frames (never coalesced: they end anywhere).
+    proto = PROTO_MEDIA in response.headers.get("Content-Type", "").lower()
+    try:
+        while chunk := await content.readany():
+            yield chunk
+            if len(chunk) < COALESCE_BELOW and chunk[-1:] != b"\n" and not proto:
+                await _coalesce(transport)  # a frame in pieces: let the rest pile up
+    except TimeoutError:
+        raise  # the read timeout (aiohttp's is a ClientError too): the agent's idle window
+    except aiohttp.ClientError as error:
+        raise ConnectionLost(f"{type(error).__name__}: {error}") from error

@@ -25,19 +25,20 @@ Cancelling the reading task closes the connection.
 Two transports carry the exchange, with the same behaviour: httpx (the default, the
 ``http`` extra) and aiohttp's client (:class:`~agui_pipeline.AiohttpTransport`, the
 ``aiohttp`` extra), which reads a live stream for about half the CPU
-(``benchmarks/bench_live.py``). What is the binding's — the request, the status and
-content-type rules, the bounded inflating, the timeouts — lives here once; a
-:class:`Transport` only sends the request and hands over the raw body.
+(``benchmarks/bench_live.py``). What is the binding's — the request, authentication,
+the status and content-type rules, the bounded inflating, the timeouts, retries and
+resuming — lives here once; a :class:`~agui_pipeline.Transport` only sends the request
+and hands over the raw body (:mod:`agui_pipeline.http.transport`, the contract).
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import zlib
-from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
@@ -56,11 +57,17 @@ from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.catalog import (
     LIMIT_DECOMPRESSION,
     PARSE_CONTENT_ENCODING,
-    TRANSPORT_CONNECTION_LOST,
     TRANSPORT_CONTENT_TYPE,
 )
 from agui_pipeline.delivery.redaction import redact_in, redact_url
 from agui_pipeline.errors import AguiPipelineError, Diagnostic, StreamRejected, cut_message
+from agui_pipeline.http.reconnect import Resuming, connection_lost
+from agui_pipeline.http.transport import (
+    ConnectionLost,
+    Transport,
+    TransportRequest,
+    TransportResponse,
+)
 from agui_pipeline.model.run_input import prepare_input
 from agui_pipeline.stage import Decoder, DecoderFactory, StreamContext, reject_after
 
@@ -109,11 +116,19 @@ class Retries:
     ``Retry-After`` (seconds or an HTTP date, RFC 9110 section 10.2.3) when it has one;
     either is capped at ``max_wait``. Once a response is streaming, nothing is retried:
     no event the application has seen is sent again.
+
+    ``resume=True`` also reconnects a stream whose connection fails mid-body, when the
+    agent's SSE events carry ``id:`` fields: the request is sent again with
+    ``Last-Event-ID`` (with the same tries and waits), and what the agent sends from
+    there continues the stream, any event already read skipped. The HTTP + SSE binding
+    has no resumption (``/spec/1.1/basic/transports/http-sse``, No resumption), so it is
+    off by default, and is for agents known to honour ``Last-Event-ID``.
     """
 
     attempts: int = 3
     backoff: float = 0.5
     max_wait: float = 30.0
+    resume: bool = False
 
     def wait(self, tries: int, error: RequestFailed) -> float | None:
         """Seconds to wait before trying again after ``tries`` failed tries, or ``None``."""
@@ -127,6 +142,10 @@ class Retries:
                 return min(asked, self.max_wait)
         elif not error.connecting:
             return None
+        return self.backoff_wait(tries)
+
+    def backoff_wait(self, tries: int) -> float:
+        """The backoff after ``tries`` failed tries: ``backoff`` doubling, capped."""
         return min(self.backoff * 2.0 ** (tries - 1), self.max_wait)
 
 
@@ -146,74 +165,6 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-class Transport(ABC):
-    """How an :class:`HttpAgent` reaches the agent: sends the request, hands over the raw body.
-
-    Two exist, with the same behaviour: the default reads through httpx (the
-    ``http`` extra; ``HttpAgent(client=...)`` shares an ``httpx.AsyncClient``), and
-    :class:`~agui_pipeline.AiohttpTransport` through aiohttp's client (the
-    ``aiohttp`` extra). An agent closes its transport when it closes; a transport
-    closes the client or session it made, never one it was given.
-    """
-
-    @abstractmethod
-    async def _send(
-        self,
-        stack: AsyncExitStack,
-        url: str,
-        content: bytes,
-        headers: dict[str, str],
-        auth: httpx.Auth | tuple[str, str] | None,
-        read_timeout: float | None,
-    ) -> _Response:
-        """POST ``content``; the response, closed with ``stack``. Connecting or sending
-        fails as :class:`RequestFailed`; waiting longer than ``read_timeout`` for a
-        read raises :class:`TimeoutError` (the caller bounds the whole wait too)."""
-
-    @abstractmethod
-    async def aclose(self) -> None:
-        """Close the client or session this transport made (one given it stays open)."""
-
-    async def __aenter__(self) -> Transport:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _Response(ABC):
-    """A response as a transport hands it over: status, the headers read, the raw body."""
-
-    __slots__ = ("codings", "content_type", "retry_after", "status")
-
-    def __init__(
-        self,
-        status: int,
-        content_type: str,
-        content_encoding: Iterable[str],
-        retry_after: str | None = None,
-    ) -> None:
-        self.status = status
-        self.retry_after = retry_after
-        self.content_type = content_type
-        self.codings = _codings(content_encoding)
-
-    @abstractmethod
-    def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:
-        """The body as sent (:class:`_Inflating` undoes its coding), read by read. A read
-        that waits past the read timeout raises :class:`SourceTimedOut`; a transport
-        failure ends the body, reported by :func:`connection_lost`, and never escapes."""
-
-    @abstractmethod
-    async def start(self) -> bytes:
-        """The body's first ``BODY_EXCERPT`` bytes or so, as sent; a failure only ends it."""
-
-
 def _detailed(error: httpx.RequestError, timeout: httpx.Timeout) -> str:
     """``Name: what happened``. httpx's timeouts often say nothing (a TLS handshake that a
     port never answers is ``ConnectTimeout`` with no text): then which wait ran out, and
@@ -229,18 +180,6 @@ def _detailed(error: httpx.RequestError, timeout: httpx.Timeout) -> str:
         what, seconds = waits.get(type(error), ("the exchange", None))
         said = f"{what} did not complete within {seconds:g} s" if seconds else f"{what} timed out"
     return f"{type(error).__name__}: {said or 'no detail given'}"
-
-
-def connection_lost(ctx: StreamContext, error: Exception) -> None:
-    """Report a transport failure mid-body: the stream is judged as it stands. The error's
-    text is the HTTP library's: any URL in it is redacted, and its length bounded."""
-    said = redact_in(str(error))  # the diagnostic cuts the message at MAX_MESSAGE
-    ctx.report(
-        TRANSPORT_CONNECTION_LOST,
-        f"the connection failed before the response body ended ({type(error).__name__}: "
-        f"{said}); the stream is judged as it stands",
-        event_index=ctx.counters.read,
-    )
 
 
 class HttpAgent:
@@ -262,8 +201,12 @@ class HttpAgent:
     ``(user, password)`` pair). Pass ``client`` to share an
     ``httpx.AsyncClient`` (its own timeouts then apply to connecting), or
     ``transport=AiohttpTransport()`` to read through aiohttp instead (the
-    ``aiohttp`` extra; a ``(user, password)`` pair is its only ``auth``).
+    ``aiohttp`` extra), or any :class:`~agui_pipeline.Transport`. ``auth`` becomes a
+    header before the transport sees the request: an ``httpx.Auth`` flow, a challenge
+    such as Digest included, runs in the agent, so it works over every transport.
     One agent reuses its client's connections across its runs, which may overlap.
+    ``retries`` (:class:`~agui_pipeline.Retries`) retries a run that did not start, and
+    with ``resume=True`` resumes one whose connection failed (``Last-Event-ID``).
 
     ``binary=True`` asks for the HTTP + Protobuf binding (needs the ``proto``
     extra): ``Accept`` names both media types, and each response is read by the
@@ -339,47 +282,27 @@ class HttpAgent:
         # the idle window there is one timer per read, where a cancel scope of the
         # engine's own would cost a whole scope more (see engine._Clock).
         read_timeout = options.idle_timeout
+        request = TransportRequest(self.url, content, request_headers, read_timeout=read_timeout)
         async with AsyncExitStack() as stack:
-            tries = 1
-            while True:
-                try:
-                    async with AsyncExitStack() as trial:
-                        try:
-                            with anyio.fail_after(wait):
-                                response = await self.transport._send(
-                                    trial,
-                                    self.url,
-                                    content,
-                                    request_headers,
-                                    self.auth,
-                                    read_timeout,
-                                )
-                        except TimeoutError:
-                            said = f"no response within {wait:g} s ({which})"
-                            raise RequestFailed(self.url, said) from None
-                        if not 200 <= response.status < 300:
-                            raise await _status_error(self.url, response, wait)
-                        stack.push_async_exit(trial.pop_all())  # the response is kept
-                    break
-                except RequestFailed as error:
-                    pause = None if self.retries is None else self.retries.wait(tries, error)
-                    if pause is None:
-                        raise
-                await anyio.sleep(pause)
-                tries += 1
+            response = await self._connect(request, wait, which)
+            stack.push_async_callback(response.aclose)
             ctx = self.pipeline.context(prepared.body)
             _report_outgoing(ctx, prepared.diagnostics)
-            _check_content_type(ctx, response.content_type)
+            content_type = response.header("content-type") or ""
+            _check_content_type(ctx, content_type)
+            codings = _codings(response.header_values("content-encoding"))
             pipeline = self.pipeline
-            if response.codings:
-                inflating = _inflating(response.codings, pipeline.decoder)
+            if codings:
+                inflating = _inflating(codings, pipeline.decoder)
                 pipeline = pipeline.replace("parse", inflating)  # type: ignore[arg-type]
+            if self.retries is not None and self.retries.resume:
+                resuming = self._resuming(request, wait, which, response, ctx, codings)
+                stack.push_async_callback(resuming.aclose)
+                reads = resuming.reads()
+            else:
+                reads = _reads(response.body, ctx)
             async with EventStream(
-                pipeline,
-                ByteReads(response.body(ctx)),
-                ctx,
-                opened_at=opened_at,
-                source_timeout=read_timeout,
+                pipeline, ByteReads(reads), ctx, opened_at=opened_at, source_timeout=read_timeout
             ) as stream:
                 yield stream
 
@@ -392,6 +315,152 @@ class HttpAgent:
             async for batch in stream.batches():
                 events += batch.events
         return stream.result(events)
+
+    async def _connect(
+        self, request: TransportRequest, wait: float, which: str
+    ) -> TransportResponse:
+        """A ``2xx`` response to ``request``, tried as :attr:`retries` allows; the caller
+        closes it."""
+        tries = 1
+        while True:
+            try:
+                async with AsyncExitStack() as trial:
+                    try:
+                        with anyio.fail_after(wait):
+                            response = await self._exchange(request, trial)
+                    except TimeoutError:
+                        said = f"no response within {wait:g} s ({which})"
+                        raise RequestFailed(self.url, said) from None
+                    if not 200 <= response.status < 300:
+                        raise await _status_error(self.url, response, wait)
+                    trial.pop_all()  # the response is kept: the caller closes it
+                    return response
+            except RequestFailed as error:
+                pause = None if self.retries is None else self.retries.wait(tries, error)
+                if pause is None:
+                    raise
+            await anyio.sleep(pause)
+            tries += 1
+
+    async def _exchange(
+        self, request: TransportRequest, trial: AsyncExitStack
+    ) -> TransportResponse:
+        """The response to ``request`` with the agent's ``auth`` applied: a pair is a Basic
+        header; an ``httpx.Auth`` runs its flow here, over whichever transport, so a
+        challenge (Digest) answered by a second request works over every one."""
+        auth = self.auth
+        if isinstance(auth, tuple):
+            basic = {**request.headers, "Authorization": _basic(*auth)}
+            request = replace(request, headers=basic)
+        elif auth is not None:
+            return await _authenticated(self.transport, auth, request, trial)
+        response = await self.transport.send(request)
+        trial.push_async_callback(response.aclose)
+        return response
+
+    def _resuming(
+        self,
+        request: TransportRequest,
+        wait: float,
+        which: str,
+        response: TransportResponse,
+        ctx: StreamContext,
+        codings: list[str],
+    ) -> Resuming:
+        async def reconnect(last_id: str) -> TransportResponse:
+            headers = {**request.headers, "Last-Event-ID": last_id}
+            fresh = await self._connect(replace(request, headers=headers), wait, which)
+            media_type = (fresh.header("content-type") or "").split(";")[0].strip().lower()
+            if media_type != SSE_MEDIA_TYPE or _codings(fresh.header_values("content-encoding")):
+                await fresh.aclose()
+                said = "the new response is not uncompressed text/event-stream"
+                raise RequestFailed(self.url, said)
+            return fresh
+
+        cannot = None
+        if ctx.transport != "http+sse":
+            cannot = "the response is not text/event-stream; "
+        elif codings:
+            cannot = "the body is compressed; "
+        assert self.retries is not None
+        retries = self.retries
+        return Resuming(response, ctx, reconnect, retries.attempts, retries.backoff_wait, cannot)
+
+
+async def _reads(body: AsyncIterator[bytes], ctx: StreamContext) -> AsyncGenerator[bytes]:
+    """The body's reads, a transport's failures said the engine's way: a read past the read
+    timeout is the idle window, and a lost connection ends the body, reported."""
+    try:
+        async for chunk in body:
+            yield chunk
+    except TimeoutError:
+        raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
+    except ConnectionLost as error:
+        connection_lost(ctx, error)
+
+
+AUTH_BODY_MOST = 64 * 1024
+"""Bytes of a response read for an ``httpx.Auth`` whose flow asks for the body."""
+
+
+async def _authenticated(
+    transport: Transport, auth: httpx.Auth, request: TransportRequest, trial: AsyncExitStack
+) -> TransportResponse:
+    """Run ``auth``'s flow: each request it makes goes through ``transport``, each
+    response goes back to it, and the last response is the answer."""
+    outgoing = httpx.Request(
+        request.method, request.url, headers=request.headers, content=request.content
+    )
+    flow = auth.async_auth_flow(outgoing)
+    try:
+        outgoing = await flow.__anext__()
+        while True:
+            response = await transport.send(_as_sent(outgoing, request))
+            trial.push_async_callback(response.aclose)
+            content = b""
+            if auth.requires_response_body:
+                content = await _start(response, AUTH_BODY_MOST)
+                response = replace(response, body=_after(content, response.body))
+            seen = httpx.Response(
+                response.status, headers=list(response.headers), content=content, request=outgoing
+            )
+            try:
+                outgoing = await flow.asend(seen)
+            except StopAsyncIteration:
+                return response
+    finally:
+        await flow.aclose()
+
+
+def _as_sent(outgoing: httpx.Request, request: TransportRequest) -> TransportRequest:
+    """An auth flow's request as a transport takes it: the agent's headers, with what the
+    flow set or changed (never ``Host`` or ``Content-Length``: the transport's own)."""
+    given = {name.lower(): value for name, value in request.headers.items()}
+    changed = {
+        name: value
+        for name, value in outgoing.headers.multi_items()
+        if name not in ("host", "content-length") and given.get(name) != value
+    }
+    headers = {n: v for n, v in request.headers.items() if n.lower() not in changed}
+    return replace(
+        request,
+        method=outgoing.method,
+        url=str(outgoing.url),
+        content=outgoing.content,
+        headers={**headers, **changed},
+    )
+
+
+async def _after(start: bytes, rest: AsyncIterator[bytes]) -> AsyncGenerator[bytes]:
+    if start:
+        yield start
+    async for chunk in rest:
+        yield chunk
+
+
+def _basic(user: str, password: str) -> str:
+    """HTTP Basic credentials (RFC 7617), UTF-8 as httpx sends them."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 # -- httpx, the default transport --------------------------------------------------------
@@ -414,98 +483,83 @@ class HttpxTransport(Transport):
             limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
         )
 
-    async def _send(
-        self,
-        stack: AsyncExitStack,
-        url: str,
-        content: bytes,
-        headers: dict[str, str],
-        auth: httpx.Auth | tuple[str, str] | None,
-        read_timeout: float | None,
-    ) -> _Response:
+    async def send(self, request: TransportRequest) -> TransportResponse:
         timeout = self.client.timeout
         timeout = httpx.Timeout(
-            connect=timeout.connect, read=read_timeout, write=timeout.write, pool=timeout.pool
+            connect=timeout.connect,
+            read=request.read_timeout,
+            write=timeout.write,
+            pool=timeout.pool,
+        )
+        outgoing = self.client.build_request(
+            request.method,
+            request.url,
+            content=request.content,
+            headers=request.headers,
+            timeout=timeout,
         )
         try:
-            response = await stack.enter_async_context(
-                self.client.stream(
-                    "POST",
-                    url,
-                    content=content,
-                    headers=headers,
-                    auth=auth or httpx.USE_CLIENT_DEFAULT,
-                    timeout=timeout,
-                )
-            )
+            response = await self.client.send(outgoing, stream=True)
         except httpx.ReadTimeout as error:
             raise TimeoutError from error  # no response headers within the read timeout
         except httpx.RequestError as error:
             connecting = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-            raise RequestFailed(url, _detailed(error, timeout), connecting=connecting) from error
-        return _HttpxResponse(response)
+            said = _detailed(error, timeout)
+            raise RequestFailed(request.url, said, connecting=connecting) from error
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)  # an AsyncClient's response
+        return TransportResponse(
+            response.status_code, response.headers.multi_items(), _body(stream), response.aclose
+        )
 
     async def aclose(self) -> None:
         if self._owns_client:
             await self.client.aclose()
 
 
-class _HttpxResponse(_Response):
-    __slots__ = ("_response",)
-
-    def __init__(self, response: httpx.Response) -> None:
-        headers = response.headers
-        codings = headers.get_list("content-encoding")
-        super().__init__(
-            response.status_code,
-            headers.get("content-type", ""),
-            codings,
-            headers.get("retry-after"),
-        )
-        self._response = response
-
-    async def body(self, ctx: StreamContext) -> AsyncGenerator[bytes]:
-        # The response's byte stream itself, not aiter_raw(): the same bytes as they
-        # arrived (no decoder is involved in either), without aiter_raw's generator and
-        # chunker on every read — 3,800 instructions a read of the 260,000 a live event
-        # costs here (benchmarks/http_instructions.py). httpx's errors are the same (its
-        # transport maps them); the response is closed as the exchange ends.
-        stream = self._response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)  # an AsyncClient's response
-        try:
-            async for chunk in stream:
-                yield chunk
-        except httpx.ReadTimeout:
-            raise SourceTimedOut from None  # the idle window, on the socket: the engine says so
-        except httpx.RequestError as error:
-            connection_lost(ctx, error)
-
-    async def start(self) -> bytes:
-        excerpt = bytearray()
-        try:
-            async for chunk in self._response.aiter_raw():
-                excerpt += chunk
-                if len(excerpt) >= BODY_EXCERPT:
-                    break
-        except httpx.RequestError:
-            pass  # the status is the error; a body cut short is only less to show
-        return bytes(excerpt)
+async def _body(stream: httpx.AsyncByteStream) -> AsyncGenerator[bytes]:
+    # The response's byte stream itself, not aiter_raw(): the same bytes as they arrived
+    # (no decoder is involved in either), without aiter_raw's generator and chunker on
+    # every read (benchmarks/http_instructions.py). httpx's errors are the same (its
+    # transport maps them).
+    try:
+        async for chunk in stream:
+            yield chunk
+    except httpx.ReadTimeout:
+        raise TimeoutError from None
+    except httpx.RequestError as error:
+        raise ConnectionLost(f"{type(error).__name__}: {error}") from error
 
 
 # -- the binding's rules, whatever the transport -------------------------------------------
 
 
-async def _status_error(url: str, response: _Response, idle: float) -> HttpStatusError:
+async def _start(response: TransportResponse, most: int) -> bytes:
+    """The body's first ``most`` bytes or so, as sent; a failure only ends it."""
+    excerpt = bytearray()
+    try:
+        async for chunk in response.body:
+            excerpt += chunk
+            if len(excerpt) >= most:
+                break
+    except (ConnectionLost, TimeoutError):
+        pass  # the status is the error; a body cut short is only less to show
+    return bytes(excerpt)
+
+
+async def _status_error(url: str, response: TransportResponse, idle: float) -> HttpStatusError:
     raw = b""
     with anyio.move_on_after(idle):
-        raw = await response.start()
+        raw = await _start(response, BODY_EXCERPT)
+    content_type = response.header("content-type") or ""
+    codings = _codings(response.header_values("content-encoding"))
     failed = HttpStatusError(
         url,
         response.status,
-        response.content_type,
-        _inflated_excerpt(raw, response.codings).decode("utf-8", "replace"),
+        content_type,
+        _inflated_excerpt(raw, codings).decode("utf-8", "replace"),
     )
-    failed.retry_after = response.retry_after
+    failed.retry_after = response.header("retry-after")
     return failed
 
 

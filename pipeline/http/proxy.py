@@ -19,8 +19,8 @@ from agui_pipeline._engine.pipeline import Pipeline
 from agui_pipeline._engine.result import Verdict
 from agui_pipeline.delivery.escaping import inert, inert_json, quoted
 from agui_pipeline.errors import Diagnostic
-from agui_pipeline.http.client import Transport
 from agui_pipeline.http.relay import Relay, Upstream
+from agui_pipeline.http.transport import Transport
 
 if TYPE_CHECKING:
     from agui_pipeline.http.gateway import GatewaySettings, SummarisedLog

@@ -51,8 +51,8 @@ from agui_pipeline.http.client import (
     HttpStatusError,
     HttpxTransport,
     RequestFailed,
-    Transport,
 )
+from agui_pipeline.http.transport import Transport
 from agui_pipeline.model.run_input import InputRejected
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send

@@ -35,6 +35,7 @@ from agui_pipeline import (
     Event,
     Handlers,
     HttpAgent,
+    HttpxTransport,
     InputRejected,
     Limits,
     Outcome,
@@ -44,6 +45,7 @@ from agui_pipeline import (
     Replay,
     ReplayServer,
     RequestFailed,
+    Retries,
     RunResult,
     Severity,
     Source,
@@ -51,6 +53,9 @@ from agui_pipeline import (
     Stage,
     StreamContext,
     Tap,
+    Transport,
+    TransportRequest,
+    TransportResponse,
     Upstream,
     Verdict,
     capabilities_from_agent_resource,
@@ -252,6 +257,31 @@ async def over_aiohttp(url: str, run_input: dict[str, Any]) -> RunResult:
     async with HttpAgent(url, transport=AiohttpTransport()) as agent:
         result = await agent.run(run_input)
     return result
+
+
+async def resuming() -> None:
+    agent = HttpAgent("http://127.0.0.1:8000/", retries=Retries(resume=True))
+    await agent.aclose()
+
+
+class Recording(Transport):
+    def __init__(self) -> None:
+        self.inner = HttpxTransport()
+        self.sent: list[TransportRequest] = []
+
+    async def send(self, request: TransportRequest) -> TransportResponse:
+        self.sent.append(request)
+        return await self.inner.send(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def recorded(url: str, run_input: dict[str, Any]) -> None:
+    recording = Recording()
+    async with HttpAgent(url, transport=recording, auth=("ada", "pw")) as agent:
+        result = await agent.run(run_input)
+    print(result.verdict.outcome, recording.sent[0].headers["Authorization"])
 
 
 # -- Capabilities and producer diagnostics ---------------------------------------------
