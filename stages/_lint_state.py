@@ -178,10 +178,7 @@ class LintState(Stage):
         self._held_texts.clear()
         self._held_args.clear()
         self.ctx.report(
-            LINT_TEXT_BUDGET,
-            f"run {_short(self._run_id)} streamed more than max_text_chars={limit} characters "
-            "of text and arguments: lint compares nothing more of this run's text (snapshots, "
-            "history, argument JSON); the findings before stand",
+            LINT_TEXT_BUDGET(run_id=_short(self._run_id), limit=limit),
             event_index=index,
             pointer="",
         )
@@ -216,10 +213,11 @@ class LintState(Stage):
         text = "".join(self._args.get(call_id, ()))
         if text and _json(text) is _MISSING:
             self._report(
-                LINT_ARGUMENTS_NOT_JSON,
-                f"tool call {_short(call_id)} ({_short(self._calls[call_id]['toolCallName'])}) "
-                f"closed with argument text that is not JSON: {_excerpt(text)}; whoever executes "
-                "it parses that text (JSON is the convention, not a rule)",
+                LINT_ARGUMENTS_NOT_JSON(
+                    call_id=_short(call_id),
+                    tool_call_name=_short(self._calls[call_id]["toolCallName"]),
+                    text=_excerpt(text),
+                ),
                 self._ends.get(call_id),
                 "/toolCallId",
             )

@@ -106,9 +106,7 @@ class Subagents:
                 _ENDED: "has already ended",
             }[state]
             raise self._ctx.reject(
-                VERIFY_SUBAGENT,
-                f"{kind} for subagent {sub!r} at /subagentRunId, but that invocation {why}: "
-                "there is nothing to close",
+                VERIFY_SUBAGENT(kind=kind, sub=sub, why=why),
                 event_index=index,
                 pointer="/subagentRunId",
             )

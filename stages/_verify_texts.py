@@ -15,9 +15,7 @@ Owner = str | None
 def too_many_items(ctx: StreamContext, index: int, pointer: str) -> StreamRejected:
     limit = ctx.limits.max_items
     return ctx.reject(
-        LIMIT_ITEMS,
-        f"expected at most {limit} messages and tool calls on one stream (limit "
-        f"max_items), found this event introducing one more at {pointer}",
+        LIMIT_ITEMS(limit=limit, pointer=pointer),
         event_index=index,
         pointer=pointer,
     )
@@ -27,9 +25,7 @@ def mismatch(
     ctx: StreamContext, kind: str, what: str, item: str, owner: Owner, tag: str, index: int
 ) -> StreamRejected:
     return ctx.reject(
-        VERIFY_ATTRIBUTION,
-        f"{kind} for {what} {item!r} carries /subagentRunId {tag!r}, which does not match "
-        f"the owner established when it was opened ({owner_name(owner)})",
+        VERIFY_ATTRIBUTION(kind=kind, what=what, item=item, tag=tag, owner=owner_name(owner)),
         event_index=index,
         pointer="/subagentRunId",
     )

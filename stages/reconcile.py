@@ -391,14 +391,12 @@ class Reconcile(Stage):
                 and self._first_unlisted(name)
             ):
                 self.ctx.report(
-                    RECONCILE_UNLISTED_TOOL,
-                    f"the agent called {shown(name)}, which is in neither the declaration's "
-                    f"/tools/items ({_names(items)}) nor "
-                    + (
-                        f"the run input's tools ({_names(app)})"
+                    RECONCILE_UNLISTED_TOOL(
+                        name=shown(name),
+                        listed=_names(items),
+                        elsewhere=f"the run input's tools ({_names(app)})"
                         if app is not None
-                        else "the application's tools (the declaration sets "
-                        "/tools/clientProvided: false)"
+                        else "the application's tools (the declaration sets /tools/clientProvided: false)",
                     ),
                     event_index=index,
                     pointer="/toolCallName",
@@ -465,9 +463,7 @@ class Reconcile(Stage):
             self._use("/multiAgent/subagents", index, "/name", "")
         elif self._first_unlisted(name):
             self.ctx.report(
-                RECONCILE_UNLISTED_SUBAGENT,
-                f"the agent started subagent {shown(name)}, which the declaration's "
-                f"/multiAgent/subagents ({_names(names)}) does not list",
+                RECONCILE_UNLISTED_SUBAGENT(name=shown(name), listed=_names(names)),
                 event_index=index,
                 pointer="/name",
                 declared="/multiAgent/subagents",
@@ -491,8 +487,7 @@ class Reconcile(Stage):
         self._used.setdefault(field, None)
         if self._declared.get(field) is False:
             self.ctx.report(
-                RECONCILE_TRANSPORT,
-                f"the stream arrived over {transport!r}, but the declaration says {field}: false",
+                RECONCILE_TRANSPORT(transport=transport, field=field),
                 declared=field,
             )
 
@@ -526,8 +521,9 @@ class Reconcile(Stage):
         if contradicted:
             parts.append(f"declared false yet used {_list(contradicted)}")
         self.ctx.report(
-            RECONCILE_RUN_SUMMARY,
-            f"{run}{' (' + ending + ')' if ending else ''}: " + "; ".join(parts),
+            RECONCILE_RUN_SUMMARY(
+                run=run, ending=" (" + ending + ")" if ending else "", parts="; ".join(parts)
+            ),
             event_index=index,
         )
         self._run_open = False

@@ -25,12 +25,16 @@ CONVERSATION_STATE_PATCH = _code(
     "a well-formed STATE_DELTA did not apply; the state was left exactly as it was",
     advice="Send STATE_SNAPSHOT before deltas, and patch paths that exist in it. For a recording, "
     "pass the run input's state with --input: the deltas apply to that baseline.",
+    message="Failed to apply state patch: {failure} (at /delta/{position}); the state is left "
+    "exactly as it was",
 )
 CONVERSATION_ACTIVITY_PATCH = _code(
     "conversation.activity-patch-failed",
     _W,
     ACTIVITY,
     "a well-formed ACTIVITY_DELTA did not apply; the activity was left exactly as it was",
+    message="Failed to apply activity patch to {message_id!r}: {failure} (at /patch/{position}); "
+    "the activity is left exactly as it was",
 )
 CONVERSATION_ACTIVITY_TARGET = _code(
     "conversation.activity-target-missing",
@@ -38,6 +42,8 @@ CONVERSATION_ACTIVITY_TARGET = _code(
     ACTIVITY,
     "an activity event names a message that does not exist or is not an activity message; "
     "it was skipped",
+    message="{type} names message {message_id!r} (at /messageId): expected an activity message, "
+    "found {found}; the event was skipped",
 )
 CONVERSATION_ENCRYPTED_TARGET = _code(
     "conversation.encrypted-value-target-missing",
@@ -45,6 +51,8 @@ CONVERSATION_ENCRYPTED_TARGET = _code(
     "/spec/1.1/events/reasoning",
     "a REASONING_ENCRYPTED_VALUE names no message or tool call the consumer holds; "
     "the value was dropped",
+    message="REASONING_ENCRYPTED_VALUE names {what} {entity_id!r}, which this consumer does not "
+    "hold (at /entityId); the value was dropped",
 )
 CONVERSATION_NO_CARRIER = _code(
     "conversation.tool-call-no-carrier",
@@ -52,6 +60,9 @@ CONVERSATION_NO_CARRIER = _code(
     "/spec/1.1/events/tool-calls",
     "a tool call's parentMessageId names a message that is not an assistant message; "
     "the call is kept off the message list",
+    message="TOOL_CALL_START {call_id!r} names parentMessageId {parent_id!r}, a {role} message, "
+    "which cannot hold a tool call (at /parentMessageId); the call is kept off the "
+    "message list",
 )
 
 # --- dispatch and transports --------------------------------------------------
@@ -68,6 +79,7 @@ HANDLER_FAILED = _code(
         "stream was malformed.",
         quoted=False,
     ),
+    message="a handler for {event_type} (event {event_index}) raised {error_type}: {error}",
 )
 TRANSPORT_CONTENT_TYPE = _code(
     "transport.content-type",
@@ -75,6 +87,8 @@ TRANSPORT_CONTENT_TYPE = _code(
     HTTP_SSE,
     "the response is not text/event-stream; its body was read by the framing it shows",
     advice="Answer with Content-Type: text/event-stream, as the HTTP binding requires.",
+    message="expected Content-Type {SSE_MEDIA_TYPE}, found {content_type!r}; the body is read "
+    "with the framing its first bytes show",
 )
 TRANSPORT_CONNECTION_LOST = _code(
     "transport.connection-lost",
@@ -83,6 +97,8 @@ TRANSPORT_CONNECTION_LOST = _code(
     "the connection failed mid-body; the stream ended there and is judged as it stands",
     advice="Find what closed the connection (a proxy timeout, a crashed worker); send keep-alive "
     "comments during long pauses.",
+    message="the connection failed before the response body ended ({error_type}: {said}); the "
+    "stream is judged as it stands",
 )
 RESUME_UNCOVERED = _code(
     "input.resume-uncovered",
@@ -95,6 +111,8 @@ RESUME_UNCOVERED = _code(
         "run starts — before anything is sent — and MUST NOT silently continue past an "
         "interrupt it has no entry for.",
     ),
+    message="expected every interrupt answered or cancelled; {uncovered} have no entry (omission "
+    "is not abandonment)",
 )
 RESUME_UNKNOWN = _code(
     "input.resume-unknown",
@@ -106,6 +124,13 @@ RESUME_UNKNOWN = _code(
         "Each entry's interruptId MUST name an interrupt from the run being continued — the "
         "most recent interrupted run on the thread.",
     ),
+    message="expected entries for the interrupted run's interrupts {interrupts}; found {unknown} "
+    "which it did not raise",
+    forms={
+        "no-interrupt": "expected a run that ended with the interrupt outcome; the stream's last run did "
+        "not, so there is nothing to resume",
+        "both": "interrupts {both} are both answered and cancelled",
+    },
 )
 RESUME_EXPIRED = _code(
     "input.resume-expired",
@@ -119,6 +144,8 @@ RESUME_EXPIRED = _code(
         "a resume entry resolving it before the run starts, as it rejects an uncovered "
         "interrupt.",
     ),
+    message="interrupts {expired} expired (expiresAt is now or earlier); an expired interrupt "
+    "can only be cancelled",
 )
 
 __all__ = [

@@ -33,6 +33,7 @@ VERIFY_FIRST_EVENT = _code(
         "A producer MUST NOT emit any other event first, and a consumer MUST treat a stream "
         "that opens with anything else as a protocol violation.",
     ),
+    message="First event must be 'RUN_STARTED' or 'RUN_ERROR', found {kind!r} at /type",
 )
 VERIFY_NESTED_RUN = _code(
     "verify.nested-run",
@@ -40,6 +41,8 @@ VERIFY_NESTED_RUN = _code(
     LIFECYCLE,
     "a RUN_STARTED arrived while a run was still active",
     ground=_LIFECYCLE_FATAL,
+    message="Cannot send 'RUN_STARTED' while a run is still active: run {run_id!r} must end with "
+    "RUN_FINISHED or RUN_ERROR before run {run_id2!r} starts",
 )
 VERIFY_AFTER_CLOSE = _code(
     "verify.after-close",
@@ -51,6 +54,12 @@ VERIFY_AFTER_CLOSE = _code(
     ground=Ground(
         LIFECYCLE, "A consumer MUST reject any other event that arrives after a run has closed."
     ),
+    message="The run has already finished with 'RUN_FINISHED': expected RUN_STARTED (a new run) "
+    "or RUN_ERROR (a late failure), found {kind!r} at /type",
+    forms={
+        "after-error": "The run has already ended with 'RUN_ERROR': expected RUN_STARTED (a new run), found "
+        "{kind!r} at /type",
+    },
 )
 VERIFY_OPEN_AT_FINISH = _code(
     "verify.open-at-finish",
@@ -60,6 +69,8 @@ VERIFY_OPEN_AT_FINISH = _code(
     advice="End what the run opened (text messages, tool calls, reasoning, steps, subagents) "
     "before RUN_FINISHED; the message names what is still open.",
     ground=_LIFECYCLE_FATAL,
+    message="Cannot send 'RUN_FINISHED' while {active} — a run closes everything it opened "
+    "before it finishes",
 )
 VERIFY_STEP = _code(
     "verify.step",
@@ -67,6 +78,11 @@ VERIFY_STEP = _code(
     LIFECYCLE,
     "a step was opened while open, or finished without being open (per name and owner)",
     ground=_LIFECYCLE_FATAL,
+    message="STEP_STARTED for step {step} at /stepName that is already open: expected "
+    "STEP_FINISHED before the name is opened again",
+    forms={
+        "not-started": "STEP_FINISHED for step {step} at /stepName that was not started{hint}",
+    },
 )
 VERIFY_TEXT_MESSAGE = _code(
     "verify.text-message-sequence",
@@ -111,6 +127,8 @@ VERIFY_ATTRIBUTION = _code(
     "/spec/1.1/events/subagents",
     "an event continuing an item carries a subagentRunId that disagrees with the item's owner",
     ground=_CONTINUATION_TAG,
+    message="{kind} for {what} {item!r} carries /subagentRunId {tag!r}, which does not match the "
+    "owner established when it was opened ({owner})",
 )
 VERIFY_SUBAGENT = _code(
     "verify.subagent-lifecycle",
@@ -125,6 +143,8 @@ VERIFY_SUBAGENT = _code(
         "followed because it does not mark this as a gap against the spec.",
         quoted=False,
     ),
+    message="{kind} for subagent {sub!r} at /subagentRunId, but that invocation {why}: there is "
+    "nothing to close",
 )
 VERIFY_SUBAGENT_ORDER = _code(
     "verify.subagent-announcement",
@@ -142,12 +162,16 @@ VERIFY_CALL_ATTRIBUTION = _code(
     "a tool call is attributed to another owner than the message that carries it",
     advice="Tag a tool call as its message is tagged (or leave it untagged: it inherits the "
     "message's owner).",
+    message="{type} for message {message_id!r} belongs to {owner}, but a tool call it carries "
+    "belongs to {call_owner}: a tool call has the attribution of the message that holds "
+    "it",
 )
 VERIFY_CANCELLED_RESULT = _code(
     "verify.cancelled-result",
     _W,
     LIFECYCLE,
     "a run finished with the cancelled outcome carries a result, which it SHOULD NOT",
+    message="run {run_id!r} was cancelled but carries /result: a cancelled run has no return value",
 )
 VERIFY_UNEXPANDED_CHUNK = _code(
     "verify.unexpanded-chunk",
@@ -160,6 +184,8 @@ VERIFY_UNEXPANDED_CHUNK = _code(
         "calls open before they continue and close after — only exists once a chunk has become "
         "the events it stands for.",
     ),
+    message="expected the start/content/end events a {type} stands for, found the chunk itself: "
+    "chunks are expanded before verification (is expand missing?)",
 )
 VERIFY_UNREADABLE = _code(
     "verify.unreadable-event",
@@ -172,6 +198,12 @@ VERIFY_UNREADABLE = _code(
         "MUST run before enforcement, and enforcement MUST run before verification and before "
         "application code sees anything.",
     ),
+    message="expected a schema-valid event, found one verification cannot read ({error_type}: "
+    "{error}); is enforce missing from the pipeline?",
+    forms={
+        "batch": "expected a batch with one frame index per event, found {events} events and "
+        "{indices} indices (a stage before verification broke the batch)",
+    },
 )
 VERIFY_TRUNCATED = _code(
     "verify.truncated",
