@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 from agui_pipeline.batch import Event
-from agui_pipeline.catalog import LINT_ARGUMENTS_NOT_JSON, LINT_TEXT_BUDGET, Code
+from agui_pipeline.catalog import LINT_ARGUMENTS_NOT_JSON, LINT_TEXT_BUDGET, Message
 from agui_pipeline.stage import Stage, StreamContext
 
 _MISSING: Any = object()
@@ -183,9 +183,9 @@ class LintState(Stage):
             pointer="",
         )
 
-    def _report(self, code: Code, message: str, index: int | None, pointer: str) -> None:
-        self._run_findings[code.id] += 1
-        self.ctx.report(code, message, event_index=index, pointer=pointer)
+    def _report(self, message: Message, index: int | None, pointer: str) -> None:
+        self._run_findings[message.code.id] += 1
+        self.ctx.report(message, event_index=index, pointer=pointer)
 
     def _learn_call(self, call: Any, message: dict[str, Any]) -> str | None:
         """A tool call restated whole (history, or a snapshot) is one the stream carried:

@@ -37,9 +37,14 @@ def already_open(
     field = "toolCallId" if what == "tool call" else "messageId"
     kind = event["type"]
     return ctx.reject(
-        code,
-        f"{kind} for {what} {event[field]!r} at /{field} that is already active: expected "
-        f"{kind.replace('START', 'END')} before the id is opened again",
+        code(
+            "already-active",
+            kind=kind,
+            what=what,
+            item=event[field],
+            field=field,
+            end=kind.replace("START", "END"),
+        ),
         event_index=index,
         pointer=f"/{field}",
     )
@@ -59,9 +64,7 @@ def bad_continuation(
         tag = event["subagentRunId"]
         return mismatch(ctx, kind, what, item, open_items[item], tag, index)
     return ctx.reject(
-        code,
-        f"No active {what} found with ID {item!r}: {kind} at /{field} continues or closes "
-        f"only an open {what}, and nothing is open under that id",
+        code(what=what, item=item, kind=kind, field=field),
         event_index=index,
         pointer=f"/{field}",
     )

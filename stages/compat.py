@@ -250,15 +250,13 @@ class Compat(Stage):
         version = parse_version(declared)
         if version is None:
             self.ctx.report(
-                COMPAT_VERSION_UNINTERPRETABLE(
-                    declared=shown(declared), PROTOCOL_VERSION=PROTOCOL_VERSION
-                ),
+                COMPAT_VERSION_UNINTERPRETABLE(declared=shown(declared), spoken=PROTOCOL_VERSION),
                 event_index=index,
                 pointer="/protocolVersion",
             )
         elif version > SPOKEN:
             self.ctx.report(
-                COMPAT_VERSION_NEWER(declared=shown(declared), PROTOCOL_VERSION=PROTOCOL_VERSION),
+                COMPAT_VERSION_NEWER(declared=shown(declared), spoken=PROTOCOL_VERSION),
                 event_index=index,
                 pointer="/protocolVersion",
             )

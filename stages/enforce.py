@@ -138,7 +138,7 @@ class Enforce(Stage):
         kind = event.get("type", MISSING)
         if type(kind) is not str:
             raise ctx.reject(
-                ENFORCE_MALFORMED(kind=describe(kind)),
+                ENFORCE_MALFORMED("type", kind=describe(kind)),
                 event_index=index,
                 pointer="/type",
             )
@@ -157,11 +157,15 @@ class Enforce(Stage):
         try:
             node.walk(event, "", removed)
         except Malformed as malformed:
-            definition = f" (schema.json#{malformed.definition})" if malformed.definition else ""
             raise ctx.reject(
-                malformed.code,
-                f"{kind} {malformed.pointer}: expected {malformed.expected}, "
-                f"received {malformed.received}{definition}",
+                malformed.code(
+                    "" if malformed.definition else "bare",
+                    kind=kind,
+                    pointer=malformed.pointer,
+                    expected=malformed.expected,
+                    received=malformed.received,
+                    definition=malformed.definition,
+                ),
                 event_index=index,
                 pointer=malformed.pointer,
             ) from None

@@ -333,19 +333,15 @@ class Verify(Stage):
             self._run.status = RunStatus.TRUNCATED
             still_open = describe(self._still_open())
             raise StreamTruncated(
-                VERIFY_TRUNCATED,
-                f"expected RUN_FINISHED or RUN_ERROR for run {self._run.run_id!r}, found the end "
-                f"of the stream: the run is truncated and has no outcome"
-                + (f" ({still_open} still open)" if still_open else ""),
+                VERIFY_TRUNCATED(
+                    "still-open" if still_open else "",
+                    run_id=self._run.run_id,
+                    still_open=still_open,
+                ),
                 event_index=self._end_index,
             )
         if self._phase is _BEFORE_FIRST:
-            raise StreamTruncated(
-                VERIFY_TRUNCATED,
-                "expected RUN_STARTED or RUN_ERROR, found the end of the stream with no event "
-                "(none reached verification): no run began, and none has an outcome",
-                event_index=self._end_index,
-            )
+            raise StreamTruncated(VERIFY_TRUNCATED("no-run"), event_index=self._end_index)
         return empty_batch()
 
     # -- runs (/spec/1.1/events/lifecycle) -------------------------------------

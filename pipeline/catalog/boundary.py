@@ -70,7 +70,7 @@ COMPAT_VERSION_NEWER = _code(
     VERSIONING,
     "the producer declares a newer protocol version than this consumer speaks",
     message="the producer declares protocolVersion {declared} at /protocolVersion, newer than "
-    "{PROTOCOL_VERSION}, which this consumer speaks; proceeding under the processing "
+    "{spoken}, which this consumer speaks; proceeding under the processing "
     "model (what this consumer does not recognise is dropped or stripped with warnings) "
     "— upgrade agui-pipeline to read it all",
 )
@@ -81,7 +81,7 @@ COMPAT_VERSION_UNINTERPRETABLE = _code(
     "the producer declares a protocol version this consumer cannot interpret",
     message="the producer declares protocolVersion {declared} at /protocolVersion, which is not "
     "a MAJOR.MINOR version this consumer can interpret; handled like a newer one: "
-    "proceeding under {PROTOCOL_VERSION}'s processing model (what this consumer does not "
+    "proceeding under {spoken}'s processing model (what this consumer does not "
     "recognise is dropped or stripped with warnings)",
 )
 
@@ -142,7 +142,8 @@ INPUT_MALFORMED = _code(
     message="expected a JSON value at {at}, found {value}; nothing was sent",
     forms={
         "not-object": "expected the run input as a JSON object, found {raw}",
-        "too-deep": "the input is nested more than {max_depth} levels deep at {pointer}, deeper than it "
+        "too-deep": "the input is nested more than {max_depth} levels deep at {pointer}, deeper "
+        "than it "
         "can be encoded; nothing was sent",
         "schema": "malformed run input at {at}: {msg}, found {found}; nothing was sent",
         "key": "expected string keys at {at}, found the key {key!r}",
@@ -185,7 +186,11 @@ ENFORCE_MALFORMED = _code(
     advice="Send the field with the type schema.json gives it; the message names the path, what "
     "was expected and what arrived.",
     ground=_MALFORMED_KNOWN_VALUE,
-    message="/type: expected an event type (a string), received {kind}",
+    message="{kind} {pointer}: expected {expected}, received {received} (schema.json#{definition})",
+    forms={
+        "bare": "{kind} {pointer}: expected {expected}, received {received}",
+        "type": "/type: expected an event type (a string), received {kind}",
+    },
 )
 ENFORCE_NULL_OPTIONAL = _code(
     "enforce.null-optional",
@@ -194,6 +199,8 @@ ENFORCE_NULL_OPTIONAL = _code(
     "an optional field was sent as null; absent means absent, the field must be omitted",
     advice="Leave an optional field out instead of sending null: absent means absent.",
     ground=_MALFORMED_KNOWN_VALUE,
+    message="{kind} {pointer}: expected {expected}, received {received} (schema.json#{definition})",
+    forms={"bare": "{kind} {pointer}: expected {expected}, received {received}"},
 )
 
 # --- expand -----------------------------------------------------------------
@@ -214,7 +221,8 @@ EXPAND_FIRST_CHUNK = _code(
     message="First {chunk} must have a {id_key}: this one carries no /{id_key} and there is no "
     "open {noun} chunk stream for it to continue ({why}); an identifier is never invented",
     forms={
-        "tool-call-name": "First TOOL_CALL_CHUNK must have a toolCallName: the chunk opening call {item_id!r} "
+        "tool-call-name": "First TOOL_CALL_CHUNK must have a toolCallName: the chunk opening "
+        "call {item_id!r} "
         "carries no /toolCallName, and a call is never opened without one",
     },
 )

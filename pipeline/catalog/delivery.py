@@ -87,7 +87,7 @@ TRANSPORT_CONTENT_TYPE = _code(
     HTTP_SSE,
     "the response is not text/event-stream; its body was read by the framing it shows",
     advice="Answer with Content-Type: text/event-stream, as the HTTP binding requires.",
-    message="expected Content-Type {SSE_MEDIA_TYPE}, found {content_type!r}; the body is read "
+    message="expected Content-Type {expected}, found {content_type!r}; the body is read "
     "with the framing its first bytes show",
 )
 TRANSPORT_CONNECTION_LOST = _code(
@@ -127,7 +127,8 @@ RESUME_UNKNOWN = _code(
     message="expected entries for the interrupted run's interrupts {interrupts}; found {unknown} "
     "which it did not raise",
     forms={
-        "no-interrupt": "expected a run that ended with the interrupt outcome; the stream's last run did "
+        "no-interrupt": "expected a run that ended with the interrupt outcome; the stream's "
+        "last run did "
         "not, so there is nothing to resume",
         "both": "interrupts {both} are both answered and cancelled",
     },

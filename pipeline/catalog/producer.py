@@ -25,12 +25,15 @@ RECONCILE_DECLARATION_UNUSABLE = _code(
     CAPABILITIES,
     "the capabilities declaration cannot be used (not JSON, not an object, a malformed known "
     "field, a member named twice, too large); the run is judged as undeclared",
+    message="{named} is unusable at {at} ({reason}); it is not used, and the run proceeds "
+    "as for an agent that declared nothing",
 )
 RECONCILE_DECLARATION_UNRECOGNISED = _code(
     "reconcile.declaration-unrecognised",
     _W,
     CAPABILITIES,
     "the declaration carries a group or field this version does not define; kept, not read",
+    message="declaration {pointer}: {reason}; kept, and not read{suggestion}",
 )
 RECONCILE_FALSE_CONTRADICTED = _code(
     "reconcile.false-contradicted",
@@ -38,6 +41,9 @@ RECONCILE_FALSE_CONTRADICTED = _code(
     CAPABILITIES,
     "the stream uses a capability the declaration explicitly sets to false",
     advice="Set the capability to true in the declaration, or stop using it in the agent.",
+    message="{evidence}, but the declaration says {field}: {declared} (the event is delivered "
+    "as it is; "
+    "only the first such event of the run is reported)",
 )
 RECONCILE_UNLISTED_TOOL = _code(
     "reconcile.unlisted-tool",
@@ -47,19 +53,31 @@ RECONCILE_UNLISTED_TOOL = _code(
     advice="List the tool in the declaration's tools.items, or have the application declare it in "
     "the run input, or stop calling it.",
     message="the agent called {name}, which is in neither the declaration's /tools/items "
-    "({listed}) nor {elsewhere}",
+    "({listed}) nor the run input's tools ({app})",
+    forms={
+        "no-input": "the agent called {name}, which is in neither the declaration's /tools/items "
+        "({listed}) nor the application's tools (the declaration sets /tools/clientProvided: "
+        "false)"
+    },
 )
 RECONCILE_CLIENT_TOOL = _code(
     "reconcile.client-tool",
     _W,
     CAPABILITIES,
     "one of the application's tools was called under tools.clientProvided: false",
+    message="the agent called {name}, one of the application's tools from the run input, but "
+    "the declaration says {field}: {declared} (the event is delivered as it is; "
+    "only the first such event of the run is reported)",
 )
 RECONCILE_PARALLEL_CALLS = _code(
     "reconcile.parallel-calls",
     _W,
     CAPABILITIES,
     "tool calls were in flight at the same time under tools.parallelCalls: false",
+    message="tool call {call_id} started while {others} had not been answered (no "
+    "TOOL_CALL_RESULT yet), but the declaration says {field}: {declared} (the event is "
+    "delivered as it is; "
+    "only the first such event of the run is reported)",
 )
 RECONCILE_UNLISTED_SUBAGENT = _code(
     "reconcile.unlisted-subagent",
@@ -81,12 +99,23 @@ RECONCILE_INPUT_MODALITY = _code(
     _W,
     CAPABILITIES,
     "the run input carries a modality multimodal.input explicitly sets to false",
+    message="run input {pointer} is a {modality} part, but the declaration sets {field} to "
+    "false: the agent will likely skip it",
 )
 RECONCILE_INPUT_REFUSED = _code(
     "reconcile.input-refused",
     _W,
     CAPABILITIES,
     "the run input offers tools, resume entries or edited arguments the declaration refuses",
+    message="run input /tools offers the application's tools, but the declaration sets "
+    "/tools/clientProvided to false: the agent does not take them",
+    forms={
+        "resume": "run input /resume answers interrupts, but the declaration sets "
+        "/humanInTheLoop/interrupts to false: the agent does not take part in interrupt and "
+        "resume",
+        "edited-args": "run input {pointer} edits a tool call's arguments, but the declaration "
+        "sets /humanInTheLoop/approveWithEdits to false",
+    },
 )
 RECONCILE_RUN_SUMMARY = _code(
     "reconcile.run-summary",
@@ -170,11 +199,14 @@ LINT_RUN_IDENTITY = _code(
     message="RUN_FINISHED names {field} {named} at /{field}, but the run it closes started as "
     "{started}: a run's two boundary events agree on their ids",
     forms={
-        "input-run": "no run on the stream carries the run input's runId {wanted} (runs: {runs}): the "
+        "input-run": "no run on the stream carries the run input's runId {wanted} (runs: "
+        "{runs}): the "
         "requested run echoes the input's runId",
-        "input-thread": "RUN_STARTED carries threadId {thread} at /threadId, but the run input names thread "
+        "input-thread": "RUN_STARTED carries threadId {thread} at /threadId, but the run input "
+        "names thread "
         "{wanted}: every run on the stream carries the input's threadId",
-        "echo": "RUN_STARTED echoes an input whose /input/{field} is {named}, but the run it starts "
+        "echo": "RUN_STARTED echoes an input whose /input/{field} is {named}, but the run it "
+        "starts "
         "is {expected}: the echo is the input of the run it opens",
     },
 )
@@ -241,7 +273,8 @@ LINT_USAGE_ARITHMETIC = _code(
     ),
     message="usage entry {position} reports {part} = {sum} above {whole} = {total}: {why}",
     forms={
-        "total": "usage entry {position} reports totalTokens {total}, but inputTokens + outputTokens "
+        "total": "usage entry {position} reports totalTokens {total}, but inputTokens + "
+        "outputTokens "
         "is {sum}: the total is their sum",
     },
 )
@@ -324,9 +357,11 @@ LINT_INTERRUPT_OUTCOME = _code(
     message="subagent {sub} suspended on interrupt {interrupt_id}, but the run's interrupt "
     "outcome at /outcome/interrupts {problem}",
     forms={
-        "finished": "subagent {sub} suspended on run-level interrupts {interrupts}, but the run finished "
+        "finished": "subagent {sub} suspended on run-level interrupts {interrupts}, but the run "
+        "finished "
         "as success: a run that stopped to ask ends with the interrupt outcome",
-        "repeated-id": "interrupt id {interrupt_id} at {where}/id repeats an earlier one: each interrupt's "
+        "repeated-id": "interrupt id {interrupt_id} at {where}/id repeats an earlier one: each "
+        "interrupt's "
         "id is unique within the run, and a resume entry answers it by that id",
     },
 )

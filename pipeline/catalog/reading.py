@@ -28,7 +28,8 @@ PARSE_NOT_JSON = _code(
     message="expected a JSON object in the frame; its bytes do not decode ({why}, at character "
     "{column} of the frame): {excerpt!r}",
     forms={
-        "document": "expected a JSON array of event objects; the document does not decode: {msg} (line "
+        "document": "expected a JSON array of event objects; the document does not decode: "
+        "{msg} (line "
         "{lineno}, column {colno} of the document)",
     },
 )
@@ -77,7 +78,8 @@ PARSE_CONTENT_ENCODING = _code(
     message="expected the body in one of the codings the request accepted ({accepted}), found "
     "Content-Encoding {coding!r}",
     forms={
-        "undecodable": "expected a body in {coding} (Content-Encoding), but it does not decode: {error}",
+        "undecodable": "expected a body in {coding} (Content-Encoding), but it does not decode: "
+        "{error}",
     },
 )
 PARSE_NOT_OBJECT = _code(
@@ -195,7 +197,8 @@ LIMIT_DEPTH = _code(
     forms={
         "patch": "this patch operation would nest the document deeper than the limit "
         "max_depth={limit} ({detail})",
-        "beyond-reader": "an event nested deeper than orjson reads (1,024 levels) exceeds the limit "
+        "beyond-reader": "an event nested deeper than orjson reads (1,024 levels) exceeds the "
+        "limit "
         "max_depth={limit}",
     },
 )

@@ -18,6 +18,16 @@ from agui_pipeline.catalog.code import (
     _code,
 )
 
+# The shapes the three item sequences share (verify.text-message, tool-call, reasoning).
+_NOT_OPEN = (
+    "No active {what} found with ID {item!r}: {kind} at /{field} continues or closes only an "
+    "open {what}, and nothing is open under that id"
+)
+_ALREADY_ACTIVE = (
+    "{kind} for {what} {item!r} at /{field} that is already active: expected {end} before the "
+    "id is opened again"
+)
+
 # --- verify -----------------------------------------------------------------
 
 
@@ -57,7 +67,8 @@ VERIFY_AFTER_CLOSE = _code(
     message="The run has already finished with 'RUN_FINISHED': expected RUN_STARTED (a new run) "
     "or RUN_ERROR (a late failure), found {kind!r} at /type",
     forms={
-        "after-error": "The run has already ended with 'RUN_ERROR': expected RUN_STARTED (a new run), found "
+        "after-error": "The run has already ended with 'RUN_ERROR': expected RUN_STARTED (a new "
+        "run), found "
         "{kind!r} at /type",
     },
 )
@@ -96,6 +107,8 @@ VERIFY_TEXT_MESSAGE = _code(
         "A TEXT_MESSAGE_CONTENT or TEXT_MESSAGE_END for a messageId that is not open, or a "
         "TEXT_MESSAGE_START for one that is, is a malformed sequence and fatal to the run.",
     ),
+    message=_NOT_OPEN,
+    forms={"already-active": _ALREADY_ACTIVE},
 )
 VERIFY_TOOL_CALL = _code(
     "verify.tool-call-sequence",
@@ -109,6 +122,8 @@ VERIFY_TOOL_CALL = _code(
         "The streaming pattern's sequence rules apply unchanged: continuing or closing a call "
         "that is not open, or reopening one that is, is fatal.",
     ),
+    message=_NOT_OPEN,
+    forms={"already-active": _ALREADY_ACTIVE},
 )
 VERIFY_REASONING = _code(
     "verify.reasoning-sequence",
@@ -120,6 +135,8 @@ VERIFY_REASONING = _code(
         "A consumer MUST detect a violation of that discipline and fail the run, on spans and on "
         "reasoning messages alike:",
     ),
+    message=_NOT_OPEN,
+    forms={"already-active": _ALREADY_ACTIVE},
 )
 VERIFY_ATTRIBUTION = _code(
     "verify.attribution-mismatch",
@@ -217,6 +234,14 @@ VERIFY_TRUNCATED = _code(
         "A consumer MUST NOT synthesize a RUN_FINISHED for it and MUST NOT report it as having "
         "succeeded; everything the run delivered before the break remains delivered.",
     ),
+    message="expected RUN_FINISHED or RUN_ERROR for run {run_id!r}, found the end of the "
+    "stream: the run is truncated and has no outcome",
+    forms={
+        "still-open": "expected RUN_FINISHED or RUN_ERROR for run {run_id!r}, found the end of "
+        "the stream: the run is truncated and has no outcome ({still_open} still open)",
+        "no-run": "expected RUN_STARTED or RUN_ERROR, found the end of the stream with no event "
+        "(none reached verification): no run began, and none has an outcome",
+    },
 )
 
 __all__ = [

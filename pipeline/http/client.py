@@ -528,7 +528,7 @@ def _check_content_type(ctx: StreamContext, content_type: str) -> None:
         ctx.transport = PROTO_TRANSPORT  # parse reads the body as protobuf frames
         return
     ctx.report(
-        TRANSPORT_CONTENT_TYPE(SSE_MEDIA_TYPE=SSE_MEDIA_TYPE, content_type=content_type or "none"),
+        TRANSPORT_CONTENT_TYPE(expected=SSE_MEDIA_TYPE, content_type=content_type or "none"),
     )
 
 

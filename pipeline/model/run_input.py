@@ -56,7 +56,7 @@ from agui_pipeline.catalog import (
     INPUT_MALFORMED,
     INPUT_RETIRED_SHAPE,
     INPUT_UNRECOGNISED,
-    Code,
+    Message,
     Severity,
 )
 from agui_pipeline.errors import Diagnostic, InputRejected
@@ -409,11 +409,10 @@ class _Boundary:
             body["protocolVersion"] = PROTOCOL_VERSION
         return PreparedInput(body, self.diagnostics)
 
-    def _report(
-        self, code: Code, message: str, pointer: str, severity: Severity | None = None
-    ) -> None:
+    def _report(self, message: Message, pointer: str, severity: Severity | None = None) -> None:
+        code = message.code
         self.diagnostics.append(
-            Diagnostic(code.id, severity or code.severity, message, None, pointer, code.spec)
+            Diagnostic(code.id, severity or code.severity, message.text, None, pointer, code.spec)
         )
 
     def _retired(self, kind: str, pointer: str, message: str, lossy: bool) -> None:
@@ -426,7 +425,7 @@ class _Boundary:
                 "(the upgrade is not reversed: a downgrade may not invent the retired shape)"
             )
         severity = Severity.WARNING if lossy else None
-        self._report(INPUT_RETIRED_SHAPE, message, pointer, severity)
+        self._report(Message(INPUT_RETIRED_SHAPE, message), pointer, severity)
 
     # -- stripping unrecognised material --------------------------------------------
 
