@@ -113,6 +113,8 @@ RESUME_UNCOVERED = _code(
     ),
     message="expected every interrupt answered or cancelled; {uncovered} have no entry (omission "
     "is not abandonment)",
+    advice="Give every interrupt of the interrupted run a resume entry: answer it, or cancel "
+    "it explicitly.",
 )
 RESUME_UNKNOWN = _code(
     "input.resume-unknown",
@@ -132,6 +134,8 @@ RESUME_UNKNOWN = _code(
         "not, so there is nothing to resume",
         "both": "interrupts {both} are both answered and cancelled",
     },
+    advice="Resume only a run that ended with the interrupt outcome, and answer only the "
+    "interrupts it raised, each once.",
 )
 RESUME_EXPIRED = _code(
     "input.resume-expired",
@@ -147,6 +151,7 @@ RESUME_EXPIRED = _code(
     ),
     message="interrupts {expired} expired (expiresAt is now or earlier); an expired interrupt "
     "can only be cancelled",
+    advice="Cancel an interrupt whose expiresAt has passed, or answer it before it expires.",
 )
 
 __all__ = [

@@ -154,6 +154,8 @@ SOURCE_IDLE_TIMEOUT = _code(
     "no event arrived within the idle window (idle_timeout); the stream was ended there",
     message="no event for {idle:g} s (idle_timeout: keep-alive comments and partial frames do "
     "not count); the stream was ended there and is judged as it stands",
+    advice="Check the producer is still sending; raise idle_timeout if a silence this long "
+    "is expected (keep-alive comments do not count as events).",
 )
 SOURCE_MAX_DURATION = _code(
     "source.max-duration",
@@ -162,6 +164,8 @@ SOURCE_MAX_DURATION = _code(
     "the stream was still open at its deadline (max_duration); it was ended there",
     message="the stream was still open after {max_duration:g} s (max_duration); it was ended "
     "there and is judged as it stands",
+    advice="Raise max_duration if runs this long are expected, or have the agent finish its "
+    "runs sooner.",
 )
 
 # --- limits -----------------------------------------------------------------
@@ -177,6 +181,8 @@ LIMIT_FRAME_SIZE = _code(
         "document": "a JSON array document of more than {size} bytes exceeds the limit "
         "max_document_bytes={limit}",
     },
+    advice="Send smaller frames (split long text into several content events), or raise "
+    "max_frame_bytes / max_document_bytes if frames this large are legitimate.",
 )
 LIMIT_FRAME_ENTRIES = _code(
     "limit.frame-entries",
@@ -201,6 +207,8 @@ LIMIT_DEPTH = _code(
         "limit "
         "max_depth={limit}",
     },
+    advice="Flatten the producer's structures, or raise max_depth if nesting this deep is "
+    "legitimate.",
 )
 LIMIT_OPEN_ITEMS = _code(
     "limit.open-items",
@@ -210,6 +218,8 @@ LIMIT_OPEN_ITEMS = _code(
     ground=_bound("Limits.max_open_items"),
     message="expected at most {limit} items open at once (limit max_open_items), found "
     "{open_now} open and this event opening another",
+    advice="Close messages, tool calls, spans and steps when they are done, or raise "
+    "max_open_items if this many open at once is legitimate.",
 )
 LIMIT_TEXT_CHARS = _code(
     "limit.text-chars",
@@ -219,6 +229,8 @@ LIMIT_TEXT_CHARS = _code(
     ground=_bound("Limits.max_text_chars"),
     message="a message's text or a tool call's arguments grew to {length} characters, past the "
     "limit max_text_chars={max_text}",
+    advice="Split very long text across messages, or raise max_text_chars if one item this "
+    "long is legitimate.",
 )
 LIMIT_CONVERSATION_CHARS = _code(
     "limit.conversation-chars",
@@ -257,6 +269,8 @@ LIMIT_STATE_BYTES = _code(
     forms={
         "snapshot": "a state of more than {limit} bytes exceeds the limit max_state_bytes={limit}",
     },
+    advice="Keep the shared state smaller (send references, not payloads), or raise "
+    "max_state_bytes.",
 )
 LIMIT_DECOMPRESSION = _code(
     "limit.decompression",
@@ -266,6 +280,8 @@ LIMIT_DECOMPRESSION = _code(
     ground=_bound("Limits.max_decompression_ratio"),
     message="the body inflated to more than {inflated} bytes from {received} received "
     "(Content-Encoding {codings}), past the limit max_decompression_ratio={ratio}",
+    advice="Send the body with less extreme compression, or raise max_decompression_ratio if "
+    "a body this compressible is legitimate.",
 )
 LIMIT_ACTIVITY_BYTES = _code(
     "limit.activity-bytes",
@@ -275,6 +291,7 @@ LIMIT_ACTIVITY_BYTES = _code(
     ground=_bound("Limits.max_activity_bytes"),
     message="this would grow the content of the activity messages (now {held} bytes) past the "
     "limit max_activity_bytes={limit}",
+    advice="Keep activity content smaller, or raise max_activity_bytes.",
 )
 LIMIT_PATCH_WORK = _code(
     "limit.patch-work",
@@ -284,6 +301,8 @@ LIMIT_PATCH_WORK = _code(
     ground=_bound("Limits.max_patch_work"),
     message="this patch operation would make the patches of this stream copy or move more than "
     "the limit max_patch_work={max_patch_work} allows (plus 4096 per operation)",
+    advice="Send a snapshot instead of patches that copy or move large parts of the "
+    "document, or raise max_patch_work.",
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",
@@ -292,6 +311,8 @@ LIMIT_DIAGNOSTICS = _code(
     "more diagnostics than the configured limit; further ones are only counted",
     message="more than {limit} diagnostics (limit max_diagnostics); later ones are counted by "
     "code only",
+    advice="Fix the most frequent findings first (the counts by code are kept), or raise "
+    "max_diagnostics to see every one.",
 )
 
 __all__ = [

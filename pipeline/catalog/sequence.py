@@ -53,6 +53,8 @@ VERIFY_NESTED_RUN = _code(
     ground=_LIFECYCLE_FATAL,
     message="Cannot send 'RUN_STARTED' while a run is still active: run {run_id!r} must end with "
     "RUN_FINISHED or RUN_ERROR before run {run_id2!r} starts",
+    advice="End the active run with RUN_FINISHED or RUN_ERROR before the next RUN_STARTED: "
+    "runs on one stream follow each other, never nest.",
 )
 VERIFY_AFTER_CLOSE = _code(
     "verify.after-close",
@@ -94,6 +96,8 @@ VERIFY_STEP = _code(
     forms={
         "not-started": "STEP_FINISHED for step {step} at /stepName that was not started{hint}",
     },
+    advice="Pair each STEP_STARTED with one STEP_FINISHED of the same stepName (and owner), "
+    "and do not reopen a name that is still open.",
 )
 VERIFY_TEXT_MESSAGE = _code(
     "verify.text-message-sequence",
@@ -137,6 +141,8 @@ VERIFY_REASONING = _code(
     ),
     message=_NOT_OPEN,
     forms={"already-active": _ALREADY_ACTIVE},
+    advice="Open a reasoning span or message before its content or end, and end it before "
+    "opening the same id again.",
 )
 VERIFY_ATTRIBUTION = _code(
     "verify.attribution-mismatch",
@@ -146,6 +152,8 @@ VERIFY_ATTRIBUTION = _code(
     ground=_CONTINUATION_TAG,
     message="{kind} for {what} {item!r} carries /subagentRunId {tag!r}, which does not match the "
     "owner established when it was opened ({owner})",
+    advice="Continue an item with the subagentRunId it was opened with (or none, for the "
+    "parent agent).",
 )
 VERIFY_SUBAGENT = _code(
     "verify.subagent-lifecycle",
@@ -162,6 +170,8 @@ VERIFY_SUBAGENT = _code(
     ),
     message="{kind} for subagent {sub!r} at /subagentRunId, but that invocation {why}: there is "
     "nothing to close",
+    advice="Send SUBAGENT_FINISHED or SUBAGENT_ERROR once, for an invocation announced with "
+    "SUBAGENT_STARTED and still running.",
 )
 VERIFY_SUBAGENT_ORDER = _code(
     "verify.subagent-announcement",
@@ -189,6 +199,8 @@ VERIFY_CANCELLED_RESULT = _code(
     LIFECYCLE,
     "a run finished with the cancelled outcome carries a result, which it SHOULD NOT",
     message="run {run_id!r} was cancelled but carries /result: a cancelled run has no return value",
+    advice="Leave result out of a RUN_FINISHED whose outcome is cancelled: a cancelled run "
+    "has no return value.",
 )
 VERIFY_UNEXPANDED_CHUNK = _code(
     "verify.unexpanded-chunk",
@@ -203,6 +215,8 @@ VERIFY_UNEXPANDED_CHUNK = _code(
     ),
     message="expected the start/content/end events a {type} stands for, found the chunk itself: "
     "chunks are expanded before verification (is expand missing?)",
+    advice="Keep expand in the pipeline ahead of verify: chunks are verified as the start, "
+    "content and end events they stand for.",
 )
 VERIFY_UNREADABLE = _code(
     "verify.unreadable-event",
@@ -221,6 +235,8 @@ VERIFY_UNREADABLE = _code(
         "batch": "expected a batch with one frame index per event, found {events} events and "
         "{indices} indices (a stage before verification broke the batch)",
     },
+    advice="Keep enforce (and the stages before verify) in the pipeline: verify reads only "
+    "schema-valid events, one frame index per event.",
 )
 VERIFY_TRUNCATED = _code(
     "verify.truncated",
