@@ -181,6 +181,13 @@ VERIFY_SUBAGENT_ORDER = _code(
     "parent not active, or used after it ended (producer rules; the stream goes on)",
     advice="Send SUBAGENT_STARTED before any event attributed to the invocation, once per "
     "invocation, after its parent's; give a new invocation a new subagentRunId.",
+    message="SUBAGENT_STARTED for {sub!r} at /subagentRunId, but that invocation {problem}",
+    forms={
+        "after-end": "an event attributed to subagent {tag!r} at /subagentRunId arrived after "
+        "that invocation ended in this run; a new invocation takes a new id",
+        "parent": "SUBAGENT_STARTED for {sub!r} names parent invocation {parent!r} at "
+        "/parentSubagentRunId, which {why}",
+    },
 )
 VERIFY_CALL_ATTRIBUTION = _code(
     "verify.call-attribution",
