@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Any
 
 
@@ -120,9 +119,7 @@ def _code(
         raise ValueError(f"diagnostic code {id!r} defined twice")
     if (severity is Severity.ERROR) != (ground is not None):
         raise ValueError(f"{id}: a rejection names its ground, and only a rejection")
-    entry = Code(
-        id, severity, spec, title, advice, ground, message, MappingProxyType(dict(forms or {}))
-    )
+    entry = Code(id, severity, spec, title, advice, ground, message, dict(forms or {}))
     ALL[id] = entry
     return entry
 
