@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agui_pipeline.catalog import HANDLER_FAILED, Code, Severity
+from agui_pipeline.catalog import HANDLER_FAILED, Code, Message, Severity
 
 if TYPE_CHECKING:
     from agui_pipeline.batch import Batch
@@ -114,6 +114,14 @@ def _render(
     return f"{code}: {message}{place}{page}"
 
 
+def _worded(message: Message | Code, text: str | None) -> tuple[Code, str]:
+    """A finding's code and text: a :class:`Message` as it is, a code with its own
+    words (the form before codes owned their messages), or a code with no fields."""
+    if isinstance(message, Message):
+        return message.code, message.text
+    return message, message().text if text is None else text
+
+
 class StreamRejected(AguiPipelineError):
     """The consumer rejects the stream: a malformed known value or a broken sequence.
 
@@ -125,12 +133,13 @@ class StreamRejected(AguiPipelineError):
 
     def __init__(
         self,
-        code: Code,
-        message: str,
+        code: Message | Code,
+        message: str | None = None,
         *,
         event_index: int | None = None,
         pointer: str | None = None,
     ) -> None:
+        code, message = _worded(code, message)
         message = cut_message(message)
         self.code = code.id
         self.spec = code.spec
@@ -175,8 +184,12 @@ class HandlerFailed(AguiPipelineError):
         self.kept: Batch | None = None
         """The events of the batch handled before the failing one (set by dispatch)."""
         super().__init__(
-            f"a handler for {event_type} (event {event_index}) raised "
-            f"{type(error).__name__}: {error}"
+            HANDLER_FAILED(
+                event_type=event_type,
+                event_index=event_index,
+                error_type=type(error).__name__,
+                error=error,
+            ).text
         )
 
 
@@ -188,7 +201,8 @@ class InputRejected(AguiPipelineError):
     ``pointer`` is a JSON Pointer into the input as the caller passed it.
     """
 
-    def __init__(self, code: Code, message: str, *, pointer: str) -> None:
+    def __init__(self, code: Message | Code, message: str | None = None, *, pointer: str) -> None:
+        code, message = _worded(code, message)
         self.code = code.id
         self.spec = code.spec
         self.detail = message

@@ -25,8 +25,8 @@ from enum import StrEnum
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from agui_pipeline.batch import Batch, empty_batch
-from agui_pipeline.catalog import LIMIT_DIAGNOSTICS, Code, Severity
-from agui_pipeline.errors import Diagnostic, HandlerFailed, StreamRejected
+from agui_pipeline.catalog import LIMIT_DIAGNOSTICS, Code, Message, Severity
+from agui_pipeline.errors import Diagnostic, HandlerFailed, StreamRejected, _worded
 from agui_pipeline.options import Options
 
 
@@ -238,8 +238,8 @@ class StreamContext:
 
     def report(
         self,
-        code: Code,
-        message: str,
+        message: Message | Code,
+        text: str | None = None,
         *,
         event_index: int | None = None,
         pointer: str | None = None,
@@ -248,10 +248,13 @@ class StreamContext:
     ) -> Diagnostic:
         """Record a diagnostic (a warning or information, never a rejection).
 
-        ``declared`` is the capabilities field a reconcile finding is about.
+        ``message`` is a code called with its fields (``CODE(name=...)``); a code with
+        words of its own in ``text`` is still taken. ``declared`` is the capabilities
+        field a reconcile finding is about.
         """
+        code, text = _worded(message, text)
         diagnostic = Diagnostic(
-            code.id, severity or code.severity, message, event_index, pointer, code.spec, declared
+            code.id, severity or code.severity, text, event_index, pointer, code.spec, declared
         )
         if len(self.diagnostics) < self.limits.max_diagnostics:
             self.diagnostics.append(diagnostic)
@@ -261,8 +264,7 @@ class StreamContext:
                     Diagnostic(
                         LIMIT_DIAGNOSTICS.id,
                         LIMIT_DIAGNOSTICS.severity,
-                        f"more than {self.limits.max_diagnostics} diagnostics "
-                        "(limit max_diagnostics); later ones are counted by code only",
+                        LIMIT_DIAGNOSTICS(limit=self.limits.max_diagnostics).text,
                         event_index,
                         None,
                         LIMIT_DIAGNOSTICS.spec,
@@ -275,15 +277,21 @@ class StreamContext:
 
     @staticmethod
     def reject(
-        code: Code, message: str, *, event_index: int | None = None, pointer: str | None = None
+        message: Message | Code,
+        text: str | None = None,
+        *,
+        event_index: int | None = None,
+        pointer: str | None = None,
     ) -> StreamRejected:
         """Build the rejection for ``raise``; the message names what was expected.
+
+        ``message`` is a code called with its fields, as for :meth:`report`.
 
         Raised as it is, it says nothing of what the stage kept of its batch, and
         the engine delivers nothing of that batch from the stage on (it fails
         closed); :func:`reject_after` says what was kept.
         """
-        return StreamRejected(code, message, event_index=event_index, pointer=pointer)
+        return StreamRejected(message, text, event_index=event_index, pointer=pointer)
 
 
 Fault = TypeVar("Fault", StreamRejected, HandlerFailed)

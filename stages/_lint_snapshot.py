@@ -80,10 +80,13 @@ class SnapshotComparison(LintState):
                 continue
             where = f"/messages/{position}/toolCallId"
             self._report(
-                LINT_SECOND_RESULT,
-                f"MESSAGES_SNAPSHOT holds tool message {_short(message_id)} answering call "
-                f"{_short(call_id)} at {where} beside tool message {_short(earlier)}: the "
-                "Conversation now holds two results for one call",
+                LINT_SECOND_RESULT(
+                    "snapshot",
+                    message_id=_short(message_id),
+                    call_id=_short(call_id),
+                    where=where,
+                    earlier=_short(earlier),
+                ),
                 index,
                 where,
             )
@@ -117,19 +120,14 @@ class SnapshotComparison(LintState):
                 )
             if copy is None:
                 self._report(
-                    LINT_SNAPSHOT_DROPS,
-                    f"MESSAGES_SNAPSHOT leaves out {what}, which this run streamed: a UI "
-                    "following state.mdx removes it from the conversation",
+                    LINT_SNAPSHOT_DROPS(what=what),
                     index,
                     "/messages",
                 )
                 continue
             where = f"/messages/{positions[copy]}/id"
             self._report(
-                LINT_SNAPSHOT_RENAMES,
-                f"MESSAGES_SNAPSHOT restates {what} under a new id {_short(copy)} at {where}: a "
-                "UI following state.mdx removes the message it rendered and appends a copy "
-                "(flicker; any per-message UI state is lost)",
+                LINT_SNAPSHOT_RENAMES(what=what, copy=_short(copy), where=where),
                 index,
                 where,
             )
@@ -196,9 +194,9 @@ class SnapshotComparison(LintState):
         self, index: int, pointer: str, what: str, streamed: Any, restated: Any
     ) -> None:
         self._report(
-            LINT_SNAPSHOT_CONTRADICTS,
-            f"MESSAGES_SNAPSHOT restates {what} at {pointer} as {_excerpt(restated)}, but this run "
-            f"streamed {_excerpt(streamed)}: the UI showed one and now shows the other",
+            LINT_SNAPSHOT_CONTRADICTS(
+                what=what, pointer=pointer, restated=_excerpt(restated), streamed=_excerpt(streamed)
+            ),
             index,
             pointer,
         )

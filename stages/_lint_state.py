@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 from agui_pipeline.batch import Event
-from agui_pipeline.catalog import LINT_ARGUMENTS_NOT_JSON, LINT_TEXT_BUDGET, Code
+from agui_pipeline.catalog import LINT_ARGUMENTS_NOT_JSON, LINT_TEXT_BUDGET, Message
 from agui_pipeline.stage import Stage, StreamContext
 
 _MISSING: Any = object()
@@ -178,17 +178,14 @@ class LintState(Stage):
         self._held_texts.clear()
         self._held_args.clear()
         self.ctx.report(
-            LINT_TEXT_BUDGET,
-            f"run {_short(self._run_id)} streamed more than max_text_chars={limit} characters "
-            "of text and arguments: lint compares nothing more of this run's text (snapshots, "
-            "history, argument JSON); the findings before stand",
+            LINT_TEXT_BUDGET(run_id=_short(self._run_id), limit=limit),
             event_index=index,
             pointer="",
         )
 
-    def _report(self, code: Code, message: str, index: int | None, pointer: str) -> None:
-        self._run_findings[code.id] += 1
-        self.ctx.report(code, message, event_index=index, pointer=pointer)
+    def _report(self, message: Message, index: int | None, pointer: str) -> None:
+        self._run_findings[message.code.id] += 1
+        self.ctx.report(message, event_index=index, pointer=pointer)
 
     def _learn_call(self, call: Any, message: dict[str, Any]) -> str | None:
         """A tool call restated whole (history, or a snapshot) is one the stream carried:
@@ -216,10 +213,11 @@ class LintState(Stage):
         text = "".join(self._args.get(call_id, ()))
         if text and _json(text) is _MISSING:
             self._report(
-                LINT_ARGUMENTS_NOT_JSON,
-                f"tool call {_short(call_id)} ({_short(self._calls[call_id]['toolCallName'])}) "
-                f"closed with argument text that is not JSON: {_excerpt(text)}; whoever executes "
-                "it parses that text (JSON is the convention, not a rule)",
+                LINT_ARGUMENTS_NOT_JSON(
+                    call_id=_short(call_id),
+                    tool_call_name=_short(self._calls[call_id]["toolCallName"]),
+                    text=_excerpt(text),
+                ),
                 self._ends.get(call_id),
                 "/toolCallId",
             )

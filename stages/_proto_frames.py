@@ -94,10 +94,7 @@ class ProtoFrames(Decoder):
             held = len(self._buffer)
             self._buffer.clear()
             self.ctx.report(
-                PARSE_PROTO_INCOMPLETE_FRAME,
-                f"the body ended inside frame {self._next_frame} ({held} bytes of it arrived, "
-                "header included); the partial frame was not decoded and the run is judged "
-                "as it stands (a truncated run)",
+                PARSE_PROTO_INCOMPLETE_FRAME(next_frame=self._next_frame, held=held),
                 event_index=self._next_frame,
             )
         return empty_batch()
@@ -145,9 +142,7 @@ class ProtoFrames(Decoder):
 
     def _dropped_part(self, index: int, path: str) -> None:
         self.ctx.report(
-            PARSE_PROTO_UNKNOWN_ARM,
-            f"a content part at {path} has an arm this build's wire schema predates; "
-            "the part was dropped",
+            PARSE_PROTO_UNKNOWN_ARM(path=path),
             event_index=index,
             pointer=path,
         )

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from agui_pipeline.batch import Event
-from agui_pipeline.catalog import VERIFY_SUBAGENT, VERIFY_SUBAGENT_ORDER
+from agui_pipeline.catalog import VERIFY_SUBAGENT, VERIFY_SUBAGENT_ORDER, Message
 from agui_pipeline.stage import StreamContext
 
 
@@ -52,8 +52,7 @@ class Subagents:
             self.states[tag] = _ATTRIBUTED  # unannounced attribution is legal
         elif state is _ENDED:
             self._out_of_order(
-                f"an event attributed to subagent {tag!r} at /subagentRunId arrived after that "
-                "invocation ended in this run; a new invocation takes a new id",
+                VERIFY_SUBAGENT_ORDER("after-end", tag=tag),
                 index,
                 "/subagentRunId",
             )
@@ -71,7 +70,7 @@ class Subagents:
                 "before any event attributed to it",
             }[state]
             self._out_of_order(
-                f"SUBAGENT_STARTED for {sub!r} at /subagentRunId, but that invocation {problem}",
+                VERIFY_SUBAGENT_ORDER(sub=sub, problem=problem),
                 index,
                 "/subagentRunId",
             )
@@ -85,8 +84,7 @@ class Subagents:
                 else "was not announced in this run"
             )
             self._out_of_order(
-                f"SUBAGENT_STARTED for {sub!r} names parent invocation {parent!r} at "
-                f"/parentSubagentRunId, which {why}",
+                VERIFY_SUBAGENT_ORDER("parent", sub=sub, parent=parent, why=why),
                 index,
                 "/parentSubagentRunId",
             )
@@ -106,15 +104,13 @@ class Subagents:
                 _ENDED: "has already ended",
             }[state]
             raise self._ctx.reject(
-                VERIFY_SUBAGENT,
-                f"{kind} for subagent {sub!r} at /subagentRunId, but that invocation {why}: "
-                "there is nothing to close",
+                VERIFY_SUBAGENT(kind=kind, sub=sub, why=why),
                 event_index=index,
                 pointer="/subagentRunId",
             )
         self.states[sub] = _ENDED
         self.running -= 1
 
-    def _out_of_order(self, message: str, index: int, pointer: str) -> None:
+    def _out_of_order(self, message: Message, index: int, pointer: str) -> None:
         """A subagent lifecycle rule that binds only the producer (subagents.mdx, Lifecycle)."""
-        self._ctx.report(VERIFY_SUBAGENT_ORDER, message, event_index=index, pointer=pointer)
+        self._ctx.report(message, event_index=index, pointer=pointer)

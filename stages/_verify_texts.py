@@ -15,9 +15,7 @@ Owner = str | None
 def too_many_items(ctx: StreamContext, index: int, pointer: str) -> StreamRejected:
     limit = ctx.limits.max_items
     return ctx.reject(
-        LIMIT_ITEMS,
-        f"expected at most {limit} messages and tool calls on one stream (limit "
-        f"max_items), found this event introducing one more at {pointer}",
+        LIMIT_ITEMS(limit=limit, pointer=pointer),
         event_index=index,
         pointer=pointer,
     )
@@ -27,9 +25,7 @@ def mismatch(
     ctx: StreamContext, kind: str, what: str, item: str, owner: Owner, tag: str, index: int
 ) -> StreamRejected:
     return ctx.reject(
-        VERIFY_ATTRIBUTION,
-        f"{kind} for {what} {item!r} carries /subagentRunId {tag!r}, which does not match "
-        f"the owner established when it was opened ({owner_name(owner)})",
+        VERIFY_ATTRIBUTION(kind=kind, what=what, item=item, tag=tag, owner=owner_name(owner)),
         event_index=index,
         pointer="/subagentRunId",
     )
@@ -41,9 +37,14 @@ def already_open(
     field = "toolCallId" if what == "tool call" else "messageId"
     kind = event["type"]
     return ctx.reject(
-        code,
-        f"{kind} for {what} {event[field]!r} at /{field} that is already active: expected "
-        f"{kind.replace('START', 'END')} before the id is opened again",
+        code(
+            "already-active",
+            kind=kind,
+            what=what,
+            item=event[field],
+            field=field,
+            end=kind.replace("START", "END"),
+        ),
         event_index=index,
         pointer=f"/{field}",
     )
@@ -63,9 +64,7 @@ def bad_continuation(
         tag = event["subagentRunId"]
         return mismatch(ctx, kind, what, item, open_items[item], tag, index)
     return ctx.reject(
-        code,
-        f"No active {what} found with ID {item!r}: {kind} at /{field} continues or closes "
-        f"only an open {what}, and nothing is open under that id",
+        code(what=what, item=item, kind=kind, field=field),
         event_index=index,
         pointer=f"/{field}",
     )

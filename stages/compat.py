@@ -196,9 +196,12 @@ class Compat(Stage):
         event["type"] = replacement
         self._retyped = True
         self.ctx.report(
-            COMPAT_RETIRED_EVENT,
-            f"retired event {retired} translated into {replacement} "
-            f"(messageId {shown(event['messageId'])}){extra}; DEPRECATIONS.md",
+            COMPAT_RETIRED_EVENT(
+                retired=retired,
+                replacement=replacement,
+                message_id=shown(event["messageId"]),
+                extra=extra,
+            ),
             event_index=index,
             pointer="",
         )
@@ -214,9 +217,7 @@ class Compat(Stage):
     def _drop_null(self, event: Event, field: str, where: str, index: int) -> None:
         del event[field]
         self.ctx.report(
-            COMPAT_RETIRED_NULL,
-            f"retired shape '{field}: null' on {where} turned into an absent field at "
-            f"/{field} (absent means absent; DEPRECATIONS.md)",
+            COMPAT_RETIRED_NULL(field=field, where=where),
             event_index=index,
             pointer=f"/{field}",
         )
@@ -249,21 +250,13 @@ class Compat(Stage):
         version = parse_version(declared)
         if version is None:
             self.ctx.report(
-                COMPAT_VERSION_UNINTERPRETABLE,
-                f"the producer declares protocolVersion {shown(declared)} at /protocolVersion, "
-                f"which is not a MAJOR.MINOR version this consumer can interpret; handled "
-                f"like a newer one: proceeding under {PROTOCOL_VERSION}'s processing model "
-                "(what this consumer does not recognise is dropped or stripped with warnings)",
+                COMPAT_VERSION_UNINTERPRETABLE(declared=shown(declared), spoken=PROTOCOL_VERSION),
                 event_index=index,
                 pointer="/protocolVersion",
             )
         elif version > SPOKEN:
             self.ctx.report(
-                COMPAT_VERSION_NEWER,
-                f"the producer declares protocolVersion {shown(declared)} at /protocolVersion, "
-                f"newer than {PROTOCOL_VERSION}, which this consumer speaks; proceeding "
-                "under the processing model (what this consumer does not recognise is "
-                "dropped or stripped with warnings) — upgrade agui-pipeline to read it all",
+                COMPAT_VERSION_NEWER(declared=shown(declared), spoken=PROTOCOL_VERSION),
                 event_index=index,
                 pointer="/protocolVersion",
             )
@@ -279,12 +272,7 @@ class Compat(Stage):
             if type(kind) is str and kind in _SUBAGENT_EVENTS:
                 counters.dropped += 1
                 self.ctx.report(
-                    COMPAT_PEER_DROPPED,
-                    f"{kind} dropped: the peer's protocol version "
-                    f"(peer_max_protocol_version {self._peer_setting}) predates subagents, "
-                    "so this shim removes their lifecycle events; the attributed work is "
-                    "kept, flattened into the run's thread; a peer newer than 0.0.57 keeps "
-                    "subagent events",
+                    COMPAT_PEER_DROPPED(kind=kind, peer_setting=self._peer_setting),
                     event_index=index,
                     pointer="",
                 )
@@ -316,10 +304,7 @@ class Compat(Stage):
         if paths and not self._strip_reported:
             self._strip_reported = True
             self.ctx.report(
-                COMPAT_PEER_STRIPPED,
-                f"subagentRunId stripped at {', '.join(paths)} for a peer that predates "
-                f"subagents (peer_max_protocol_version {self._peer_setting}); lossless, and "
-                "every later strip on this stream is counted, not reported",
+                COMPAT_PEER_STRIPPED(paths=", ".join(paths), peer_setting=self._peer_setting),
                 event_index=index,
                 pointer=paths[0],
             )

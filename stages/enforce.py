@@ -138,17 +138,16 @@ class Enforce(Stage):
         kind = event.get("type", MISSING)
         if type(kind) is not str:
             raise ctx.reject(
-                ENFORCE_MALFORMED,
-                f"/type: expected an event type (a string), received {describe(kind)}",
+                ENFORCE_MALFORMED("type", kind=describe(kind)),
                 event_index=index,
                 pointer="/type",
             )
         node = EVENTS.members.get(kind)
         if node is None:
             ctx.report(
-                ENFORCE_UNKNOWN_EVENT,
-                f"dropped an event of unknown type {shown(kind)}"
-                + did_you_mean(kind, EVENTS.members),
+                ENFORCE_UNKNOWN_EVENT(
+                    kind=shown(kind), suggestion=did_you_mean(kind, EVENTS.members)
+                ),
                 event_index=index,
                 pointer="",
             )
@@ -158,19 +157,21 @@ class Enforce(Stage):
         try:
             node.walk(event, "", removed)
         except Malformed as malformed:
-            definition = f" (schema.json#{malformed.definition})" if malformed.definition else ""
             raise ctx.reject(
-                malformed.code,
-                f"{kind} {malformed.pointer}: expected {malformed.expected}, "
-                f"received {malformed.received}{definition}",
+                malformed.code(
+                    "" if malformed.definition else "bare",
+                    kind=kind,
+                    pointer=malformed.pointer,
+                    expected=malformed.expected,
+                    received=malformed.received,
+                    definition=malformed.definition,
+                ),
                 event_index=index,
                 pointer=malformed.pointer,
             ) from None
         except Unrecognised as unrecognised:
             ctx.report(
-                ENFORCE_DROPPED,
-                f"dropped a {kind} event: its required {unrecognised.pointer} holds an "
-                f"{unrecognised.why}",
+                ENFORCE_DROPPED(kind=kind, pointer=unrecognised.pointer, why=unrecognised.why),
                 event_index=index,
                 pointer=unrecognised.pointer,
             )
@@ -178,8 +179,7 @@ class Enforce(Stage):
             return False
         for pointer, why in removed:
             ctx.report(
-                ENFORCE_STRIPPED,
-                f"stripped {pointer} from {kind}: {why}",
+                ENFORCE_STRIPPED(pointer=pointer, kind=kind, why=why),
                 event_index=index,
                 pointer=pointer,
             )

@@ -430,9 +430,7 @@ class Expand(Stage):
         fields = {key: event.get(key) for key, _ in kind.opener}
         if kind is TOOL and fields["toolCallName"] is None:
             raise self.ctx.reject(
-                EXPAND_FIRST_CHUNK,
-                f"First TOOL_CALL_CHUNK must have a toolCallName: the chunk opening call "
-                f"{item_id!r} carries no /toolCallName, and a call is never opened without one",
+                EXPAND_FIRST_CHUNK("tool-call-name", item_id=item_id),
                 event_index=index,
                 pointer="",
             )
@@ -478,11 +476,7 @@ class Expand(Stage):
         if len(candidates) > 5:
             lanes += f" and {len(candidates) - 5} more"
         raise self.ctx.reject(
-            EXPAND_AMBIGUOUS,
-            f"expected a {kind.chunk} without /{kind.id_key} or /subagentRunId to continue the "
-            f"parent agent's open {kind.noun} or the only open one; found open {kind.noun}s in "
-            f"the lanes of subagents {lanes} and none in the parent's — a producer running "
-            "parallel subagents must attribute its continuations",
+            EXPAND_AMBIGUOUS(chunk=kind.chunk, id_key=kind.id_key, noun=kind.noun, lanes=lanes),
             event_index=index,
             pointer="",
         )
@@ -508,19 +502,20 @@ class Expand(Stage):
         """A malformed known member: only met when expansion runs before enforce."""
         expected = _EXPECTED[kind.shape[key]]
         return self.ctx.reject(
-            EXPAND_MALFORMED_CHUNK,
-            f"expected {expected} at /{key} of {kind.chunk}, found {type(found).__name__} "
-            f"{found!r:.60}; a malformed chunk is rejected, never repaired",
+            EXPAND_MALFORMED_CHUNK(
+                expected=expected,
+                key=key,
+                chunk=kind.chunk,
+                found_type=type(found).__name__,
+                found=found,
+            ),
             event_index=index,
             pointer=f"/{key}",
         )
 
     def _first_without_id(self, kind: _Kind, index: int, why: str) -> StreamRejected:
         return self.ctx.reject(
-            EXPAND_FIRST_CHUNK,
-            f"First {kind.chunk} must have a {kind.id_key}: this one carries no /{kind.id_key} "
-            f"and there is no open {kind.noun} chunk stream for it to continue ({why}); an "
-            "identifier is never invented",
+            EXPAND_FIRST_CHUNK(chunk=kind.chunk, id_key=kind.id_key, noun=kind.noun, why=why),
             event_index=index,
             pointer="",
         )
@@ -536,10 +531,9 @@ class Expand(Stage):
         else:
             had = f"none (its first chunk set no /{key}, and a continuation cannot add one)"
         return self.ctx.reject(
-            EXPAND_CONFLICTING_REPEAT,
-            f"{kind.chunk} /{key} {value!r} does not match the open stream's {key}: "
-            f"{kind.noun} {stream.id!r} has {had}; a continuation may repeat an opener field "
-            "only with the same value",
+            EXPAND_CONFLICTING_REPEAT(
+                chunk=kind.chunk, key=key, value=value, noun=kind.noun, id=stream.id, had=had
+            ),
             event_index=index,
             pointer=f"/{key}",
         )
@@ -548,10 +542,9 @@ class Expand(Stage):
         owner = "the parent agent" if stream.owner is None else f"subagent {stream.owner!r}"
         kind = stream.kind
         return self.ctx.reject(
-            EXPAND_OWNER_CONFLICT,
-            f"expected a {kind.chunk} continuing {kind.noun} {stream.id!r} to carry no "
-            f"/subagentRunId or its owner's; the item is owned by {owner}, the chunk names "
-            f"{tag!r}",
+            EXPAND_OWNER_CONFLICT(
+                chunk=kind.chunk, noun=kind.noun, id=stream.id, owner=owner, tag=tag
+            ),
             event_index=index,
             pointer="/subagentRunId",
         )

@@ -224,10 +224,11 @@ class Lint(SnapshotComparison):
         seen = self._input_run_seen or wanted in self._first_run_ids
         if wanted is not None and self._runs_started and not seen:
             self._report(
-                LINT_RUN_IDENTITY,
-                f"no run on the stream carries the run input's runId {_short(wanted)} "
-                f"(runs: {_ids(self._first_run_ids, self._runs_started)}): the requested run "
-                "echoes the input's runId",
+                LINT_RUN_IDENTITY(
+                    "input-run",
+                    wanted=_short(wanted),
+                    runs=_ids(self._first_run_ids, self._runs_started),
+                ),
                 self._last_start,
                 "/runId",
             )
@@ -275,10 +276,7 @@ class Lint(SnapshotComparison):
             self._first_run_ids.append(run_id)
         if run_id in self._run_ids:
             self._report(
-                LINT_RUN_ID_REUSED,
-                f"RUN_STARTED reuses runId {_short(run_id)} at /runId: an earlier run on this "
-                "stream has it, and a runId names one run of the thread (checked against the "
-                f"latest max_run_ids={self.ctx.limits.max_run_ids} runs)",
+                LINT_RUN_ID_REUSED(run_id=_short(run_id), max_run_ids=self.ctx.limits.max_run_ids),
                 index,
                 "/runId",
             )
@@ -290,10 +288,9 @@ class Lint(SnapshotComparison):
         elif thread != self._stream_thread and self._input_thread is None:
             # (Against a run input, lint.run-identity below says it, naming the input's.)
             self._report(
-                LINT_THREAD_CHANGED,
-                f"RUN_STARTED names thread {_short(thread)} at /threadId, but the runs before it "
-                f"on this stream belong to {_short(self._stream_thread)}: one stream carries "
-                "one thread",
+                LINT_THREAD_CHANGED(
+                    thread=_short(thread), stream_thread=_short(self._stream_thread)
+                ),
                 index,
                 "/threadId",
             )
@@ -302,10 +299,12 @@ class Lint(SnapshotComparison):
             for field, expected in (("threadId", thread), ("runId", run_id)):
                 if echoed.get(field) != expected:
                     self._report(
-                        LINT_RUN_IDENTITY,
-                        f"RUN_STARTED echoes an input whose /input/{field} is "
-                        f"{_short(echoed.get(field))}, but the run it starts is "
-                        f"{_short(expected)}: the echo is the input of the run it opens",
+                        LINT_RUN_IDENTITY(
+                            "echo",
+                            field=field,
+                            named=_short(echoed.get(field)),
+                            expected=_short(expected),
+                        ),
                         index,
                         f"/input/{field}",
                     )
@@ -316,10 +315,7 @@ class Lint(SnapshotComparison):
         wanted = self._input_thread
         if wanted is not None and thread != wanted:
             self._report(
-                LINT_RUN_IDENTITY,
-                f"RUN_STARTED carries threadId {_short(thread)} at /threadId, but the run input "
-                f"names thread {_short(wanted)}: every run on the stream carries the input's "
-                "threadId",
+                LINT_RUN_IDENTITY("input-thread", thread=_short(thread), wanted=_short(wanted)),
                 index,
                 "/threadId",
             )
@@ -329,10 +325,11 @@ class Lint(SnapshotComparison):
         for field in ("runId", "threadId"):
             if event.get(field) != started.get(field):
                 self._report(
-                    LINT_RUN_IDENTITY,
-                    f"RUN_FINISHED names {field} {_short(event.get(field))} at /{field}, but the "
-                    f"run it closes started as {_short(started.get(field))}: a run's two "
-                    "boundary events agree on their ids",
+                    LINT_RUN_IDENTITY(
+                        field=field,
+                        named=_short(event.get(field)),
+                        started=_short(started.get(field)),
+                    ),
                     index,
                     f"/{field}",
                 )
@@ -369,18 +366,23 @@ class Lint(SnapshotComparison):
                 if sum(parts) <= total:
                     continue
                 self._report(
-                    LINT_USAGE_ARITHMETIC,
-                    f"usage entry {position} reports {' + '.join(part)} = {sum(parts)} above "
-                    f"{whole} = {total}: {why}",
+                    LINT_USAGE_ARITHMETIC(
+                        position=position,
+                        part=" + ".join(part),
+                        sum=sum(parts),
+                        whole=whole,
+                        total=total,
+                        why=why,
+                    ),
                     index,
                     f"/usage/{position}/{part[-1]}",
                 )
             counts = _counts(entry, ("inputTokens", "outputTokens", "totalTokens"))
             if counts is not None and counts[0] + counts[1] != counts[2]:
                 self._report(
-                    LINT_USAGE_ARITHMETIC,
-                    f"usage entry {position} reports totalTokens {counts[2]}, but inputTokens + "
-                    f"outputTokens is {counts[0] + counts[1]}: the total is their sum",
+                    LINT_USAGE_ARITHMETIC(
+                        "total", position=position, total=counts[2], sum=counts[0] + counts[1]
+                    ),
                     index,
                     f"/usage/{position}/totalTokens",
                 )
@@ -393,9 +395,9 @@ class Lint(SnapshotComparison):
         if findings:
             counts = ", ".join(f"{code} ×{count}" for code, count in sorted(findings.items()))
             self.ctx.report(
-                LINT_RUN_REPORT,
-                f"run {_short(self._run_id)}: "
-                f"{sum(findings.values())} producer findings ({counts})",
+                LINT_RUN_REPORT(
+                    run_id=_short(self._run_id), total=sum(findings.values()), counts=counts
+                ),
                 event_index=index,
                 pointer="",
             )
@@ -409,10 +411,9 @@ class Lint(SnapshotComparison):
             interrupt_id, where = interrupt.get("id"), f"/outcome/interrupts/{position}"
             if interrupt_id in owners:
                 self._report(
-                    LINT_INTERRUPT_OUTCOME,
-                    f"interrupt id {_short(interrupt_id)} at {where}/id repeats an earlier one: "
-                    "each interrupt's id is unique within the run, and a resume entry answers "
-                    "it by that id",
+                    LINT_INTERRUPT_OUTCOME(
+                        "repeated-id", interrupt_id=_short(interrupt_id), where=where
+                    ),
                     index,
                     where + "/id",
                 )
@@ -420,10 +421,9 @@ class Lint(SnapshotComparison):
             call_id = interrupt.get("toolCallId")
             if call_id is not None and call_id not in self._calls:
                 self._report(
-                    LINT_INTERRUPT_UNKNOWN_CALL,
-                    f"interrupt {_short(interrupt_id)} asks about tool call {_short(call_id)} at "
-                    f"{where}/toolCallId, but no call has that id on the stream or in the "
-                    "input's history",
+                    LINT_INTERRUPT_UNKNOWN_CALL(
+                        interrupt_id=_short(interrupt_id), call_id=_short(call_id), where=where
+                    ),
                     index,
                     where + "/toolCallId",
                 )
@@ -436,9 +436,9 @@ class Lint(SnapshotComparison):
                 else:
                     continue
                 self._report(
-                    LINT_INTERRUPT_OUTCOME,
-                    f"subagent {_short(sub)} suspended on interrupt {_short(interrupt_id)}, but "
-                    f"the run's interrupt outcome at /outcome/interrupts {problem}",
+                    LINT_INTERRUPT_OUTCOME(
+                        sub=_short(sub), interrupt_id=_short(interrupt_id), problem=problem
+                    ),
                     index,
                     "/outcome/interrupts",
                 )
@@ -449,10 +449,9 @@ class Lint(SnapshotComparison):
         if waiting:
             sub, ids = waiting[0]
             self._report(
-                LINT_INTERRUPT_OUTCOME,
-                f"subagent {_short(sub)} suspended on run-level interrupts "
-                f"{_ids(ids[:_IDS_SHOWN], len(ids))}, but the run finished as success: a run "
-                "that stopped to ask ends with the interrupt outcome",
+                LINT_INTERRUPT_OUTCOME(
+                    "finished", sub=_short(sub), interrupts=_ids(ids[:_IDS_SHOWN], len(ids))
+                ),
                 index,
                 pointer,
             )
@@ -462,10 +461,10 @@ class Lint(SnapshotComparison):
         unanswered = [call for call, answered in self._run_calls.items() if not answered]
         if len(set(named)) != len(named) or set(named) != set(unanswered):
             self._report(
-                LINT_PENDING_INEXACT,
-                f"/outcome/pendingToolCallIds names {_ids(named[:_IDS_SHOWN], len(named))}; "
-                "expected exactly the calls this run started and did not answer with "
-                f"TOOL_CALL_RESULT: {_ids(unanswered[:_IDS_SHOWN], len(unanswered)) or 'none'}",
+                LINT_PENDING_INEXACT(
+                    named=_ids(named[:_IDS_SHOWN], len(named)),
+                    unanswered=_ids(unanswered[:_IDS_SHOWN], len(unanswered)) or "none",
+                ),
                 index,
                 "/outcome/pendingToolCallIds",
             )
@@ -488,10 +487,9 @@ class Lint(SnapshotComparison):
         if orphans:
             names = sorted({str(self._calls[c].get("toolCallName")) for c in orphans})
             self._report(
-                LINT_PENDING_UNLISTED,
-                f"the run ends leaving calls {_ids(orphans[:_IDS_SHOWN], len(orphans))} "
-                f"unanswered, to tools the run input did not list ({', '.join(names[:5])}): the "
-                "application answers only its own tools, so no one will answer these",
+                LINT_PENDING_UNLISTED(
+                    calls=_ids(orphans[:_IDS_SHOWN], len(orphans)), tools=", ".join(names[:5])
+                ),
                 index,
                 "",
             )
@@ -505,10 +503,7 @@ class Lint(SnapshotComparison):
         ]
         if waiting:
             self._report(
-                LINT_PENDING_OMITTED,
-                f"the run leaves frontend tool calls {_ids(waiting[:_IDS_SHOWN], len(waiting))} "
-                "for the application to answer, but RUN_FINISHED carries no "
-                "/outcome/pendingToolCallIds: a producer SHOULD name the pending calls",
+                LINT_PENDING_OMITTED(calls=_ids(waiting[:_IDS_SHOWN], len(waiting))),
                 index,
                 pointer,
             )
@@ -550,10 +545,9 @@ class Lint(SnapshotComparison):
             return True
         what = "a second tool message" if kind == new_kind else f"a {new_kind} message"
         self._report(
-            LINT_MESSAGE_ID_REUSED,
-            f"{event['type']} mints {what} under messageId {_short(message_id)} at /messageId, "
-            f"which already names a {kind} message: a messageId is unique within its thread, "
-            "and the Conversation holds the new message in the old one's place",
+            LINT_MESSAGE_ID_REUSED(
+                type=event["type"], what=what, message_id=_short(message_id), kind=kind
+            ),
             index,
             "/messageId",
         )
@@ -586,19 +580,16 @@ class Lint(SnapshotComparison):
         ]
         if differing:
             self._report(
-                LINT_REOPEN_DISAGREES,
-                f"{event['type']} reopens {what} {_short(item)} with {'; '.join(differing)}: a "
-                f"reopening start MUST agree with the {what} it reopens",
+                LINT_REOPEN_DISAGREES(
+                    type=event["type"], what=what, item=_short(item), differing="; ".join(differing)
+                ),
                 index,
                 "",
             )
 
     def _restreamed(self, kind: str, what: str, item: Any, index: int, pointer: str) -> None:
         self._report(
-            LINT_HISTORY_RESTREAMED,
-            f"{kind} closes {what} {_short(item)}, streamed again with what the run input's "
-            "history already holds: the Conversation now holds it twice; restate history with "
-            "MESSAGES_SNAPSHOT, stream only new material",
+            LINT_HISTORY_RESTREAMED(kind=kind, what=what, item=_short(item)),
             index,
             pointer,
         )
@@ -643,37 +634,27 @@ class Lint(SnapshotComparison):
         call = self._calls.get(call_id)
         if call_id in self._open_calls:
             self._report(
-                LINT_RESULT_BEFORE_END,
-                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId while it is still "
-                "open: the tool ran before TOOL_CALL_END made its arguments final (a consumer "
-                "MUST NOT act on them before); the call stays open until its end",
+                LINT_RESULT_BEFORE_END(call_id=_short(call_id)),
                 index,
                 "/toolCallId",
             )
         elif call is None and self._input_known:
             self._report(
-                LINT_RESULT_UNKNOWN_CALL,
-                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId, but no call has "
-                "that id: none was streamed before it, none is in the run input's history; the "
-                "Conversation holds the result with no call to show it under",
+                LINT_RESULT_UNKNOWN_CALL(call_id=_short(call_id)),
                 index,
                 "/toolCallId",
             )
         elif call is None:
             self._report(
-                LINT_RESULT_UNSEEN,
-                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId, which did not "
-                "start on this stream; without the run input its history cannot be checked",
+                LINT_RESULT_UNSEEN(call_id=_short(call_id)),
                 index,
                 "/toolCallId",
             )
         if call is not None and call.get("toolCallName") in self._frontend_tools:
             self._report(
-                LINT_RESULT_FRONTEND,
-                f"TOOL_CALL_RESULT answers call {_short(call_id)} at /toolCallId, a call to the "
-                f"run input's tool {_short(call.get('toolCallName'))}: the application executes "
-                "its own tools and answers them in the next run's input, so the producer MUST "
-                "NOT answer it",
+                LINT_RESULT_FRONTEND(
+                    call_id=_short(call_id), tool=_short(call.get("toolCallName"))
+                ),
                 index,
                 "/toolCallId",
             )
@@ -705,10 +686,13 @@ class Lint(SnapshotComparison):
         earlier = self._answers.setdefault(call_id, message_id)
         if earlier != message_id:
             self._report(
-                LINT_SECOND_RESULT,
-                f"tool message {_short(message_id)} ({by}) answers call {_short(call_id)} at "
-                f"{pointer}, already answered by tool message {_short(earlier)}: the "
-                "Conversation now holds two results for one call",
+                LINT_SECOND_RESULT(
+                    message_id=_short(message_id),
+                    by=by,
+                    call_id=_short(call_id),
+                    pointer=pointer,
+                    earlier=_short(earlier),
+                ),
                 index,
                 pointer,
             )

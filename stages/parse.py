@@ -157,9 +157,7 @@ class Parse(Decoder):
             # An SSE event is dispatched only at a blank line (the SSE grammar):
             # a stream cut before it lost that frame, and says so.
             self.ctx.report(
-                PARSE_INCOMPLETE_FRAME,
-                f"the stream ended inside an SSE event ({len(rest)} bytes with no blank line "
-                "after them); the partial frame was not decoded",
+                PARSE_INCOMPLETE_FRAME(rest_count=len(rest)),
                 event_index=self._next_index,
             )
         return empty_batch()
@@ -208,9 +206,7 @@ class Parse(Decoder):
             self.framing = "sse"
         else:
             raise StreamRejected(
-                PARSE_UNKNOWN_FRAMING,
-                f"expected an SSE field (such as 'data:'), '{{' (JSON lines) or '[' "
-                f"(a JSON array) as the first byte, found {first!r}",
+                PARSE_UNKNOWN_FRAMING(first=first),
                 event_index=0,
             )
         self.ctx.transport = self.ctx.transport or self.framing
@@ -283,9 +279,7 @@ class Parse(Decoder):
 
     def _frame_too_large(self, size: int) -> StreamRejected:
         return StreamRejected(
-            LIMIT_FRAME_SIZE,
-            f"a frame of more than {size} bytes exceeds the limit max_frame_bytes="
-            f"{self._max_frame}",
+            LIMIT_FRAME_SIZE(size=size, limit=self._max_frame),
             event_index=self._next_index,
         )
 
@@ -304,9 +298,9 @@ class Parse(Decoder):
         self._buffer += chunk
         if len(self._buffer) > self.ctx.limits.max_document_bytes:
             raise StreamRejected(
-                LIMIT_FRAME_SIZE,
-                f"a JSON array document of more than {len(self._buffer)} bytes exceeds the "
-                f"limit max_document_bytes={self.ctx.limits.max_document_bytes}",
+                LIMIT_FRAME_SIZE(
+                    "document", size=len(self._buffer), limit=self.ctx.limits.max_document_bytes
+                ),
                 event_index=0,
             )
         return empty_batch()
@@ -319,15 +313,12 @@ class Parse(Decoder):
             if rejection is not None:
                 raise rejection from None
             raise StreamRejected(
-                PARSE_NOT_JSON,
-                f"expected a JSON array of event objects; the document does not decode: "
-                f"{exc.msg} (line {exc.lineno}, column {exc.colno} of the document)",
+                PARSE_NOT_JSON("document", msg=exc.msg, lineno=exc.lineno, colno=exc.colno),
                 event_index=0,
             ) from None
         if type(document) is not list:
             raise StreamRejected(
-                PARSE_NOT_ARRAY,
-                f"expected a JSON array of event objects, found {describe(document)}",
+                PARSE_NOT_ARRAY(document=describe(document)),
                 event_index=0,
             )
         if _depth(document) - 1 > self.ctx.limits.max_depth:
@@ -393,9 +384,7 @@ class Parse(Decoder):
         depth, limit = _depth(event), self.ctx.limits.max_depth
         if depth <= limit:
             return None
-        return StreamRejected(
-            LIMIT_DEPTH, f"an event nested {depth} levels deep exceeds the limit max_depth={limit}"
-        )
+        return StreamRejected(LIMIT_DEPTH(depth=depth, limit=limit))
 
     def _rejected_at(
         self, problem: StreamRejected, events: list[Any], position: int
@@ -424,9 +413,7 @@ class Parse(Decoder):
                 if bad is not None:  # orjson places every UTF-8 error at 0
                     why, at = f"byte {payload[bad]:#04x} is not UTF-8", len(payload[:bad].decode())
                 rejection = StreamRejected(
-                    PARSE_NOT_JSON,
-                    f"expected a JSON object in the frame; its bytes do not decode ({why}, "
-                    f"at character {at + 1} of the frame): {excerpt!r}",
+                    PARSE_NOT_JSON(why=why, column=at + 1, excerpt=excerpt),
                 )
                 raise self._rejected_at(rejection, events, len(events)) from None
         return events
@@ -449,9 +436,7 @@ class Parse(Decoder):
             # Deeper than the interpreter nests (~1,000 levels), so past max_depth.
             limit = self.ctx.limits.max_depth
             return StreamRejected(
-                LIMIT_DEPTH,
-                f"an event nested deeper than orjson reads (1,024 levels) exceeds the limit "
-                f"max_depth={limit}",
+                LIMIT_DEPTH("beyond-reader", limit=limit),
                 event_index=0 if document else None,
             )
         except ValueError:
@@ -479,8 +464,7 @@ class Parse(Decoder):
             for position, value in enumerate(values):
                 if type(value) is not dict:
                     rejection = StreamRejected(
-                        PARSE_NOT_OBJECT,
-                        f"expected a JSON object (one event) in the frame, found {describe(value)}",
+                        PARSE_NOT_OBJECT(value=describe(value)),
                     )
                     raise self._rejected_at(rejection, values, position)
         events: list[Event] = values
@@ -739,9 +723,7 @@ class IntegerSearch:
         for position, frame in frames:
             for pointer, number in _long_integers(frame):
                 self._ctx.report(
-                    PARSE_INTEGER_PRECISION,
-                    f"the integer {number} at {pointer} is beyond 64 bits; it is delivered as "
-                    f"the nearest double, {float(number)!r}",
+                    PARSE_INTEGER_PRECISION(number=number, pointer=pointer, nearest=float(number)),
                     event_index=first + position,
                     pointer=pointer,
                 )
@@ -772,9 +754,7 @@ def _unreadable_value(event: Any) -> StreamRejected | None:
         if type(item) is float and item in (_INFINITY, -_INFINITY):
             pointer = join_pointer(path)
             return StreamRejected(
-                PARSE_NUMBER_RANGE,
-                f"expected a number within double range at {pointer or '/'}, found one past "
-                f"±1.8e308 (RFC 8259 §6: such a number has no value a consumer can use)",
+                PARSE_NUMBER_RANGE(at=pointer or "/"),
                 pointer=pointer,
             )
         if type(item) is str and not item.isascii():
@@ -783,10 +763,10 @@ def _unreadable_value(event: Any) -> StreamRejected | None:
             except UnicodeEncodeError:
                 pointer = join_pointer(path)
                 return StreamRejected(
-                    PARSE_UNPAIRED_SURROGATE,
-                    f"expected Unicode text at {pointer or '/'}, found a string that escapes a "
-                    f"lone surrogate ({shown(item.encode('utf-8', 'backslashreplace').decode())})"
-                    " — RFC 8259 §8.2: it names no character",
+                    PARSE_UNPAIRED_SURROGATE(
+                        at=pointer or "/",
+                        string=shown(item.encode("utf-8", "backslashreplace").decode()),
+                    ),
                     pointer=pointer,
                 )
     return None

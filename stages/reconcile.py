@@ -309,16 +309,15 @@ class Reconcile(Stage):
             return
         used[field] = index
         if self._declared.get(field) is False:
-            self._complain(RECONCILE_FALSE_CONTRADICTED, field, index, pointer, what)
+            self._complain(RECONCILE_FALSE_CONTRADICTED, field, index, pointer, evidence=what)
 
     def _complain(
-        self, code: Code, field: str, index: int | None, pointer: str | None, what: str
+        self, code: Code, field: str, index: int | None, pointer: str | None, **evidence: str
     ) -> None:
+        """Report ``code``, a declared ``false`` the run contradicts; ``evidence`` fills the
+        code's own words for what the run did."""
         self.ctx.report(
-            code,
-            f"{what}, but the declaration says {field}: "
-            f"{shown(self._declared.get(field))} (the event is delivered as it is; "
-            "only the first such event of the run is reported)",
+            code(field=field, declared=shown(self._declared.get(field)), **evidence),
             event_index=index,
             pointer=pointer,
             declared=field,
@@ -361,8 +360,8 @@ class Reconcile(Stage):
                 field,
                 index,
                 "/toolCallId",
-                f"tool call {shown(call_id)} started while {others} had not been answered "
-                "(no TOOL_CALL_RESULT yet)",
+                call_id=shown(call_id),
+                others=others,
             )
 
     def _tool_name(self, name: Any, index: int) -> None:
@@ -379,8 +378,7 @@ class Reconcile(Stage):
                         field,
                         index,
                         "/toolCallName",
-                        f"the agent called {shown(name)}, one of the application's tools from the "
-                        "run input",
+                        name=shown(name),
                     )
         else:
             if app is not None:
@@ -391,14 +389,10 @@ class Reconcile(Stage):
                 and self._first_unlisted(name)
             ):
                 self.ctx.report(
-                    RECONCILE_UNLISTED_TOOL,
-                    f"the agent called {shown(name)}, which is in neither the declaration's "
-                    f"/tools/items ({_names(items)}) nor "
-                    + (
-                        f"the run input's tools ({_names(app)})"
-                        if app is not None
-                        else "the application's tools (the declaration sets "
-                        "/tools/clientProvided: false)"
+                    RECONCILE_UNLISTED_TOOL(name=shown(name), listed=_names(items), app=_names(app))
+                    if app is not None
+                    else RECONCILE_UNLISTED_TOOL(
+                        "no-input", name=shown(name), listed=_names(items)
                     ),
                     event_index=index,
                     pointer="/toolCallName",
@@ -465,9 +459,7 @@ class Reconcile(Stage):
             self._use("/multiAgent/subagents", index, "/name", "")
         elif self._first_unlisted(name):
             self.ctx.report(
-                RECONCILE_UNLISTED_SUBAGENT,
-                f"the agent started subagent {shown(name)}, which the declaration's "
-                f"/multiAgent/subagents ({_names(names)}) does not list",
+                RECONCILE_UNLISTED_SUBAGENT(name=shown(name), listed=_names(names)),
                 event_index=index,
                 pointer="/name",
                 declared="/multiAgent/subagents",
@@ -491,8 +483,7 @@ class Reconcile(Stage):
         self._used.setdefault(field, None)
         if self._declared.get(field) is False:
             self.ctx.report(
-                RECONCILE_TRANSPORT,
-                f"the stream arrived over {transport!r}, but the declaration says {field}: false",
+                RECONCILE_TRANSPORT(transport=transport, field=field),
                 declared=field,
             )
 
@@ -526,8 +517,9 @@ class Reconcile(Stage):
         if contradicted:
             parts.append(f"declared false yet used {_list(contradicted)}")
         self.ctx.report(
-            RECONCILE_RUN_SUMMARY,
-            f"{run}{' (' + ending + ')' if ending else ''}: " + "; ".join(parts),
+            RECONCILE_RUN_SUMMARY(
+                run=run, ending=" (" + ending + ")" if ending else "", parts="; ".join(parts)
+            ),
             event_index=index,
         )
         self._run_open = False

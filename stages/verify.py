@@ -225,9 +225,7 @@ class Verify(Stage):
         )
         if open_now >= limit:
             raise self.ctx.reject(
-                LIMIT_OPEN_ITEMS,
-                f"expected at most {limit} items open at once (limit max_open_items), found "
-                f"{open_now} open and this event opening another",
+                LIMIT_OPEN_ITEMS(limit=limit, open_now=open_now),
                 event_index=index,
                 pointer="",
             )
@@ -265,9 +263,7 @@ class Verify(Stage):
         events, indices = batch.events, batch.indices
         if len(indices) != len(events):
             raise self.ctx.reject(
-                VERIFY_UNREADABLE,
-                f"expected a batch with one frame index per event, found {len(events)} events "
-                f"and {len(indices)} indices (a stage before verification broke the batch)",
+                VERIFY_UNREADABLE("batch", events=len(events), indices=len(indices)),
                 event_index=self._end_index,
                 pointer="",
             )
@@ -325,9 +321,7 @@ class Verify(Stage):
             if would_deliver(event):
                 raise
             raise self.ctx.reject(
-                VERIFY_UNREADABLE,
-                f"expected a schema-valid event, found one verification cannot read "
-                f"({type(exc).__name__}: {exc}); is enforce missing from the pipeline?",
+                VERIFY_UNREADABLE(error_type=type(exc).__name__, error=exc),
                 event_index=index,
                 pointer="",
             ) from None
@@ -339,19 +333,15 @@ class Verify(Stage):
             self._run.status = RunStatus.TRUNCATED
             still_open = describe(self._still_open())
             raise StreamTruncated(
-                VERIFY_TRUNCATED,
-                f"expected RUN_FINISHED or RUN_ERROR for run {self._run.run_id!r}, found the end "
-                f"of the stream: the run is truncated and has no outcome"
-                + (f" ({still_open} still open)" if still_open else ""),
+                VERIFY_TRUNCATED(
+                    "still-open" if still_open else "",
+                    run_id=self._run.run_id,
+                    still_open=still_open,
+                ),
                 event_index=self._end_index,
             )
         if self._phase is _BEFORE_FIRST:
-            raise StreamTruncated(
-                VERIFY_TRUNCATED,
-                "expected RUN_STARTED or RUN_ERROR, found the end of the stream with no event "
-                "(none reached verification): no run began, and none has an outcome",
-                event_index=self._end_index,
-            )
+            raise StreamTruncated(VERIFY_TRUNCATED("no-run"), event_index=self._end_index)
         return empty_batch()
 
     # -- runs (/spec/1.1/events/lifecycle) -------------------------------------
@@ -368,24 +358,19 @@ class Verify(Stage):
             self._fail_run(event, index)
         elif self._phase is _BEFORE_FIRST:
             raise self.ctx.reject(
-                VERIFY_FIRST_EVENT,
-                f"First event must be 'RUN_STARTED' or 'RUN_ERROR', found {kind!r} at /type",
+                VERIFY_FIRST_EVENT(kind=kind),
                 event_index=index,
                 pointer="/type",
             )
         elif self._phase is _FINISHED:
             raise self.ctx.reject(
-                VERIFY_AFTER_CLOSE,
-                f"The run has already finished with 'RUN_FINISHED': expected RUN_STARTED "
-                f"(a new run) or RUN_ERROR (a late failure), found {kind!r} at /type",
+                VERIFY_AFTER_CLOSE(kind=kind),
                 event_index=index,
                 pointer="/type",
             )
         else:
             raise self.ctx.reject(
-                VERIFY_AFTER_CLOSE,
-                f"The run has already ended with 'RUN_ERROR': expected RUN_STARTED (a new run), "
-                f"found {kind!r} at /type",
+                VERIFY_AFTER_CLOSE("after-error", kind=kind),
                 event_index=index,
                 pointer="/type",
             )
@@ -404,9 +389,7 @@ class Verify(Stage):
     def _nested_run(self, event: Event, index: int, tag: Owner) -> None:
         assert self._run is not None
         raise self.ctx.reject(
-            VERIFY_NESTED_RUN,
-            f"Cannot send 'RUN_STARTED' while a run is still active: run {self._run.run_id!r} "
-            f"must end with RUN_FINISHED or RUN_ERROR before run {event['runId']!r} starts",
+            VERIFY_NESTED_RUN(run_id=self._run.run_id, run_id2=event["runId"]),
             event_index=index,
             pointer="",
         )
@@ -432,9 +415,7 @@ class Verify(Stage):
         if still_open:
             active = (f"{label} are still active: {join(shown)}" for label, shown in still_open)
             raise self.ctx.reject(
-                VERIFY_OPEN_AT_FINISH,
-                f"Cannot send 'RUN_FINISHED' while {'; '.join(active)} — a run closes "
-                "everything it opened before it finishes",
+                VERIFY_OPEN_AT_FINISH(active="; ".join(active)),
                 event_index=index,
                 pointer="",
             )
@@ -446,9 +427,7 @@ class Verify(Stage):
         elif kind == "cancelled":
             if "result" in event:
                 self.ctx.report(
-                    VERIFY_CANCELLED_RESULT,
-                    f"run {run.run_id!r} was cancelled but carries /result: a cancelled run has "
-                    "no return value",
+                    VERIFY_CANCELLED_RESULT(run_id=run.run_id),
                     event_index=index,
                     pointer="/result",
                 )
@@ -486,9 +465,7 @@ class Verify(Stage):
         key = (tag, event["stepName"])
         if key in self._steps:
             raise self.ctx.reject(
-                VERIFY_STEP,
-                f"STEP_STARTED for step {step_label(*key)} at /stepName that is already open: "
-                "expected STEP_FINISHED before the name is opened again",
+                VERIFY_STEP(step=step_label(*key)),
                 event_index=index,
                 pointer="/stepName",
             )
@@ -506,9 +483,7 @@ class Verify(Stage):
                 else ""
             )
             raise self.ctx.reject(
-                VERIFY_STEP,
-                f"STEP_FINISHED for step {step_label(*key)} at /stepName that was not started"
-                + hint,
+                VERIFY_STEP("not-started", step=step_label(*key), hint=hint),
                 event_index=index,
                 pointer="/stepName",
             )
@@ -549,10 +524,12 @@ class Verify(Stage):
         """A tool call and the message carrying it name two owners (subagents.mdx: a producer
         MUST NOT; no consumer verdict): said, and each keeps its own."""
         self.ctx.report(
-            VERIFY_CALL_ATTRIBUTION,
-            f"{event['type']} for message {message_id!r} belongs to {owner_name(owner)}, but a "
-            f"tool call it carries belongs to {owner_name(call_owner)}: a tool call has the "
-            "attribution of the message that holds it",
+            VERIFY_CALL_ATTRIBUTION(
+                type=event["type"],
+                message_id=message_id,
+                owner=owner_name(owner),
+                call_owner=owner_name(call_owner),
+            ),
             event_index=index,
             pointer="/subagentRunId" if event.get("subagentRunId") else "/messageId",
         )
@@ -782,9 +759,7 @@ class Verify(Stage):
 
     def _unexpanded(self, event: Event, index: int, tag: Owner) -> None:
         raise self.ctx.reject(
-            VERIFY_UNEXPANDED_CHUNK,
-            f"expected the start/content/end events a {event['type']} stands for, found the "
-            "chunk itself: chunks are expanded before verification (is expand missing?)",
+            VERIFY_UNEXPANDED_CHUNK(type=event["type"]),
             event_index=index,
             pointer="/type",
         )

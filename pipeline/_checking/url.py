@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agui_pipeline._checking.meter import StreamMeter
-    from agui_pipeline.http.client import Transport
+    from agui_pipeline.http.transport import Transport
     from agui_pipeline.stage import StageFactory
 
 TRANSPORTS = ("httpx", "aiohttp")

@@ -384,18 +384,13 @@ class _Clock:
         index = ctx.counters.read
         if clock is not None and clock.now() >= clock.end:
             ctx.report(
-                SOURCE_MAX_DURATION,
-                f"the stream was still open after {ctx.options.max_duration:g} s "
-                "(max_duration); it was ended there and is judged as it stands",
+                SOURCE_MAX_DURATION(max_duration=ctx.options.max_duration),
                 event_index=index,
             )
         else:
             idle = ctx.options.idle_timeout
             ctx.report(
-                SOURCE_IDLE_TIMEOUT,
-                f"no event for {idle:g} s (idle_timeout: keep-alive comments and "
-                "partial frames do not count); the stream was ended there and is judged "
-                "as it stands",
+                SOURCE_IDLE_TIMEOUT(idle=idle),
                 event_index=index,
             )
 

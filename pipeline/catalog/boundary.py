@@ -28,12 +28,16 @@ COMPAT_RETIRED_EVENT = _code(
     VERSIONING,
     "a retired THINKING_* event was translated into its REASONING_* replacement",
     advice="Emit REASONING_* events instead of the retired THINKING_* ones.",
+    message="retired event {retired} translated into {replacement} (messageId "
+    "{message_id}){extra}; DEPRECATIONS.md",
 )
 COMPAT_RETIRED_NULL = _code(
     "compat.retired-null",
     _W,
     VERSIONING,
     "a whole optional field sent as null (a retired shape) was turned into an absent field",
+    message="retired shape '{field}: null' on {where} turned into an absent field at /{field} "
+    "(absent means absent; DEPRECATIONS.md)",
 )
 COMPAT_RETIRED_BINARY = _code(
     "compat.retired-binary-part",
@@ -46,24 +50,39 @@ COMPAT_PEER_DROPPED = _code(
     _W,
     VERSIONING,
     "an event an older peer cannot represent was dropped by a version-gated shim",
+    message="{kind} dropped: the peer's protocol version (peer_max_protocol_version "
+    "{peer_setting}) predates subagents, so this shim removes their lifecycle events; "
+    "the attributed work is kept, flattened into the run's thread; a peer newer than "
+    "0.0.57 keeps subagent events",
 )
 COMPAT_PEER_STRIPPED = _code(
     "compat.peer-downgrade-stripped",
     _I,
     VERSIONING,
     "material an older peer has no concept of was stripped by a version-gated shim (lossless)",
+    message="subagentRunId stripped at {paths} for a peer that predates subagents "
+    "(peer_max_protocol_version {peer_setting}); lossless, and every later strip on this "
+    "stream is counted, not reported",
 )
 COMPAT_VERSION_NEWER = _code(
     "compat.version-newer",
     _W,
     VERSIONING,
     "the producer declares a newer protocol version than this consumer speaks",
+    message="the producer declares protocolVersion {declared} at /protocolVersion, newer than "
+    "{spoken}, which this consumer speaks; proceeding under the processing "
+    "model (what this consumer does not recognise is dropped or stripped with warnings) "
+    "— upgrade agui-pipeline to read it all",
 )
 COMPAT_VERSION_UNINTERPRETABLE = _code(
     "compat.version-uninterpretable",
     _W,
     VERSIONING,
     "the producer declares a protocol version this consumer cannot interpret",
+    message="the producer declares protocolVersion {declared} at /protocolVersion, which is not "
+    "a MAJOR.MINOR version this consumer can interpret; handled like a newer one: "
+    "proceeding under {spoken}'s processing model (what this consumer does not "
+    "recognise is dropped or stripped with warnings)",
 )
 
 # --- outgoing run input -------------------------------------------------------
@@ -73,6 +92,10 @@ INPUT_UNRECOGNISED = _code(
     _W,
     "/spec/1.1/basic/processing",
     "unrecognised material was removed from the run input before sending",
+    message="unrecognised property removed from the run input before sending: {base}/{key}",
+    forms={
+        "described": "{what}; removed from the run input before sending: {pointer}",
+    },
 )
 INPUT_RETIRED_SHAPE = _code(
     "input.retired-shape",
@@ -85,18 +108,25 @@ INPUT_ACTIVITY_REMOVED = _code(
     _I,
     RUN_INPUT,
     "activity messages never travel back to the producer and were removed before sending",
+    message="activity message removed before sending: {pointer} (activity messages are the "
+    "consumer's rendering material and never travel back to the producer)",
 )
 INPUT_DOWNGRADE_LOSSY = _code(
     "input.downgrade-lossy",
     _W,
     VERSIONING,
     "a version-gated shim for an older peer lost content from the run input",
+    message="{pointer}/content flattened to its text parts concatenated, for a peer at or below "
+    "0.0.39, which takes content as a string; {detail} — a peer at 0.0.40 or later "
+    "receives the parts",
 )
 INPUT_DOWNGRADE = _code(
     "input.downgrade",
     _I,
     VERSIONING,
     "a version-gated shim for an older peer reshaped the run input without losing content",
+    message="subagentRunId removed from {count} message(s) ({pointers}) for a peer at or below "
+    "0.0.57, which predates subagents (lossless: the messages keep their place)",
 )
 INPUT_MALFORMED = _code(
     "input.malformed",
@@ -109,6 +139,15 @@ INPUT_MALFORMED = _code(
         "run input, SHOULD warn about what it removed, and MUST treat a malformed known field as "
         "fatal before anything is sent.",
     ),
+    message="expected a JSON value at {at}, found {value}; nothing was sent",
+    forms={
+        "not-object": "expected the run input as a JSON object, found {raw}",
+        "too-deep": "the input is nested more than {max_depth} levels deep at {pointer}, deeper "
+        "than it "
+        "can be encoded; nothing was sent",
+        "schema": "malformed run input at {at}: {msg}, found {found}; nothing was sent",
+        "key": "expected string keys at {at}, found the key {key!r}",
+    },
 )
 
 # --- enforce ----------------------------------------------------------------
@@ -121,6 +160,7 @@ ENFORCE_UNKNOWN_EVENT = _code(
     "an event of a type this consumer does not recognise was dropped",
     advice="Send only the event types of the protocol version you declare; for your own data use "
     "CUSTOM or RAW events.",
+    message="dropped an event of unknown type {kind}{suggestion}",
 )
 ENFORCE_STRIPPED = _code(
     "enforce.stripped",
@@ -129,12 +169,14 @@ ENFORCE_STRIPPED = _code(
     "an undescribed property or an unrecognised union member or value was stripped",
     advice="Remove the member from the producer, or spell it as schema.json does: the message "
     "names the path, and suggests the known field one edit away (messageID → messageId).",
+    message="stripped {pointer} from {kind}: {why}",
 )
 ENFORCE_DROPPED = _code(
     "enforce.unrecognised-required",
     _W,
     PROCESSING,
     "an event was dropped: an unrecognised value sits in one of its required fields",
+    message="dropped a {kind} event: its required {pointer} holds an {why}",
 )
 ENFORCE_MALFORMED = _code(
     "enforce.malformed",
@@ -144,6 +186,11 @@ ENFORCE_MALFORMED = _code(
     advice="Send the field with the type schema.json gives it; the message names the path, what "
     "was expected and what arrived.",
     ground=_MALFORMED_KNOWN_VALUE,
+    message="{kind} {pointer}: expected {expected}, received {received} (schema.json#{definition})",
+    forms={
+        "bare": "{kind} {pointer}: expected {expected}, received {received}",
+        "type": "/type: expected an event type (a string), received {kind}",
+    },
 )
 ENFORCE_NULL_OPTIONAL = _code(
     "enforce.null-optional",
@@ -152,6 +199,8 @@ ENFORCE_NULL_OPTIONAL = _code(
     "an optional field was sent as null; absent means absent, the field must be omitted",
     advice="Leave an optional field out instead of sending null: absent means absent.",
     ground=_MALFORMED_KNOWN_VALUE,
+    message="{kind} {pointer}: expected {expected}, received {received} (schema.json#{definition})",
+    forms={"bare": "{kind} {pointer}: expected {expected}, received {received}"},
 )
 
 # --- expand -----------------------------------------------------------------
@@ -169,6 +218,13 @@ EXPAND_FIRST_CHUNK = _code(
         "A consumer MUST treat a first chunk missing a required field as a protocol violation "
         "rather than inventing an identifier.",
     ),
+    message="First {chunk} must have a {id_key}: this one carries no /{id_key} and there is no "
+    "open {noun} chunk stream for it to continue ({why}); an identifier is never invented",
+    forms={
+        "tool-call-name": "First TOOL_CALL_CHUNK must have a toolCallName: the chunk opening "
+        "call {item_id!r} "
+        "carries no /toolCallName, and a call is never opened without one",
+    },
 )
 EXPAND_CONFLICTING_REPEAT = _code(
     "expand.conflicting-repeat",
@@ -176,6 +232,8 @@ EXPAND_CONFLICTING_REPEAT = _code(
     STREAMING,
     "a continuation chunk repeats an opener field with a value the opener did not establish",
     ground=Ground(STREAMING, "A consumer MUST treat a conflicting repeat as a protocol violation."),
+    message="{chunk} /{key} {value!r} does not match the open stream's {key}: {noun} {id!r} has "
+    "{had}; a continuation may repeat an opener field only with the same value",
 )
 EXPAND_AMBIGUOUS = _code(
     "expand.ambiguous-continuation",
@@ -188,6 +246,10 @@ EXPAND_AMBIGUOUS = _code(
         "continuation has no unique referent and MUST be rejected as ambiguous — a producer "
         "running parallel subagents MUST attribute its continuations.",
     ),
+    message="expected a {chunk} without /{id_key} or /subagentRunId to continue the parent "
+    "agent's open {noun} or the only open one; found open {noun}s in the lanes of "
+    "subagents {lanes} and none in the parent's — a producer running parallel subagents "
+    "must attribute its continuations",
 )
 EXPAND_OWNER_CONFLICT = _code(
     "expand.owner-conflict",
@@ -195,6 +257,8 @@ EXPAND_OWNER_CONFLICT = _code(
     SUBAGENTS,
     "a chunk names an open item under a subagentRunId other than the item's owner",
     ground=_CONTINUATION_TAG,
+    message="expected a {chunk} continuing {noun} {id!r} to carry no /subagentRunId or its "
+    "owner's; the item is owned by {owner}, the chunk names {tag!r}",
 )
 EXPAND_MALFORMED_CHUNK = _code(
     "expand.malformed-chunk",
@@ -208,6 +272,8 @@ EXPAND_MALFORMED_CHUNK = _code(
         "where a middleware chain expands early — MUST reject it rather than repair it, and MUST "
         "NOT normalise, default or conceal a malformed known value enforcement would reject.",
     ),
+    message="expected {expected} at /{key} of {chunk}, found {found_type} {found!r:.60}; a "
+    "malformed chunk is rejected, never repaired",
 )
 
 __all__ = [

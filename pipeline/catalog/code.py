@@ -8,8 +8,10 @@ Add a code to its family's module (``catalog/reading.py``, ``boundary.py``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Severity(StrEnum):
@@ -37,7 +39,12 @@ class Ground:
 
 @dataclass(frozen=True, slots=True)
 class Code:
-    """One entry of the catalog."""
+    """One entry of the catalog.
+
+    A code owns its message: :attr:`message` is its shape, a :meth:`str.format` template over
+    named fields, and calling the code with those fields gives the :class:`Message` a stage
+    reports or rejects with, so every finding of a code reads alike wherever it is raised.
+    """
 
     id: str
     severity: Severity
@@ -47,9 +54,21 @@ class Code:
     """What to do about it, when the code's own words say more than its section's."""
     ground: Ground | None = None
     """For a rejection (``ERROR``), what makes it the consumer's verdict; ``None`` otherwise."""
+    message: str = ""
+    """The message's shape: a template whose ``{fields}`` a finding fills (:func:`render`)."""
+    forms: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    """Further shapes by name, where one code words several situations differently."""
 
     def __str__(self) -> str:
         return self.id
+
+    def __call__(self, form: str = "", /, **fields: Any) -> Message:
+        """This code's message with ``fields`` filled in (its ``form``, when named)."""
+        return Message(self, self.template(form).format_map(fields))
+
+    def template(self, form: str = "") -> str:
+        """The message's shape: the default, or the named ``form``."""
+        return self.forms[form] if form else self.message
 
     @property
     def what_to_do(self) -> str:
@@ -61,7 +80,29 @@ class Code:
         return spec_url(self.spec)
 
 
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One finding of a code in words: what :meth:`Code.__call__` returns, and what
+    ``StreamContext.report`` and ``reject`` take."""
+
+    code: Code
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 ALL: dict[str, Code] = {}
+
+
+def render(code_id: str, fields: Mapping[str, Any], form: str = "") -> str:
+    """The text of a finding of ``code_id``: its template (or named ``form``) filled with
+    ``fields``.
+
+    The one place a code's message is worded: a core that raises a finding by id (the
+    native one) renders it here, so both cores' texts are the same by construction.
+    """
+    return ALL[code_id].template(form).format_map(fields)
 
 
 def _code(
@@ -71,12 +112,14 @@ def _code(
     title: str,
     advice: str = "",
     ground: Ground | None = None,
+    message: str = "",
+    forms: Mapping[str, str] | None = None,
 ) -> Code:
     if id in ALL:
         raise ValueError(f"diagnostic code {id!r} defined twice")
     if (severity is Severity.ERROR) != (ground is not None):
         raise ValueError(f"{id}: a rejection names its ground, and only a rejection")
-    entry = Code(id, severity, spec, title, advice, ground)
+    entry = Code(id, severity, spec, title, advice, ground, message, dict(forms or {}))
     ALL[id] = entry
     return entry
 
@@ -201,6 +244,8 @@ __all__ = [
     "VERSIONING",
     "Code",
     "Ground",
+    "Message",
     "Severity",
+    "render",
     "spec_url",
 ]

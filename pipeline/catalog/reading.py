@@ -25,6 +25,13 @@ PARSE_NOT_JSON = _code(
     advice="Fix the producer's serialisation: the frame named is not JSON (often a Python repr, a "
     "truncated write or an unescaped newline inside a data: line).",
     ground=_DECODE_FAILURE,
+    message="expected a JSON object in the frame; its bytes do not decode ({why}, at character "
+    "{column} of the frame): {excerpt!r}",
+    forms={
+        "document": "expected a JSON array of event objects; the document does not decode: "
+        "{msg} (line "
+        "{lineno}, column {colno} of the document)",
+    },
 )
 PARSE_NUMBER_RANGE = _code(
     "parse.number-range",
@@ -35,6 +42,8 @@ PARSE_NUMBER_RANGE = _code(
     advice="Send numbers within IEEE 754 double range, never NaN or Infinity (RFC 8259 §6, "
     "I-JSON RFC 7493 §2.2); send a larger quantity as a string.",
     ground=_DECODE_FAILURE,
+    message="expected a number within double range at {at}, found one past ±1.8e308 (RFC 8259 "
+    "§6: such a number has no value a consumer can use)",
 )
 PARSE_UNPAIRED_SURROGATE = _code(
     "parse.unpaired-surrogate",
@@ -44,6 +53,8 @@ PARSE_UNPAIRED_SURROGATE = _code(
     advice="Escape characters outside the Basic Multilingual Plane as a surrogate pair, or send "
     "them as UTF-8 (RFC 8259 §7, §8.2; I-JSON RFC 7493 §2.1).",
     ground=_DECODE_FAILURE,
+    message="expected Unicode text at {at}, found a string that escapes a lone surrogate "
+    "({string}) — RFC 8259 §8.2: it names no character",
 )
 PARSE_INTEGER_PRECISION = _code(
     "parse.integer-precision",
@@ -52,6 +63,8 @@ PARSE_INTEGER_PRECISION = _code(
     "an integer beyond 64 bits was delivered as the nearest double: its exact value is lost",
     advice="Send integers within 64 bits (I-JSON RFC 7493 §2.2 advises within ±2**53); send a "
     "larger one as a string.",
+    message="the integer {number} at {pointer} is beyond 64 bits; it is delivered as the nearest "
+    "double, {nearest!r}",
 )
 PARSE_CONTENT_ENCODING = _code(
     "parse.content-encoding",
@@ -62,6 +75,12 @@ PARSE_CONTENT_ENCODING = _code(
     advice="Compress the body with what the request's Accept-Encoding offered (gzip or "
     "deflate), or not at all.",
     ground=_DECODE_FAILURE,
+    message="expected the body in one of the codings the request accepted ({accepted}), found "
+    "Content-Encoding {coding!r}",
+    forms={
+        "undecodable": "expected a body in {coding} (Content-Encoding), but it does not decode: "
+        "{error}",
+    },
 )
 PARSE_NOT_OBJECT = _code(
     "parse.not-object",
@@ -69,6 +88,7 @@ PARSE_NOT_OBJECT = _code(
     HTTP_SSE,
     "a frame holds JSON that is not an object",
     ground=_DECODE_FAILURE,
+    message="expected a JSON object (one event) in the frame, found {value}",
 )
 PARSE_NOT_ARRAY = _code(
     "parse.not-array",
@@ -76,6 +96,7 @@ PARSE_NOT_ARRAY = _code(
     TRANSPORTS,
     "a JSON array document is not an array of objects",
     ground=_DECODE_FAILURE,
+    message="expected a JSON array of event objects, found {document}",
 )
 PARSE_UNKNOWN_FRAMING = _code(
     "parse.unknown-framing",
@@ -83,12 +104,16 @@ PARSE_UNKNOWN_FRAMING = _code(
     TRANSPORTS,
     "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
     ground=_DECODE_FAILURE,
+    message="expected an SSE field (such as 'data:'), '{{' (JSON lines) or '[' (a JSON array) as "
+    "the first byte, found {first!r}",
 )
 PARSE_INCOMPLETE_FRAME = _code(
     "parse.incomplete-frame",
     _W,
     HTTP_SSE,
     "the stream ended inside a frame; the partial frame was discarded",
+    message="the stream ended inside an SSE event ({rest_count} bytes with no blank line after "
+    "them); the partial frame was not decoded",
 )
 PARSE_PROTO_FRAME = _code(
     "parse.proto-frame",
@@ -110,24 +135,37 @@ PARSE_PROTO_UNKNOWN_ARM = _code(
     HTTP_PROTOBUF,
     "a protobuf frame holds no event this build's wire schema knows (an empty frame, or an "
     "arm it predates), or such a content part; dropped",
+    message="a content part at {path} has an arm this build's wire schema predates; the part was "
+    "dropped",
 )
 PARSE_PROTO_INCOMPLETE_FRAME = _code(
     "parse.proto-incomplete-frame",
     _W,
     HTTP_PROTOBUF,
     "the body ended inside a protobuf frame (a truncated run); the partial frame was discarded",
+    message="the body ended inside frame {next_frame} ({held} bytes of it arrived, header "
+    "included); the partial frame was not decoded and the run is judged as it stands (a "
+    "truncated run)",
 )
 SOURCE_IDLE_TIMEOUT = _code(
     "source.idle-timeout",
     _W,
     TRANSPORTS,
     "no event arrived within the idle window (idle_timeout); the stream was ended there",
+    message="no event for {idle:g} s (idle_timeout: keep-alive comments and partial frames do "
+    "not count); the stream was ended there and is judged as it stands",
+    advice="Check the producer is still sending; raise idle_timeout if a silence this long "
+    "is expected (keep-alive comments do not count as events).",
 )
 SOURCE_MAX_DURATION = _code(
     "source.max-duration",
     _W,
     TRANSPORTS,
     "the stream was still open at its deadline (max_duration); it was ended there",
+    message="the stream was still open after {max_duration:g} s (max_duration); it was ended "
+    "there and is judged as it stands",
+    advice="Raise max_duration if runs this long are expected, or have the agent finish its "
+    "runs sooner.",
 )
 
 # --- limits -----------------------------------------------------------------
@@ -138,6 +176,13 @@ LIMIT_FRAME_SIZE = _code(
     TRANSPORTS,
     "a frame is larger than the configured limit",
     ground=_bound("Limits.max_frame_bytes"),
+    message="a frame of more than {size} bytes exceeds the limit max_frame_bytes={limit}",
+    forms={
+        "document": "a JSON array document of more than {size} bytes exceeds the limit "
+        "max_document_bytes={limit}",
+    },
+    advice="Send smaller frames (split long text into several content events), or raise "
+    "max_frame_bytes / max_document_bytes if frames this large are legitimate.",
 )
 LIMIT_FRAME_ENTRIES = _code(
     "limit.frame-entries",
@@ -154,6 +199,16 @@ LIMIT_DEPTH = _code(
     "an event, or a state or activity a patch would build, is nested deeper than the "
     "configured limit",
     ground=_bound("Limits.max_depth"),
+    message="an event nested {depth} levels deep exceeds the limit max_depth={limit}",
+    forms={
+        "patch": "this patch operation would nest the document deeper than the limit "
+        "max_depth={limit} ({detail})",
+        "beyond-reader": "an event nested deeper than orjson reads (1,024 levels) exceeds the "
+        "limit "
+        "max_depth={limit}",
+    },
+    advice="Flatten the producer's structures, or raise max_depth if nesting this deep is "
+    "legitimate.",
 )
 LIMIT_OPEN_ITEMS = _code(
     "limit.open-items",
@@ -161,6 +216,10 @@ LIMIT_OPEN_ITEMS = _code(
     TRANSPORTS,
     "more messages, tool calls, spans, steps or subagents open at once than the limit",
     ground=_bound("Limits.max_open_items"),
+    message="expected at most {limit} items open at once (limit max_open_items), found "
+    "{open_now} open and this event opening another",
+    advice="Close messages, tool calls, spans and steps when they are done, or raise "
+    "max_open_items if this many open at once is legitimate.",
 )
 LIMIT_TEXT_CHARS = _code(
     "limit.text-chars",
@@ -168,6 +227,10 @@ LIMIT_TEXT_CHARS = _code(
     TRANSPORTS,
     "a message's text or a tool call's arguments grew past the configured limit",
     ground=_bound("Limits.max_text_chars"),
+    message="a message's text or a tool call's arguments grew to {length} characters, past the "
+    "limit max_text_chars={max_text}",
+    advice="Split very long text across messages, or raise max_text_chars if one item this "
+    "long is legitimate.",
 )
 LIMIT_CONVERSATION_CHARS = _code(
     "limit.conversation-chars",
@@ -179,6 +242,9 @@ LIMIT_CONVERSATION_CHARS = _code(
     "MESSAGES_SNAPSHOT that drops old messages, or raise Limits.max_conversation_chars "
     "(and check the memory it spends: the docs, Limits and reliability, What bounds memory).",
     ground=_bound("Limits.max_conversation_chars"),
+    message="the text the Conversation holds (messages' content and tool calls' arguments, all "
+    "together) would grow to {chars} characters, past the limit "
+    "max_conversation_chars={max_chars}",
 )
 LIMIT_ITEMS = _code(
     "limit.items",
@@ -189,6 +255,8 @@ LIMIT_ITEMS = _code(
     "against it: split a long conversation over several streams (runs of one thread), or "
     "raise Limits.max_items (about 1 kB each: the docs, Limits and reliability).",
     ground=_bound("Limits.max_items"),
+    message="expected at most {limit} messages and tool calls on one stream (limit max_items), "
+    "found this event introducing one more at {pointer}",
 )
 LIMIT_STATE_BYTES = _code(
     "limit.state-bytes",
@@ -196,6 +264,13 @@ LIMIT_STATE_BYTES = _code(
     TRANSPORTS,
     "the state document grew past the configured limit",
     ground=_bound("Limits.max_state_bytes"),
+    message="this patch would grow the state (now {held} bytes) past the limit "
+    "max_state_bytes={limit}",
+    forms={
+        "snapshot": "a state of more than {limit} bytes exceeds the limit max_state_bytes={limit}",
+    },
+    advice="Keep the shared state smaller (send references, not payloads), or raise "
+    "max_state_bytes.",
 )
 LIMIT_DECOMPRESSION = _code(
     "limit.decompression",
@@ -203,6 +278,10 @@ LIMIT_DECOMPRESSION = _code(
     TRANSPORTS,
     "a compressed response body inflated past the configured ratio (a decompression bomb)",
     ground=_bound("Limits.max_decompression_ratio"),
+    message="the body inflated to more than {inflated} bytes from {received} received "
+    "(Content-Encoding {codings}), past the limit max_decompression_ratio={ratio}",
+    advice="Send the body with less extreme compression, or raise max_decompression_ratio if "
+    "a body this compressible is legitimate.",
 )
 LIMIT_ACTIVITY_BYTES = _code(
     "limit.activity-bytes",
@@ -210,6 +289,9 @@ LIMIT_ACTIVITY_BYTES = _code(
     TRANSPORTS,
     "the content of the activity messages grew past the configured limit",
     ground=_bound("Limits.max_activity_bytes"),
+    message="this would grow the content of the activity messages (now {held} bytes) past the "
+    "limit max_activity_bytes={limit}",
+    advice="Keep activity content smaller, or raise max_activity_bytes.",
 )
 LIMIT_PATCH_WORK = _code(
     "limit.patch-work",
@@ -217,12 +299,20 @@ LIMIT_PATCH_WORK = _code(
     TRANSPORTS,
     "patches made the consumer copy or move more than the configured work allowance",
     ground=_bound("Limits.max_patch_work"),
+    message="this patch operation would make the patches of this stream copy or move more than "
+    "the limit max_patch_work={max_patch_work} allows (plus 4096 per operation)",
+    advice="Send a snapshot instead of patches that copy or move large parts of the "
+    "document, or raise max_patch_work.",
 )
 LIMIT_DIAGNOSTICS = _code(
     "limit.diagnostics",
     _W,
     PROCESSING,
     "more diagnostics than the configured limit; further ones are only counted",
+    message="more than {limit} diagnostics (limit max_diagnostics); later ones are counted by "
+    "code only",
+    advice="Fix the most frequent findings first (the counts by code are kept), or raise "
+    "max_diagnostics to see every one.",
 )
 
 __all__ = [

@@ -67,10 +67,19 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
             f"  spec: {entry.url}\n"
             f"  what to do: {entry.what_to_do}\n"
         )
+        out.write(_shapes(entry))
         if entry.ground is not None:
             kind = "spec" if entry.ground.quoted else "why"
             out.write(f"  rejected because ({kind}): {entry.ground.sentence}\n")
     return status
+
+
+def _shapes(entry: catalog.Code) -> str:
+    """The message's exact shape, as every finding of the code words it (``{field}`` is
+    filled per finding), then each named form."""
+    lines = [f"  message: {entry.message}\n"] if entry.message else []
+    lines += [f"  message ({name}): {shape}\n" for name, shape in entry.forms.items()]
+    return "".join(lines)
 
 
 def _kind(entry: catalog.Code) -> str:

@@ -67,9 +67,7 @@ def resume_input(
     expired = [i for i in answers if _expired(by_id[i].get("expiresAt"), moment)]
     if expired:
         raise InputRejected(
-            RESUME_EXPIRED,
-            f"interrupts {expired} expired (expiresAt is now or earlier); an expired "
-            "interrupt can only be cancelled",
+            RESUME_EXPIRED(expired=expired),
             pointer="/resume",
         )
     resume: list[dict[str, Any]] = []
@@ -95,31 +93,23 @@ def _interrupts_covered(
     rules to enforce before anything is sent)."""
     if not interrupts:
         raise InputRejected(
-            RESUME_UNKNOWN,
-            "expected a run that ended with the interrupt outcome; the stream's last run "
-            "did not, so there is nothing to resume",
+            RESUME_UNKNOWN("no-interrupt"),
             pointer="/resume",
         )
     by_id = {interrupt.get("id"): interrupt for interrupt in interrupts}
     unknown = [i for i in [*answers, *abandoned] if i not in by_id]
     if unknown:
         raise InputRejected(
-            RESUME_UNKNOWN,
-            f"expected entries for the interrupted run's interrupts {sorted(map(str, by_id))}; "
-            f"found {unknown} which it did not raise",
+            RESUME_UNKNOWN(interrupts=sorted(map(str, by_id)), unknown=unknown),
             pointer="/resume",
         )
     both = sorted(set(answers) & set(abandoned))
     if both:
-        raise InputRejected(
-            RESUME_UNKNOWN, f"interrupts {both} are both answered and cancelled", pointer="/resume"
-        )
+        raise InputRejected(RESUME_UNKNOWN("both", both=both), pointer="/resume")
     uncovered = [i for i in by_id if i not in answers and i not in abandoned]
     if uncovered:
         raise InputRejected(
-            RESUME_UNCOVERED,
-            f"expected every interrupt answered or cancelled; {uncovered} have no entry "
-            "(omission is not abandonment)",
+            RESUME_UNCOVERED(uncovered=uncovered),
             pointer="/resume",
         )
     return by_id

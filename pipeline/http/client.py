@@ -584,9 +584,7 @@ def _check_content_type(ctx: StreamContext, content_type: str) -> None:
         ctx.transport = PROTO_TRANSPORT  # parse reads the body as protobuf frames
         return
     ctx.report(
-        TRANSPORT_CONTENT_TYPE,
-        f"expected Content-Type {SSE_MEDIA_TYPE}, found {content_type or 'none'!r}; "
-        "the body is read with the framing its first bytes show",
+        TRANSPORT_CONTENT_TYPE(expected=SSE_MEDIA_TYPE, content_type=content_type or "none"),
     )
 
 
@@ -666,9 +664,7 @@ class _Inflating(Decoder):
         unknown = [coding for coding in self._codings if coding not in _WINDOW]
         if unknown:
             raise StreamRejected(
-                PARSE_CONTENT_ENCODING,
-                f"expected the body in one of the codings the request accepted "
-                f"({ACCEPT_ENCODING}), found Content-Encoding {unknown[0]!r}",
+                PARSE_CONTENT_ENCODING(accepted=ACCEPT_ENCODING, coding=unknown[0]),
                 event_index=0,
             )
         # The last coding applied is the first to undo.
@@ -681,11 +677,12 @@ class _Inflating(Decoder):
             self._inflated += len(data)
             if self._inflated > self._ratio * self._received + _RATIO_GRACE:
                 raise StreamRejected(
-                    LIMIT_DECOMPRESSION,
-                    f"the body inflated to more than {self._inflated} bytes from "
-                    f"{self._received} received (Content-Encoding "
-                    f"{', '.join(self._codings)}), past the limit "
-                    f"max_decompression_ratio={self._ratio}",
+                    LIMIT_DECOMPRESSION(
+                        inflated=self._inflated,
+                        received=self._received,
+                        codings=", ".join(self._codings),
+                        ratio=self._ratio,
+                    ),
                     event_index=self.ctx.counters.read,
                 )
             yield data
@@ -696,9 +693,11 @@ class _Inflating(Decoder):
                 piece = inflater.decompress(data, _INFLATED_PIECE)
             except zlib.error as error:
                 raise StreamRejected(
-                    PARSE_CONTENT_ENCODING,
-                    f"expected a body in {self._codings[len(self._codings) - 1 - layer]} "
-                    f"(Content-Encoding), but it does not decode: {error}",
+                    PARSE_CONTENT_ENCODING(
+                        "undecodable",
+                        coding=self._codings[len(self._codings) - 1 - layer],
+                        error=error,
+                    ),
                     event_index=self.ctx.counters.read,
                 ) from None
             data = inflater.unconsumed_tail

@@ -53,9 +53,7 @@ def connection_lost(ctx: StreamContext, error: Exception, why: str = "") -> None
         error = error.__cause__
     said = redact_in(str(error))  # the diagnostic cuts the message at MAX_MESSAGE
     ctx.report(
-        TRANSPORT_CONNECTION_LOST,
-        f"the connection failed before the response body ended ({type(error).__name__}: "
-        f"{said}); {why}the stream is judged as it stands",
+        TRANSPORT_CONNECTION_LOST(error_type=type(error).__name__, said=said, why=why),
         event_index=ctx.counters.read,
     )
 
@@ -216,10 +214,11 @@ class Resuming:
                 tries += 1
                 skip, guard = self._after, True
                 self._ctx.report(
-                    TRANSPORT_RESUMED,
-                    f"the connection failed ({type(error.__cause__ or error).__name__}); "
-                    f"resumed with Last-Event-ID {last_id!r}, skipping the {self._after} "
-                    "event(s) already read after it",
+                    TRANSPORT_RESUMED(
+                        error_type=type(error.__cause__ or error).__name__,
+                        last_id=last_id,
+                        skipped=self._after,
+                    ),
                     event_index=self._ctx.counters.read,
                 )
 

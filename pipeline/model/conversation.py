@@ -322,9 +322,7 @@ class Conversation:
     def _too_long(self, pieces: _Pieces, index: int) -> StreamRejected:
         if pieces.length > self._max_text:
             return self._ctx.reject(
-                LIMIT_TEXT_CHARS,
-                f"a message's text or a tool call's arguments grew to {pieces.length} "
-                f"characters, past the limit max_text_chars={self._max_text}",
+                LIMIT_TEXT_CHARS(length=pieces.length, max_text=self._max_text),
                 event_index=index,
                 pointer="/delta",
             )
@@ -332,10 +330,7 @@ class Conversation:
 
     def _too_much_text(self, chars: int, index: int | None, pointer: str) -> StreamRejected:
         return self._ctx.reject(
-            LIMIT_CONVERSATION_CHARS,
-            f"the text the Conversation holds (messages' content and tool calls' arguments, "
-            f"all together) would grow to {chars} characters, past the limit "
-            f"max_conversation_chars={self._max_chars}",
+            LIMIT_CONVERSATION_CHARS(chars=chars, max_chars=self._max_chars),
             event_index=index,
             pointer=pointer,
         )
@@ -362,9 +357,7 @@ class Conversation:
         if target is None:
             what = "tool call" if subtype == "tool-call" else "message"
             self._ctx.report(
-                CONVERSATION_ENCRYPTED_TARGET,
-                f"REASONING_ENCRYPTED_VALUE names {what} {entity_id!r}, which this consumer "
-                f"does not hold (at /entityId); the value was dropped",
+                CONVERSATION_ENCRYPTED_TARGET(what=what, entity_id=entity_id),
                 event_index=index,
                 pointer="/entityId",
             )
@@ -397,10 +390,9 @@ class Conversation:
                 parent.setdefault("toolCalls", []).append(call)
             else:
                 self._ctx.report(
-                    CONVERSATION_NO_CARRIER,
-                    f"TOOL_CALL_START {call_id!r} names parentMessageId {parent_id!r}, a "
-                    f"{parent.get('role')} message, which cannot hold a tool call "
-                    "(at /parentMessageId); the call is kept off the message list",
+                    CONVERSATION_NO_CARRIER(
+                        call_id=call_id, parent_id=parent_id, role=parent.get("role")
+                    ),
                     event_index=index,
                     pointer="/parentMessageId",
                 )
@@ -469,9 +461,7 @@ class Conversation:
             self._state = self._documents.patch_state(self._state, event["delta"], index)
         except PatchFailed as failure:
             self._ctx.report(
-                CONVERSATION_STATE_PATCH,
-                f"Failed to apply state patch: {failure} (at /delta/{failure.position}); "
-                "the state is left exactly as it was",
+                CONVERSATION_STATE_PATCH(failure=failure, position=failure.position),
                 event_index=index,
                 pointer=f"/delta/{failure.position}",
             )
@@ -517,9 +507,9 @@ class Conversation:
             )
         except PatchFailed as failure:
             self._ctx.report(
-                CONVERSATION_ACTIVITY_PATCH,
-                f"Failed to apply activity patch to {event['messageId']!r}: {failure} "
-                f"(at /patch/{failure.position}); the activity is left exactly as it was",
+                CONVERSATION_ACTIVITY_PATCH(
+                    message_id=event["messageId"], failure=failure, position=failure.position
+                ),
                 event_index=index,
                 pointer=f"/patch/{failure.position}",
             )
@@ -540,9 +530,9 @@ class Conversation:
     def _not_activity(self, event: Event, index: int, message: Message | None) -> None:
         found = "no such message" if message is None else f"a {message.get('role')} message"
         self._ctx.report(
-            CONVERSATION_ACTIVITY_TARGET,
-            f"{event['type']} names message {event['messageId']!r} (at /messageId): expected "
-            f"an activity message, found {found}; the event was skipped",
+            CONVERSATION_ACTIVITY_TARGET(
+                type=event["type"], message_id=event["messageId"], found=found
+            ),
             event_index=index,
             pointer="/messageId",
         )

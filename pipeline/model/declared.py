@@ -24,7 +24,7 @@ from agui_pipeline.catalog import (
     RECONCILE_DECLARATION_UNUSABLE,
     RECONCILE_INPUT_MODALITY,
     RECONCILE_INPUT_REFUSED,
-    Code,
+    Message,
 )
 from agui_pipeline.declaration import (
     CapabilitiesModel,
@@ -84,8 +84,11 @@ def _lenient(load: Callable[[], AgentCapabilities], named: str) -> Declaration:
     notes = tuple(
         DeclarationNote(
             RECONCILE_DECLARATION_UNRECOGNISED,
-            f"declaration {pointer}: {_unrecognised_reason(pointer)}; kept, and not read"
-            + _suggestion(capabilities, pointer),
+            RECONCILE_DECLARATION_UNRECOGNISED(
+                pointer=pointer,
+                reason=_unrecognised_reason(pointer),
+                suggestion=_suggestion(capabilities, pointer),
+            ).text,
             pointer,
         )
         for pointer in capabilities.unrecognised()
@@ -170,16 +173,24 @@ def check_run_input(
     if capabilities is None:
         return []
     return [
-        Diagnostic(code.id, code.severity, message, None, pointer, code.spec, field)
-        for code, field, pointer, message in (
+        Diagnostic(
+            message.code.id,
+            message.code.severity,
+            message.text,
+            None,
+            pointer,
+            message.code.spec,
+            field,
+        )
+        for message, field, pointer in (
             *_refused_modalities(capabilities, run_input),
             *_refused_members(capabilities, run_input),
         )
     ]
 
 
-_Refusal = tuple[Code, str, str, str]
-"""(code, the declaration field, the pointer into the run input, the message)."""
+_Refusal = tuple[Message, str, str]
+"""(the finding, the declaration field, the pointer into the run input)."""
 
 
 def _refused_modalities(
@@ -192,11 +203,9 @@ def _refused_modalities(
         if declared_value(capabilities, field) is False:
             modality = field.rsplit("/", 1)[1]
             yield (
-                RECONCILE_INPUT_MODALITY,
+                RECONCILE_INPUT_MODALITY(pointer=pointer, modality=modality, field=field),
                 field,
                 pointer,
-                f"run input {pointer} is a {modality} part, but the declaration sets "
-                f"{field} to false: the agent will likely skip it",
             )
 
 
@@ -206,22 +215,9 @@ def _refused_members(
     """Tools, resume entries and edited arguments the declaration says it does not take."""
     tools, resume = run_input.get("tools"), run_input.get("resume")
     if tools and declared_value(capabilities, "/tools/clientProvided") is False:
-        yield (
-            RECONCILE_INPUT_REFUSED,
-            "/tools/clientProvided",
-            "/tools",
-            "run input /tools offers the application's tools, but the declaration sets "
-            "/tools/clientProvided to false: the agent does not take them",
-        )
+        yield RECONCILE_INPUT_REFUSED(), "/tools/clientProvided", "/tools"
     if resume and declared_value(capabilities, "/humanInTheLoop/interrupts") is False:
-        yield (
-            RECONCILE_INPUT_REFUSED,
-            "/humanInTheLoop/interrupts",
-            "/resume",
-            "run input /resume answers interrupts, but the declaration sets "
-            "/humanInTheLoop/interrupts to false: the agent does not take part in "
-            "interrupt and resume",
-        )
+        yield RECONCILE_INPUT_REFUSED("resume"), "/humanInTheLoop/interrupts", "/resume"
     if type(resume) is not list:
         return
     if declared_value(capabilities, "/humanInTheLoop/approveWithEdits") is not False:
@@ -231,11 +227,9 @@ def _refused_members(
         if type(payload) is dict and "editedArgs" in payload:
             pointer = f"/resume/{position}/payload/editedArgs"
             yield (
-                RECONCILE_INPUT_REFUSED,
+                RECONCILE_INPUT_REFUSED("edited-args", pointer=pointer),
                 "/humanInTheLoop/approveWithEdits",
                 pointer,
-                f"run input {pointer} edits a tool call's arguments, but the declaration "
-                "sets /humanInTheLoop/approveWithEdits to false",
             )
 
 
@@ -243,8 +237,7 @@ def _unusable(named: str, pointer: str, reason: str) -> DeclarationNote:
     """``declaration caps.json is unusable at /reasoning/supported (...)``."""
     return DeclarationNote(
         RECONCILE_DECLARATION_UNUSABLE,
-        f"{named} is unusable at {pointer or '/'} ({reason}); it is not used, and the run "
-        "proceeds as for an agent that declared nothing",
+        RECONCILE_DECLARATION_UNUSABLE(named=named, at=pointer or "/", reason=reason).text,
         pointer,
     )
 

@@ -55,8 +55,7 @@ class PatchedDocuments:
         measured = size(value, limit)
         if measured > limit:
             raise self._ctx.reject(
-                LIMIT_STATE_BYTES,
-                f"a state of more than {limit} bytes exceeds the limit max_state_bytes={limit}",
+                LIMIT_STATE_BYTES("snapshot", limit=limit),
                 event_index=index,
                 pointer="/snapshot",
             )
@@ -99,9 +98,7 @@ class PatchedDocuments:
                     raise self._refusal(refused, f"{member}/{refused.position}", index) from None
         if state:
             raise self._ctx.reject(
-                LIMIT_STATE_BYTES,
-                f"this patch would grow the state (now {held} bytes) past the limit "
-                f"max_state_bytes={limit}",
+                LIMIT_STATE_BYTES(held=held, limit=limit),
                 event_index=index,
                 pointer="/delta",
             ) from None
@@ -112,17 +109,12 @@ class PatchedDocuments:
         limits = self._ctx.limits
         if refused.limit == "depth":
             return self._ctx.reject(
-                LIMIT_DEPTH,
-                f"this patch operation would nest the document deeper than the limit "
-                f"max_depth={limits.max_depth} ({refused.detail})",
+                LIMIT_DEPTH("patch", limit=limits.max_depth, detail=refused.detail),
                 event_index=index,
                 pointer=pointer,
             )
         return self._ctx.reject(
-            LIMIT_PATCH_WORK,
-            f"this patch operation would make the patches of this stream copy or move more "
-            f"than the limit max_patch_work={limits.max_patch_work} allows (plus 4096 per "
-            "operation)",
+            LIMIT_PATCH_WORK(max_patch_work=limits.max_patch_work),
             event_index=index,
             pointer=pointer,
         )
@@ -143,9 +135,7 @@ class PatchedDocuments:
     def activity_full(self, held: int, index: int | None, pointer: str) -> StreamRejected:
         limit = self._ctx.limits.max_activity_bytes
         return self._ctx.reject(
-            LIMIT_ACTIVITY_BYTES,
-            f"this would grow the content of the activity messages (now {held} bytes) past "
-            f"the limit max_activity_bytes={limit}",
+            LIMIT_ACTIVITY_BYTES(held=held, limit=limit),
             event_index=index,
             pointer=pointer,
         )

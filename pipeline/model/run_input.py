@@ -56,7 +56,7 @@ from agui_pipeline.catalog import (
     INPUT_MALFORMED,
     INPUT_RETIRED_SHAPE,
     INPUT_UNRECOGNISED,
-    Code,
+    Message,
     Severity,
 )
 from agui_pipeline.errors import Diagnostic, InputRejected
@@ -392,8 +392,7 @@ class _Boundary:
     def prepare(self, raw: Mapping[str, Any]) -> PreparedInput:
         if not isinstance(raw, Mapping):
             raise InputRejected(
-                INPUT_MALFORMED,
-                f"expected the run input as a JSON object, found {describe(raw)}",
+                INPUT_MALFORMED("not-object", raw=describe(raw)),
                 pointer="",
             )
         body: dict[str, Any] = _copy_input(raw, "")
@@ -410,11 +409,10 @@ class _Boundary:
             body["protocolVersion"] = PROTOCOL_VERSION
         return PreparedInput(body, self.diagnostics)
 
-    def _report(
-        self, code: Code, message: str, pointer: str, severity: Severity | None = None
-    ) -> None:
+    def _report(self, message: Message, pointer: str, severity: Severity | None = None) -> None:
+        code = message.code
         self.diagnostics.append(
-            Diagnostic(code.id, severity or code.severity, message, None, pointer, code.spec)
+            Diagnostic(code.id, severity or code.severity, message.text, None, pointer, code.spec)
         )
 
     def _retired(self, kind: str, pointer: str, message: str, lossy: bool) -> None:
@@ -427,7 +425,7 @@ class _Boundary:
                 "(the upgrade is not reversed: a downgrade may not invent the retired shape)"
             )
         severity = Severity.WARNING if lossy else None
-        self._report(INPUT_RETIRED_SHAPE, message, pointer, severity)
+        self._report(Message(INPUT_RETIRED_SHAPE, message), pointer, severity)
 
     # -- stripping unrecognised material --------------------------------------------
 
@@ -435,16 +433,13 @@ class _Boundary:
         for key in [key for key in holder if key not in known]:
             del holder[key]
             self._report(
-                INPUT_UNRECOGNISED,
-                f"unrecognised property removed from the run input before sending: "
-                f"{base}/{escape(key)}",
+                INPUT_UNRECOGNISED(base=base, key=escape(key)),
                 f"{base}/{escape(key)}",
             )
 
     def _drop(self, pointer: str, what: str) -> None:
         self._report(
-            INPUT_UNRECOGNISED,
-            f"{what}; removed from the run input before sending: {pointer}",
+            INPUT_UNRECOGNISED("described", what=what, pointer=pointer),
             pointer,
         )
 
@@ -488,9 +483,7 @@ class _Boundary:
             return True  # missing or malformed: the model says so
         if role == "activity":
             self._report(
-                INPUT_ACTIVITY_REMOVED,
-                f"activity message removed before sending: {pointer} (activity messages are "
-                "the consumer's rendering material and never travel back to the producer)",
+                INPUT_ACTIVITY_REMOVED(pointer=pointer),
                 pointer,
             )
             return False
@@ -562,9 +555,9 @@ class _Boundary:
                 path.append(str(error["ctx"]["discriminator"]).strip("'"))
             pointer, found = self._locate(body, path)
             raise InputRejected(
-                INPUT_MALFORMED,
-                f"malformed run input at {pointer or '/'}: {error['msg']}, found "
-                f"{describe(found)}; nothing was sent",
+                INPUT_MALFORMED(
+                    "schema", at=pointer or "/", msg=error["msg"], found=describe(found)
+                ),
                 pointer=pointer,
             ) from None
 
@@ -616,10 +609,10 @@ class _Boundary:
         ]
         if stripped:
             self._report(
-                INPUT_DOWNGRADE,
-                f"subagentRunId removed from {len(stripped)} message(s) "
-                f"({', '.join(p + '/subagentRunId' for p in stripped)}) for a peer at or below "
-                "0.0.57, which predates subagents (lossless: the messages keep their place)",
+                INPUT_DOWNGRADE(
+                    count=len(stripped),
+                    pointers=", ".join(p + "/subagentRunId" for p in stripped),
+                ),
                 f"{stripped[0]}/subagentRunId",
             )
 
@@ -641,10 +634,7 @@ class _Boundary:
                 else "the parts' boundaries, ids and metadata are not carried"
             )
             self._report(
-                INPUT_DOWNGRADE_LOSSY,
-                f"{pointer}/content flattened to its text parts concatenated, for a peer at or "
-                f"below 0.0.39, which takes content as a string; {detail} — a peer at 0.0.40 "
-                "or later receives the parts",
+                INPUT_DOWNGRADE_LOSSY(pointer=pointer, detail=detail),
                 f"{pointer}/content",
             )
 
@@ -666,9 +656,7 @@ def _copy_input(value: Any, pointer: str, depth: int = 0) -> Any:
             return value
     elif depth >= MAX_DEPTH:
         raise InputRejected(
-            INPUT_MALFORMED,
-            f"the input is nested more than {MAX_DEPTH} levels deep at {pointer}, deeper than "
-            "it can be encoded; nothing was sent",
+            INPUT_MALFORMED("too-deep", max_depth=MAX_DEPTH, pointer=pointer),
             pointer=pointer,
         )
     elif isinstance(value, Mapping):
@@ -676,8 +664,7 @@ def _copy_input(value: Any, pointer: str, depth: int = 0) -> Any:
         for key, member in value.items():
             if not isinstance(key, str):
                 raise InputRejected(
-                    INPUT_MALFORMED,
-                    f"expected string keys at {pointer or '/'}, found the key {key!r}",
+                    INPUT_MALFORMED("key", at=pointer or "/", key=key),
                     pointer=pointer,
                 )
             copy[key] = _copy_input(member, f"{pointer}/{escape(key)}", depth + 1)
@@ -685,8 +672,7 @@ def _copy_input(value: Any, pointer: str, depth: int = 0) -> Any:
     elif isinstance(value, list | tuple):
         return [_copy_input(member, f"{pointer}/{i}", depth + 1) for i, member in enumerate(value)]
     raise InputRejected(
-        INPUT_MALFORMED,
-        f"expected a JSON value at {pointer or '/'}, found {describe(value)}; nothing was sent",
+        INPUT_MALFORMED(at=pointer or "/", value=describe(value)),
         pointer=pointer,
     )
 
