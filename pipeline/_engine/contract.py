@@ -106,7 +106,7 @@ async def counted_process(stage: Stage, batch: Batch) -> Batch:
     events forgotten (the stage may have changed them in place), and the counters settled.
 
     On a fault, the engine discards the batch from the faulting event on
-    (``core._after_fault``); what the stage kept before it (``reject_after``) is what it
+    (``faults.after_fault``); what the stage kept before it (``reject_after``) is what it
     returned, and it is settled against the events it was handed before the fault.
     """
     counters = stage.ctx.counters

@@ -1,7 +1,7 @@
 """The engine's fault-delivery rule: what of a faulting step's batch goes on downstream,
 and the one exception that ends a stream early (:class:`Ended`).
 
-Both the stage-by-stage path (``core``) and the fused pass (``chain``) apply it.
+Both the stage-by-stage path (``session``) and the fused pass (``chain``) apply it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ Fault = StreamRejected | HandlerFailed
 
 class Ended(Exception):
     """Internal: a fault ends the stream; ``delivered`` is what of the read goes on past the
-    stages that raised it (past every stage, once the shell catches it).
+    stages that raised it (past every stage, once the session catches it).
 
-    A run of built-in stages raises it with what it let through; the engine carries that
-    through the stages after the run and raises it again, caught once by the shell
-    (``EventStream._run``, ``Incremental._step``), which delivers it before the verdict.
+    A run of built-in stages raises it with what it let through; the session carries that
+    through the stages after the run, and a fault there wins (it is earlier in the stream).
+    It is caught once, by ``session.Session.feed``, which delivers what came out and sets
+    the verdict; no shell sees it.
     """
 
     def __init__(self, fault: Fault, delivered: Batch) -> None:

@@ -25,15 +25,9 @@ import sys
 from typing import Any
 
 from agui_pipeline._engine.builtin import run_without_loop
-from agui_pipeline._engine.core import (
-    StagePlan,
-    _read,
-    _reopen_discarded,
-    _verdict_of,
-    build,
-)
-from agui_pipeline._engine.faults import Ended
-from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
+from agui_pipeline._engine.core import StagePlan
+from agui_pipeline._engine.result import RunResult, Verdict, result_of
+from agui_pipeline._engine.session import Session
 from agui_pipeline.errors import UsageError
 from agui_pipeline.events import AnyEvent
 from agui_pipeline.subscribers import delivered
@@ -52,30 +46,29 @@ class Incremental:
     """
 
     def __init__(self, pipeline: StagePlan, *, run_input: dict[str, Any] | None = None) -> None:
-        self.context = ctx = pipeline.context(run_input)
-        self._decoder, self._route = build(pipeline, ctx)
-        self._verdict: Verdict | None = None
+        self.context = pipeline.context(run_input)
+        self._session = Session(pipeline, self.context)
         self._closing: list[AnyEvent] = []
-        self._last_delivered = -1
-        """The event index of the last event delivered (as ``EventStream._run`` keeps it)."""
 
     @property
     def ended(self) -> bool:
         """Whether the stream has ended (closed, or ended early by a fault)."""
-        return self._verdict is not None
+        return self._session.verdict is not None
 
     @property
     def verdict(self) -> Verdict:
         """How the stream was judged; :class:`~agui_pipeline.UsageError` before its end."""
-        if self._verdict is None:
+        verdict = self._session.verdict
+        if verdict is None:
             raise UsageError("the stream has not ended: call close() at the end of its bytes")
-        return self._verdict
+        return verdict
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[AnyEvent]:
         """Decode and process the next bytes; the events they delivered, in order."""
-        if self._verdict is not None:
+        verdict = self._session.verdict
+        if verdict is not None:
             raise UsageError(
-                f"the stream has ended ({self._verdict.outcome}): it reads nothing more; "
+                f"the stream has ended ({verdict.outcome}): it reads nothing more; "
                 "see .verdict, or close() for the result"
             )
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -88,26 +81,12 @@ class Incremental:
         ``events`` on the result holds the events delivered by the end itself
         (usually none: every earlier event was returned by :meth:`feed`).
         """
-        if self._verdict is None:
+        if self._session.verdict is None:
             self._closing = self._step(None)
         return result_of(self.context, self.verdict, self._closing)
 
     def _step(self, chunk: bytes | None) -> list[AnyEvent]:
-        fault = None
-        try:
-            batch = run_without_loop(_read(self._decoder, self._route, chunk))
-        except Ended as ended:
-            fault, batch = ended.fault, ended.delivered
-        if batch.events:
-            self._last_delivered = batch.indices[-1]
-        if fault is not None:
-            self._verdict = _verdict_of(fault)
-            # As the async shell does: a run whose end was discarded, not delivered, is open.
-            _reopen_discarded(self.context.runs, self._last_delivered)
-        elif chunk is None:
-            self._verdict = Verdict(Outcome.COMPLETED)
-        self.context.counters.delivered += len(batch.events)
-        return delivered(batch.events)
+        return delivered(run_without_loop(self._session.feed(chunk)).events)
 
 
 def in_event_loop() -> bool:

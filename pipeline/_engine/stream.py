@@ -8,15 +8,9 @@ from contextlib import aclosing
 from types import TracebackType
 from typing import Any
 
-from agui_pipeline._engine.core import (
-    StagePlan,
-    _read,
-    _reopen_discarded,
-    _verdict_of,
-    build,
-)
-from agui_pipeline._engine.faults import Ended
-from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
+from agui_pipeline._engine.core import StagePlan
+from agui_pipeline._engine.result import RunResult, Verdict, result_of
+from agui_pipeline._engine.session import Session
 from agui_pipeline._engine.sources import (
     Source,
     SourceTimedOut,
@@ -79,7 +73,7 @@ class EventStream:
         self._pipeline = pipeline
         self._source = source
         self.context = ctx
-        self._verdict: Verdict | None = None
+        self._session: Session | None = None
         self._entered = False
         self._closed = False
         self._batches: AsyncGenerator[Batch, None] | None = None
@@ -90,19 +84,20 @@ class EventStream:
     @property
     def ended(self) -> bool:
         """Whether the stream has been read to its end (and so has a :attr:`verdict`)."""
-        return self._verdict is not None
+        return self._session is not None and self._session.verdict is not None
 
     @property
     def verdict(self) -> Verdict:
         """How the consumer judged the stream; :class:`~agui_pipeline.UsageError` before its end."""
-        if self._verdict is None:
+        verdict = None if self._session is None else self._session.verdict
+        if verdict is None:
             if self._closed:
                 raise UsageError(
                     "the stream was closed before its end (the loop stopped early): "
                     "it has no verdict"
                 )
             raise UsageError("the stream has not ended: read it to the end or use drain()")
-        return self._verdict
+        return verdict
 
     def batches(self) -> AsyncIterator[Batch]:
         """Delivered events, one batch per read (inside ``async with``, like iteration)."""
@@ -176,7 +171,8 @@ class EventStream:
         import anyio  # here, not at the top: see the imports
 
         ctx = self.context
-        decoder, route = build(self._pipeline, ctx)
+        session = self._session = Session(self._pipeline, ctx)
+        feed = session.feed
         # Bytes in memory and files cannot stall: the clock only guards what can.
         clock = (
             _Clock.of(ctx.options, self._opened_at, self._source_timeout)
@@ -184,7 +180,6 @@ class EventStream:
             else None
         )
         counters = ctx.counters
-        through = -1  # the event index of the last event delivered
         try:
             async with aclosing(open_reads(self._source)) as chunks:
                 read = chunks.__anext__
@@ -218,34 +213,25 @@ class EventStream:
                         _Clock.report(clock, ctx)
                         break
                     seen = counters.read
-                    batch = await _read(decoder, route, chunk)
+                    batch = await feed(chunk)
                     if clock is not None:
                         if counters.read != seen:
                             clock.waited = 0.0  # an event: the idle window starts again
                         else:
                             clock.stop()  # none: the read's time counts toward the window
+                    if session.verdict is not None:
+                        break  # a fault ended the stream
                     if batch.events:
-                        counters.delivered += len(batch.events)
-                        through = batch.indices[-1]
                         yield batch
-                batch = await _read(decoder, route, None)
-                if batch.events:
-                    counters.delivered += len(batch.events)
-                    yield batch
-        except Ended as ended:
-            # Set before the last yield: a consumer may stop reading right there.
-            self._verdict = _verdict_of(ended.fault)
-            if ended.delivered.events:
-                through = ended.delivered.indices[-1]
-            _reopen_discarded(ctx.runs, through)
-            if ended.delivered.events:
-                counters.delivered += len(ended.delivered.events)
-                yield ended.delivered
-            return
+                if session.verdict is None:
+                    batch = await feed(None)
+            # The verdict is set and the source closed before the last events go out: a
+            # consumer may stop reading right there.
+            if batch.events:
+                yield batch
         finally:
             if clock is not None:
                 clock.close()
-        self._verdict = Verdict(Outcome.COMPLETED)
 
 
 class _Clock:
