@@ -116,8 +116,7 @@ async def _read(decoder: Decoder, route: Route, chunk: bytes | None) -> Batch:
     that has events to see, none once the batch is empty. A fault hands the rest to
     ``faults.through``'s general loop, which applies the rule; the end goes there too.
     """
-    stages = route.stages
-    built_in = built_in_stages()
+    stages, built_in = route.stages, route.built_in
     try:
         batch = decoder.feed(chunk) if chunk is not None else decoder.finish()
     except StreamRejected as fault:
