@@ -188,7 +188,12 @@ class Chain(StageRun):
             self._step_fault(error, 0 if step is None else steps.index(step), batch, 0, [], [])
 
     def _carried_fault(
-        self, stepped: _Stepped, read: Batch, position: int, out: list[Event], out_indices: list[int]
+        self,
+        stepped: _Stepped,
+        read: Batch,
+        position: int,
+        out: list[Event],
+        out_indices: list[int],
     ) -> NoReturn:
         """A step after the first faulted (or failed) on what a step made of the read's event
         at ``position``; ``out``: what the pass had carried through before it."""
