@@ -123,6 +123,9 @@ class Chain(StageRun):
             return self._tail.deliver(passed)
         except (StreamRejected, HandlerFailed) as fault:
             raise Ended(fault, after_fault(fault, self.stages[-1], passed)) from None
+        except Exception as error:  # a bug (a stage fed what enforce would refuse): named
+            error.add_note(f"raised in the {self.stages[-1].name!r} stage")
+            raise
 
     def _stepped(self, batch: Batch) -> Batch:
         """The read through every step, event by event: what the last step passed."""
