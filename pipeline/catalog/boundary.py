@@ -36,6 +36,10 @@ COMPAT_RETIRED_NULL = _code(
     _W,
     VERSIONING,
     "a whole optional field sent as null (a retired shape) was turned into an absent field",
+    advice=(
+        "Leave an optional field with no value out of the event instead of sending `null`; it "
+        "was read as absent, so nothing was lost."
+    ),
     message="retired shape '{field}: null' on {where} turned into an absent field at /{field} "
     "(absent means absent; DEPRECATIONS.md)",
 )
@@ -44,12 +48,20 @@ COMPAT_RETIRED_BINARY = _code(
     _W,
     VERSIONING,
     "a retired binary content part was translated into a media part with a source",
+    advice=(
+        "Send media as a media part whose `source` says where its bytes are, in place of the "
+        "retired binary part (DEPRECATIONS.md); nothing was lost."
+    ),
 )
 COMPAT_PEER_DROPPED = _code(
     "compat.peer-downgrade-dropped",
     _W,
     VERSIONING,
     "an event an older peer cannot represent was dropped by a version-gated shim",
+    advice=(
+        "Set peer_max_protocol_version to the version the peer really speaks: a peer newer than"
+        " 0.0.57 keeps subagent events; otherwise upgrade the peer if it needs them."
+    ),
     message="{kind} dropped: the peer's protocol version (peer_max_protocol_version "
     "{peer_setting}) predates subagents, so this shim removes their lifecycle events; "
     "the attributed work is kept, flattened into the run's thread; a peer newer than "
@@ -60,6 +72,10 @@ COMPAT_PEER_STRIPPED = _code(
     _I,
     VERSIONING,
     "material an older peer has no concept of was stripped by a version-gated shim (lossless)",
+    advice=(
+        "Nothing was lost; if the peer is newer than 0.0.57, raise peer_max_protocol_version so"
+        " subagentRunId reaches it."
+    ),
     message="subagentRunId stripped at {paths} for a peer that predates subagents "
     "(peer_max_protocol_version {peer_setting}); lossless, and every later strip on this "
     "stream is counted, not reported",
@@ -69,6 +85,10 @@ COMPAT_VERSION_NEWER = _code(
     _W,
     VERSIONING,
     "the producer declares a newer protocol version than this consumer speaks",
+    advice=(
+        "Upgrade agui-pipeline to a release that speaks the producer's protocol version; until "
+        "then what it does not recognise is dropped or stripped, with warnings."
+    ),
     message="the producer declares protocolVersion {declared} at /protocolVersion, newer than "
     "{spoken}, which this consumer speaks; proceeding under the processing "
     "model (what this consumer does not recognise is dropped or stripped with warnings) "
@@ -79,6 +99,10 @@ COMPAT_VERSION_UNINTERPRETABLE = _code(
     _W,
     VERSIONING,
     "the producer declares a protocol version this consumer cannot interpret",
+    advice=(
+        "Declare protocolVersion as `MAJOR.MINOR` (such as `1.1`): the version the producer "
+        "itself speaks."
+    ),
     message="the producer declares protocolVersion {declared} at /protocolVersion, which is not "
     "a MAJOR.MINOR version this consumer can interpret; handled like a newer one: "
     "proceeding under {spoken}'s processing model (what this consumer does not "
@@ -92,6 +116,10 @@ INPUT_UNRECOGNISED = _code(
     _W,
     "/spec/1.1/basic/processing",
     "unrecognised material was removed from the run input before sending",
+    advice=(
+        "Build the run input from the fields RunAgentInput defines; application data meant for "
+        "the agent goes in `forwardedProps`, which travels untouched."
+    ),
     message="unrecognised property removed from the run input before sending: {base}/{key}",
     forms={
         "described": "{what}; removed from the run input before sending: {pointer}",
@@ -102,12 +130,20 @@ INPUT_RETIRED_SHAPE = _code(
     _I,
     VERSIONING,
     "a retired shape in the run input was upgraded to its replacement (lossless)",
+    advice=(
+        "Nothing was lost; have the application build the current shape (DEPRECATIONS.md) so no"
+        " upgrade is needed."
+    ),
 )
 INPUT_ACTIVITY_REMOVED = _code(
     "input.activity-removed",
     _I,
     RUN_INPUT,
     "activity messages never travel back to the producer and were removed before sending",
+    advice=(
+        "Nothing to fix: activity messages are the consumer's to render and never go back; "
+        "leave them out of the history the application sends to quiet this."
+    ),
     message="activity message removed before sending: {pointer} (activity messages are the "
     "consumer's rendering material and never travel back to the producer)",
 )
@@ -116,6 +152,10 @@ INPUT_DOWNGRADE_LOSSY = _code(
     _W,
     VERSIONING,
     "a version-gated shim for an older peer lost content from the run input",
+    advice=(
+        "Set peer_max_protocol_version to the version the peer really speaks; a peer at 0.0.40 "
+        "or later receives content parts whole, so upgrade the peer if the parts matter."
+    ),
     message="{pointer}/content flattened to its text parts concatenated, for a peer at or below "
     "0.0.39, which takes content as a string; {detail} — a peer at 0.0.40 or later "
     "receives the parts",
@@ -125,6 +165,10 @@ INPUT_DOWNGRADE = _code(
     _I,
     VERSIONING,
     "a version-gated shim for an older peer reshaped the run input without losing content",
+    advice=(
+        "Nothing was lost; if the peer is newer than 0.0.57, raise peer_max_protocol_version so"
+        " subagentRunId reaches it."
+    ),
     message="subagentRunId removed from {count} message(s) ({pointers}) for a peer at or below "
     "0.0.57, which predates subagents (lossless: the messages keep their place)",
 )
@@ -133,6 +177,10 @@ INPUT_MALFORMED = _code(
     _E,
     RUN_INPUT,
     "a known field of the run input holds a value the schema rejects; nothing was sent",
+    advice=(
+        "Fix the value at the pointer the message names so it has the type schema.json's "
+        "RunAgentInput gives that field; the input is never sent repaired."
+    ),
     ground=Ground(
         PROCESSING,
         "Immediately before transmission, a consumer MUST remove unrecognised material from the "
@@ -176,6 +224,10 @@ ENFORCE_DROPPED = _code(
     _W,
     PROCESSING,
     "an event was dropped: an unrecognised value sits in one of its required fields",
+    advice=(
+        "Put only values schema.json defines in an event's required fields: an unknown value "
+        "there leaves nothing of the event to keep, so it is dropped whole."
+    ),
     message="dropped a {kind} event: its required {pointer} holds an {why}",
 )
 ENFORCE_MALFORMED = _code(
@@ -231,6 +283,10 @@ EXPAND_CONFLICTING_REPEAT = _code(
     _E,
     STREAMING,
     "a continuation chunk repeats an opener field with a value the opener did not establish",
+    advice=(
+        "On a later chunk, repeat an opener field only with the value the first chunk gave, or "
+        "leave it out; a different value belongs to a new item with its own id."
+    ),
     ground=Ground(STREAMING, "A consumer MUST treat a conflicting repeat as a protocol violation."),
     message="{chunk} /{key} {value!r} does not match the open stream's {key}: {noun} {id!r} has "
     "{had}; a continuation may repeat an opener field only with the same value",
@@ -240,6 +296,10 @@ EXPAND_AMBIGUOUS = _code(
     _E,
     STREAMING,
     "a chunk with neither an id nor a tag could continue open streams in several lanes",
+    advice=(
+        "While subagents run in parallel, give every continuation chunk its item's id (or its "
+        "subagentRunId) so it names one open stream."
+    ),
     ground=Ground(
         STREAMING,
         "When several lanes hold open streams of that kind and none of them is the parent's, the "
@@ -256,6 +316,10 @@ EXPAND_OWNER_CONFLICT = _code(
     _E,
     SUBAGENTS,
     "a chunk names an open item under a subagentRunId other than the item's owner",
+    advice=(
+        "Tag a continuation chunk with its item's owner's subagentRunId, or leave the tag off; "
+        "an open item never moves to another owner."
+    ),
     ground=_CONTINUATION_TAG,
     message="expected a {chunk} continuing {noun} {id!r} to carry no /subagentRunId or its "
     "owner's; the item is owned by {owner}, the chunk names {tag!r}",
@@ -265,6 +329,10 @@ EXPAND_MALFORMED_CHUNK = _code(
     _E,
     PROCESSING,
     "a chunk reached expansion with a malformed known field (expansion ran before enforce)",
+    advice=(
+        "Give the chunk's field the type schema.json gives it; in a custom stage order, run "
+        "expand after enforce so a malformed chunk is judged there."
+    ),
     ground=Ground(
         PROCESSING,
         "A chunk is an event in its own right, and it MUST be judged as one: whichever stage "

@@ -34,6 +34,10 @@ CONVERSATION_ACTIVITY_PATCH = _code(
     _W,
     ACTIVITY,
     "a well-formed ACTIVITY_DELTA did not apply; the activity was left exactly as it was",
+    advice=(
+        "Patch against the activity content the consumer holds: send ACTIVITY_SNAPSHOT for the "
+        "messageId first, and a fresh one to resynchronise after a failure."
+    ),
     message="Failed to apply activity patch to {message_id!r}: {failure} (at /patch/{position}); "
     "the activity is left exactly as it was",
 )
@@ -43,6 +47,10 @@ CONVERSATION_ACTIVITY_TARGET = _code(
     ACTIVITY,
     "an activity event names a message that does not exist or is not an activity message; "
     "it was skipped",
+    advice=(
+        "Open an activity message with ACTIVITY_SNAPSHOT before sending deltas for its "
+        "messageId, and never reuse the id of a message of another role."
+    ),
     message="{type} names message {message_id!r} (at /messageId): expected an activity message, "
     "found {found}; the event was skipped",
 )
@@ -52,6 +60,10 @@ CONVERSATION_ENCRYPTED_TARGET = _code(
     "/spec/1.1/events/reasoning",
     "a REASONING_ENCRYPTED_VALUE names no message or tool call the consumer holds; "
     "the value was dropped",
+    advice=(
+        "Send REASONING_ENCRYPTED_VALUE after the message or tool call its entityId names, with"
+        " the subtype saying which of the two it is."
+    ),
     message="REASONING_ENCRYPTED_VALUE names {what} {entity_id!r}, which this consumer does not "
     "hold (at /entityId); the value was dropped",
 )
@@ -61,6 +73,7 @@ CONVERSATION_NO_CARRIER = _code(
     "/spec/1.1/events/tool-calls",
     "a tool call's parentMessageId names a message that is not an assistant message; "
     "the call is kept off the message list",
+    advice="Set parentMessageId to the assistant message that makes the call, or leave it out.",
     message="TOOL_CALL_START {call_id!r} names parentMessageId {parent_id!r}, a {role} message, "
     "which cannot hold a tool call (at /parentMessageId); the call is kept off the "
     "message list",
@@ -73,6 +86,10 @@ HANDLER_FAILED = _code(
     _E,
     PROCESSING,
     "an application handler raised",
+    advice=(
+        "Fix the application handler registered for that event type: the exception is its own, "
+        "and the stream was valid."
+    ),
     ground=Ground(
         PROCESSING,
         "Not the producer's fault: the application's own handler raised, and the stream cannot "

@@ -25,6 +25,10 @@ RECONCILE_DECLARATION_UNUSABLE = _code(
     CAPABILITIES,
     "the capabilities declaration cannot be used (not JSON, not an object, a malformed known "
     "field, a member named twice, too large); the run is judged as undeclared",
+    advice=(
+        "Fix the capabilities declaration: one JSON object within the size limit, each member "
+        "named once, known fields of the types the capabilities page gives."
+    ),
     message="{named} is unusable at {at} ({reason}); it is not used, and the run proceeds "
     "as for an agent that declared nothing",
 )
@@ -33,6 +37,10 @@ RECONCILE_DECLARATION_UNRECOGNISED = _code(
     _W,
     CAPABILITIES,
     "the declaration carries a group or field this version does not define; kept, not read",
+    advice=(
+        "Check the name against the capabilities page (a typo is the usual cause); a group or "
+        "field of a newer version is fine and only goes unread here."
+    ),
     message="declaration {pointer}: {reason}; kept, and not read{suggestion}",
 )
 RECONCILE_FALSE_CONTRADICTED = _code(
@@ -65,6 +73,10 @@ RECONCILE_CLIENT_TOOL = _code(
     _W,
     CAPABILITIES,
     "one of the application's tools was called under tools.clientProvided: false",
+    advice=(
+        "Set tools.clientProvided to true in the declaration if the agent calls the "
+        "application's tools, or stop calling them."
+    ),
     message="the agent called {name}, one of the application's tools from the run input, but "
     "the declaration says {field}: {declared} (the event is delivered as it is; "
     "only the first such event of the run is reported)",
@@ -74,6 +86,10 @@ RECONCILE_PARALLEL_CALLS = _code(
     _W,
     CAPABILITIES,
     "tool calls were in flight at the same time under tools.parallelCalls: false",
+    advice=(
+        "Set tools.parallelCalls to true if the agent starts a call before earlier ones are "
+        "answered, or wait for each TOOL_CALL_RESULT before the next TOOL_CALL_START."
+    ),
     message="tool call {call_id} started while {others} had not been answered (no "
     "TOOL_CALL_RESULT yet), but the declaration says {field}: {declared} (the event is "
     "delivered as it is; "
@@ -84,6 +100,10 @@ RECONCILE_UNLISTED_SUBAGENT = _code(
     _W,
     CAPABILITIES,
     "a subagent was started under a name multiAgent.subagents does not list",
+    advice=(
+        "Add the subagent's name to multiAgent.subagents, or start only the subagents the "
+        "declaration lists."
+    ),
     message="the agent started subagent {name}, which the declaration's /multiAgent/subagents "
     "({listed}) does not list",
 )
@@ -92,6 +112,10 @@ RECONCILE_TRANSPORT = _code(
     _W,
     CAPABILITIES,
     "the stream arrived over a transport the declaration explicitly sets to false",
+    advice=(
+        "Declare the transport binding the agent really serves as true, or serve it only over "
+        "the bindings it declares."
+    ),
     message="the stream arrived over {transport!r}, but the declaration says {field}: false",
 )
 RECONCILE_INPUT_MODALITY = _code(
@@ -99,6 +123,10 @@ RECONCILE_INPUT_MODALITY = _code(
     _W,
     CAPABILITIES,
     "the run input carries a modality multimodal.input explicitly sets to false",
+    advice=(
+        "Have the application send only the modalities multimodal.input accepts, or set this "
+        "one true in the declaration if the agent does read it."
+    ),
     message="run input {pointer} is a {modality} part, but the declaration sets {field} to "
     "false: the agent will likely skip it",
 )
@@ -107,6 +135,10 @@ RECONCILE_INPUT_REFUSED = _code(
     _W,
     CAPABILITIES,
     "the run input offers tools, resume entries or edited arguments the declaration refuses",
+    advice=(
+        "Have the application stop offering what the declaration refuses, or correct the "
+        "declaration if the agent does take it."
+    ),
     message="run input /tools offers the application's tools, but the declaration sets "
     "/tools/clientProvided to false: the agent does not take them",
     forms={
@@ -122,6 +154,10 @@ RECONCILE_RUN_SUMMARY = _code(
     _I,
     CAPABILITIES,
     "per run: declared capabilities exercised and not, and undeclared ones used",
+    advice=(
+        "Nothing to fix on its own: drop from the declaration what the agent never exercises, "
+        "and declare what it used undeclared."
+    ),
     message="{run}{ending}: {parts}",
 )
 
@@ -406,6 +442,10 @@ LINT_RUN_REPORT = _code(
     _I,
     PROCESSING,
     "per run that had lint findings: the findings by code, with counts",
+    advice=(
+        "Nothing to fix on its own: look up each counted code with `agui-pipeline explain CODE`"
+        " and fix those findings."
+    ),
     message="run {run_id}: {total} producer findings ({counts})",
 )
 

@@ -87,6 +87,10 @@ PARSE_NOT_OBJECT = _code(
     _E,
     HTTP_SSE,
     "a frame holds JSON that is not an object",
+    advice=(
+        "Send one event per frame as a JSON object, not wrapped in an array or sent as a bare "
+        "string or number."
+    ),
     ground=_DECODE_FAILURE,
     message="expected a JSON object (one event) in the frame, found {value}",
 )
@@ -95,6 +99,10 @@ PARSE_NOT_ARRAY = _code(
     _E,
     TRANSPORTS,
     "a JSON array document is not an array of objects",
+    advice=(
+        "Make every element of a JSON array body an event object; send SSE or JSON lines "
+        "instead when events should arrive one at a time."
+    ),
     ground=_DECODE_FAILURE,
     message="expected a JSON array of event objects, found {document}",
 )
@@ -103,6 +111,10 @@ PARSE_UNKNOWN_FRAMING = _code(
     _E,
     TRANSPORTS,
     "the first bytes match no framing this reader knows (SSE, JSON lines, JSON array)",
+    advice=(
+        "Answer with SSE (`data:` lines ended by a blank line), JSON lines or a JSON array of "
+        "events; check the endpoint is not returning an error page or some other body."
+    ),
     ground=_DECODE_FAILURE,
     message="expected an SSE field (such as 'data:'), '{{' (JSON lines) or '[' (a JSON array) as "
     "the first byte, found {first!r}",
@@ -112,6 +124,10 @@ PARSE_INCOMPLETE_FRAME = _code(
     _W,
     HTTP_SSE,
     "the stream ended inside a frame; the partial frame was discarded",
+    advice=(
+        "End every SSE event with a blank line, the last one included, before closing the "
+        "stream; if the connection dropped, find what cut it."
+    ),
     message="the stream ended inside an SSE event ({rest_count} bytes with no blank line after "
     "them); the partial frame was not decoded",
 )
@@ -135,6 +151,11 @@ PARSE_PROTO_UNKNOWN_ARM = _code(
     HTTP_PROTOBUF,
     "a protobuf frame holds no event this build's wire schema knows (an empty frame, or an "
     "arm it predates), or such a content part; dropped",
+    advice=(
+        "If the producer speaks a newer wire schema, upgrade agui-pipeline to read it; "
+        "otherwise fix the producer's encoder, which sent an empty frame or an arm the schema "
+        "lacks."
+    ),
     message="a content part at {path} has an arm this build's wire schema predates; the part was "
     "dropped",
 )
@@ -143,6 +164,10 @@ PARSE_PROTO_INCOMPLETE_FRAME = _code(
     _W,
     HTTP_PROTOBUF,
     "the body ended inside a protobuf frame (a truncated run); the partial frame was discarded",
+    advice=(
+        "Write each frame whole before closing the body (all the bytes its length prefix "
+        "announces); if the connection dropped, find what cut it."
+    ),
     message="the body ended inside frame {next_frame} ({held} bytes of it arrived, header "
     "included); the partial frame was not decoded and the run is judged as it stands (a "
     "truncated run)",
@@ -190,6 +215,10 @@ LIMIT_FRAME_ENTRIES = _code(
     TRANSPORTS,
     "a protobuf frame holds more messages (repeated entries, nested messages) than the "
     "configured limit",
+    advice=(
+        "Either the producer packs more into one event than a UI can use, or the limit is too "
+        "low for this workload: raise Limits.max_frame_entries if the size is legitimate."
+    ),
     ground=_bound("Limits.max_frame_entries"),
 )
 LIMIT_DEPTH = _code(
