@@ -71,6 +71,22 @@ def test_every_code_has_a_template() -> None:
     }
 
 
+def test_every_code_says_what_to_do_in_its_own_words() -> None:
+    """A code owns its advice too: none is left blank to fall back on its section's lead,
+    and none repeats another code's, so `explain`, SARIF and the reports say what this
+    finding needs changed."""
+    seen: dict[str, str] = {}
+    wrong = []
+    for code in catalog.ALL.values():
+        if not code.advice or code.advice == catalog.ADVICE.get(code.id.partition(".")[0]):
+            wrong.append(f"{code.id}: no advice of its own")
+        elif code.advice in seen:
+            wrong.append(f"{code.id}: the advice of {seen[code.advice]}")
+        seen.setdefault(code.advice, code.id)
+        assert code.what_to_do == code.advice
+    assert wrong == []
+
+
 @pytest.mark.parametrize(("code_id", "form", "shape"), _shapes())
 def test_rendering_fills_every_field(code_id: str, form: str, shape: str) -> None:
     fields = _sample(shape)

@@ -59,8 +59,8 @@ COMPAT_PEER_DROPPED = _code(
     VERSIONING,
     "an event an older peer cannot represent was dropped by a version-gated shim",
     advice=(
-        "Set peer_max_protocol_version to the version the peer really speaks: a peer newer than"
-        " 0.0.57 keeps subagent events; otherwise upgrade the peer if it needs them."
+        "Set peer_max_protocol_version to the version the peer really speaks: a peer newer than "
+        "0.0.57 keeps subagent events; otherwise upgrade the peer if it needs them."
     ),
     message="{kind} dropped: the peer's protocol version (peer_max_protocol_version "
     "{peer_setting}) predates subagents, so this shim removes their lifecycle events; "
@@ -73,8 +73,8 @@ COMPAT_PEER_STRIPPED = _code(
     VERSIONING,
     "material an older peer has no concept of was stripped by a version-gated shim (lossless)",
     advice=(
-        "Nothing was lost; if the peer is newer than 0.0.57, raise peer_max_protocol_version so"
-        " subagentRunId reaches it."
+        "Nothing was lost; if the peer is newer than 0.0.57, raise peer_max_protocol_version so "
+        "subagentRunId reaches it."
     ),
     message="subagentRunId stripped at {paths} for a peer that predates subagents "
     "(peer_max_protocol_version {peer_setting}); lossless, and every later strip on this "
@@ -131,8 +131,8 @@ INPUT_RETIRED_SHAPE = _code(
     VERSIONING,
     "a retired shape in the run input was upgraded to its replacement (lossless)",
     advice=(
-        "Nothing was lost; have the application build the current shape (DEPRECATIONS.md) so no"
-        " upgrade is needed."
+        "Nothing was lost; have the application build the current shape (DEPRECATIONS.md) so no "
+        "upgrade is needed."
     ),
 )
 INPUT_ACTIVITY_REMOVED = _code(
@@ -166,8 +166,8 @@ INPUT_DOWNGRADE = _code(
     VERSIONING,
     "a version-gated shim for an older peer reshaped the run input without losing content",
     advice=(
-        "Nothing was lost; if the peer is newer than 0.0.57, raise peer_max_protocol_version so"
-        " subagentRunId reaches it."
+        "Nothing was lost from the messages; if the peer is newer than 0.0.57, raise "
+        "peer_max_protocol_version so their subagentRunId travels too."
     ),
     message="subagentRunId removed from {count} message(s) ({pointers}) for a peer at or below "
     "0.0.57, which predates subagents (lossless: the messages keep their place)",

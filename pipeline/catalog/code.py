@@ -1,6 +1,6 @@
 """What a code is: :class:`Code`, its :class:`Severity`, and a rejection's :class:`Ground`;
 the registry :data:`ALL` every code joins; the spec pages codes cite; and what to do
-about a finding, by section (:data:`ADVICE`).
+about a section's findings in general (:data:`ADVICE`).
 
 Add a code to its family's module (``catalog/reading.py``, ``boundary.py``,
 ``sequence.py``, ``producer.py``, ``delivery.py``), in its stage's section.
@@ -51,7 +51,7 @@ class Code:
     spec: str
     title: str
     advice: str = ""
-    """What to do about it, when the code's own words say more than its section's."""
+    """What to do about it: the producer's (or the operator's) change, in the code's own words."""
     ground: Ground | None = None
     """For a rejection (``ERROR``), what makes it the consumer's verdict; ``None`` otherwise."""
     message: str = ""
@@ -73,7 +73,7 @@ class Code:
     @property
     def what_to_do(self) -> str:
         """What a producer (or the consumer's operator) should do about this finding."""
-        return self.advice or ADVICE[self.id.partition(".")[0]]
+        return self.advice
 
     @property
     def url(self) -> str:
@@ -195,7 +195,8 @@ ADVICE: dict[str, str] = {
     "transport": "Fix the endpoint: answer with text/event-stream and keep the connection "
     "open until the run ends.",
 }
-"""What to do, by section (the part of a code before the dot)."""
+"""What a section's findings have in common, by section (the part of a code before the dot):
+the reference page's lead for the section; each code's own :attr:`Code.advice` says what to do."""
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

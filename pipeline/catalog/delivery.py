@@ -61,8 +61,8 @@ CONVERSATION_ENCRYPTED_TARGET = _code(
     "a REASONING_ENCRYPTED_VALUE names no message or tool call the consumer holds; "
     "the value was dropped",
     advice=(
-        "Send REASONING_ENCRYPTED_VALUE after the message or tool call its entityId names, with"
-        " the subtype saying which of the two it is."
+        "Send REASONING_ENCRYPTED_VALUE after the message or tool call its entityId names, with "
+        "the subtype saying which of the two it is."
     ),
     message="REASONING_ENCRYPTED_VALUE names {what} {entity_id!r}, which this consumer does not "
     "hold (at /entityId); the value was dropped",

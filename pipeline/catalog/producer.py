@@ -443,8 +443,8 @@ LINT_RUN_REPORT = _code(
     PROCESSING,
     "per run that had lint findings: the findings by code, with counts",
     advice=(
-        "Nothing to fix on its own: look up each counted code with `agui-pipeline explain CODE`"
-        " and fix those findings."
+        "Nothing to fix on its own: look up each counted code with `agui-pipeline explain CODE` "
+        "and fix those findings."
     ),
     message="run {run_id}: {total} producer findings ({counts})",
 )
