@@ -50,7 +50,7 @@ COMPAT_RETIRED_BINARY = _code(
     "a retired binary content part was translated into a media part with a source",
     advice=(
         "Send media as a media part whose `source` says where its bytes are, in place of the "
-        "retired binary part (DEPRECATIONS.md); nothing was lost."
+        "retired binary part (DEPRECATIONS.md); a media part carries one source and no filename."
     ),
 )
 COMPAT_PEER_DROPPED = _code(
@@ -131,8 +131,8 @@ INPUT_RETIRED_SHAPE = _code(
     VERSIONING,
     "a retired shape in the run input was upgraded to its replacement (lossless)",
     advice=(
-        "Nothing was lost; have the application build the current shape (DEPRECATIONS.md) so no "
-        "upgrade is needed."
+        "Have the application build the current shape (DEPRECATIONS.md) so nothing needs "
+        "upgrading; where the message names what was not carried, the agent never got it."
     ),
 )
 INPUT_ACTIVITY_REMOVED = _code(
