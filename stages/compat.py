@@ -223,9 +223,12 @@ class Compat(Stage):
         )
 
     def _note(self, index: int) -> Note:
-        def note(kind: str, pointer: str, message: str, lossy: bool) -> None:
-            code = COMPAT_RETIRED_NULL if kind == "null" else COMPAT_RETIRED_BINARY
-            self.ctx.report(code, message, event_index=index, pointer=pointer)
+        def note(kind: str, pointer: str, fields: dict[str, str], lossy: bool) -> None:
+            if kind == "null":
+                message = COMPAT_RETIRED_NULL("nested", **fields)
+            else:
+                message = COMPAT_RETIRED_BINARY("lossy" if lossy else "", **fields)
+            self.ctx.report(message, event_index=index, pointer=pointer)
 
         return note
 

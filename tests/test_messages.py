@@ -29,10 +29,9 @@ _WORDED = {
     "InputRejected",
 }
 
-# Sites still handing a code words of their own (the shim translations and protobuf frame
-# texts shared by several codes): each is a known debt, listed so none is added.
+# Sites still handing a code words of their own (protobuf frame texts shared by several
+# codes): each is a known debt, listed so none is added.
 _NOT_YET = {
-    ("pipeline/model/run_input.py", "INPUT_RETIRED_SHAPE"),
     ("stages/_proto_frames.py", "PARSE_PROTO_UNKNOWN_ARM"),
 }
 
@@ -60,12 +59,10 @@ def _shapes() -> list[tuple[str, str, str]]:
 
 
 def test_every_code_has_a_template() -> None:
-    """Every code but the listed debts (texts still worded by the retired-shape shim and
-    the protobuf frame reader, shared by several codes) owns its message's shape."""
+    """Every code but the listed debts (texts still worded by the protobuf frame reader,
+    shared by several codes) owns its message's shape."""
     missing = {code.id for code in catalog.ALL.values() if not code.message}
     assert missing == {
-        "compat.retired-binary-part",
-        "input.retired-shape",
         "limit.frame-entries",
         "parse.proto-frame",
     }

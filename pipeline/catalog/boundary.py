@@ -22,6 +22,18 @@ from agui_pipeline.catalog.code import (
 # --- compat -----------------------------------------------------------------
 
 
+# The retired binary part's translation, worded alike by the stream's shim and the run
+# input's (pipeline/model/retired.py gives the fields; each boundary its code and form).
+_BINARY = (
+    "retired binary content part at {pointer} translated into {media} part with a {source} "
+    "source (from its '{field}')"
+)
+_NOT_CARRIED = "; not carried: {lost} — a media part has one source and no filename"
+_OLD_PEER = (
+    "; a peer at or below 0.0.47 predates media parts and may not read it (the upgrade is not "
+    "reversed: a downgrade may not invent the retired shape)"
+)
+
 COMPAT_RETIRED_EVENT = _code(
     "compat.retired-event",
     _W,
@@ -42,6 +54,10 @@ COMPAT_RETIRED_NULL = _code(
     ),
     message="retired shape '{field}: null' on {where} turned into an absent field at /{field} "
     "(absent means absent; DEPRECATIONS.md)",
+    forms={
+        "nested": "retired shape '{field}: null' {where} turned into an absent field at "
+        "{pointer} (absent means absent; DEPRECATIONS.md)",
+    },
 )
 COMPAT_RETIRED_BINARY = _code(
     "compat.retired-binary-part",
@@ -52,6 +68,8 @@ COMPAT_RETIRED_BINARY = _code(
         "Send media as a media part whose `source` says where its bytes are, in place of the "
         "retired binary part (DEPRECATIONS.md); a media part carries one source and no filename."
     ),
+    message=_BINARY + " (DEPRECATIONS.md)",
+    forms={"lossy": _BINARY + _NOT_CARRIED + " (DEPRECATIONS.md)"},
 )
 COMPAT_PEER_DROPPED = _code(
     "compat.peer-downgrade-dropped",
@@ -134,6 +152,14 @@ INPUT_RETIRED_SHAPE = _code(
         "Have the application build the current shape (DEPRECATIONS.md) so nothing needs "
         "upgrading; where the message names what was not carried, the agent never got it."
     ),
+    message="retired shape '{field}: null' {where} turned into an absent field at {pointer} "
+    "(absent means absent; DEPRECATIONS.md)",
+    forms={
+        "binary": _BINARY + " (DEPRECATIONS.md)",
+        "binary-lossy": _BINARY + _NOT_CARRIED + " (DEPRECATIONS.md)",
+        "binary-old-peer": _BINARY + " (DEPRECATIONS.md)" + _OLD_PEER,
+        "binary-lossy-old-peer": _BINARY + _NOT_CARRIED + " (DEPRECATIONS.md)" + _OLD_PEER,
+    },
 )
 INPUT_ACTIVITY_REMOVED = _code(
     "input.activity-removed",

@@ -32,9 +32,10 @@ _SOURCE_ORDER = (("data", "data"), ("url", "url"), ("id", "file"))
 themselves, then a fetchable URL, then a provider file handle (the legacy
 ``id``)."""
 
-Note = Callable[[str, str, str, bool], None]
-"""``note(kind, pointer, message, lossy)``: ``kind`` is ``"null"`` or ``"binary"``;
-``lossy`` is true when the translation could not carry everything across."""
+Note = Callable[[str, str, dict[str, str], bool], None]
+"""``note(kind, pointer, fields, lossy)``: ``kind`` is ``"null"`` or ``"binary"``; ``fields``
+fill the message of the code the caller reports it under (``catalog/boundary.py`` words both
+kinds); ``lossy`` is true when the translation could not carry everything across."""
 
 
 def upgrade_input(document: Any, base: str, note: Note) -> None:
@@ -87,13 +88,7 @@ def _null(holder: dict[str, Any], field: str, base: str, where: str, note: Note)
     if field in holder and holder[field] is None:
         del holder[field]
         pointer = f"{base}/{field}"
-        note(
-            "null",
-            pointer,
-            f"retired shape '{field}: null' {where} turned into an absent field at {pointer} "
-            "(absent means absent; DEPRECATIONS.md)",
-            False,
-        )
+        note("null", pointer, {"field": field, "where": where, "pointer": pointer}, False)
 
 
 def media_kind(mime_type: str) -> str:
@@ -130,14 +125,8 @@ def _upgrade_binary(part: dict[str, Any], pointer: str, note: Note) -> dict[str,
     lost = [other for other, _ in present[1:]]
     if "filename" in part:
         lost.append("filename")
-    message = (
-        f"retired binary content part at {pointer} translated into {_a(kind)} part with a "
-        f"{source_kind} source (from its '{field}')"
-    )
+    fields = {"pointer": pointer, "media": _a(kind), "source": source_kind, "field": field}
     if lost:
-        message += (
-            f"; not carried: {', '.join(repr(name) for name in lost)} — a media part has one "
-            "source and no filename"
-        )
-    note("binary", pointer, message + " (DEPRECATIONS.md)", bool(lost))
+        fields["lost"] = ", ".join(repr(name) for name in lost)
+    note("binary", pointer, fields, bool(lost))
     return upgraded

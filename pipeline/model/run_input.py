@@ -415,17 +415,17 @@ class _Boundary:
             Diagnostic(code.id, severity or code.severity, message.text, None, pointer, code.spec)
         )
 
-    def _retired(self, kind: str, pointer: str, message: str, lossy: bool) -> None:
+    def _retired(self, kind: str, pointer: str, fields: dict[str, str], lossy: bool) -> None:
         # DEPRECATIONS.md: the upgrade is silent for a modern peer; it warns where it
         # loses content, or strands it with a peer that predates media parts.
-        if kind == "binary" and at_or_below(self.peer, GATE_MEDIA_PARTS):
-            lossy = True
-            message += (
-                "; a peer at or below 0.0.47 predates media parts and may not read it "
-                "(the upgrade is not reversed: a downgrade may not invent the retired shape)"
-            )
+        form = ""
+        if kind == "binary":
+            form = "binary-lossy" if lossy else "binary"
+            if at_or_below(self.peer, GATE_MEDIA_PARTS):
+                form += "-old-peer"
+                lossy = True
         severity = Severity.WARNING if lossy else None
-        self._report(Message(INPUT_RETIRED_SHAPE, message), pointer, severity)
+        self._report(INPUT_RETIRED_SHAPE(form, **fields), pointer, severity)
 
     # -- stripping unrecognised material --------------------------------------------
 
