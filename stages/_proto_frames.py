@@ -43,7 +43,7 @@ from agui_pipeline.catalog import (
     PARSE_PROTO_FRAME,
     PARSE_PROTO_INCOMPLETE_FRAME,
     PARSE_PROTO_UNKNOWN_ARM,
-    Code,
+    Message,
 )
 from agui_pipeline.errors import StreamRejected
 from agui_pipeline.stage import Decoder, StreamContext, reject_after
@@ -75,9 +75,7 @@ class ProtoFrames(Decoder):
             length = int.from_bytes(buffer[start : start + HEADER], "big")
             if length > self._max_frame:
                 raise self._fail(
-                    LIMIT_FRAME_SIZE,
-                    f"a frame header announces {length} bytes, over the limit "
-                    f"max_frame_bytes={self._max_frame}",
+                    LIMIT_FRAME_SIZE("proto", size=length, limit=self._max_frame),
                     events,
                     indices,
                 )
@@ -106,21 +104,18 @@ class ProtoFrames(Decoder):
             event = decode(payload, lambda path: self._dropped_part(index, path), self._max_entries)
         except TooManyEntries as error:
             raise self._fail(
-                LIMIT_FRAME_ENTRIES,
-                f"frame {index} ({len(payload)} bytes) holds {error}, over the limit "
-                f"max_frame_entries={error.limit}",
+                LIMIT_FRAME_ENTRIES(
+                    index=index, size=len(payload), entries=error, limit=error.limit
+                ),
                 events,
                 indices,
                 at=index,
             ) from None
         except UnknownArm as unknown:
-            self.ctx.report(
-                PARSE_PROTO_UNKNOWN_ARM, _no_known_arm(index, unknown), event_index=index
-            )
+            self.ctx.report(_no_known_arm(index, unknown), event_index=index)
             return
         except NonFinite as error:
             raise self._fail(
-                PARSE_NUMBER_RANGE,
                 _non_finite(error),
                 events,
                 indices,
@@ -128,11 +123,10 @@ class ProtoFrames(Decoder):
                 pointer=error.pointer,
             ) from None
         except (DecodeError, FrameInvalid, RecursionError) as error:
-            detail = error if isinstance(error, FrameInvalid) else f"not an Event message ({error})"
             raise self._fail(
-                PARSE_PROTO_FRAME,
-                f"expected one encoded AG-UI Event in frame {index} ({len(payload)} bytes); "
-                f"its bytes do not decode: {detail}",
+                PARSE_PROTO_FRAME(index=index, size=len(payload), detail=error)
+                if isinstance(error, FrameInvalid)
+                else PARSE_PROTO_FRAME("not-event", index=index, size=len(payload), error=error),
                 events,
                 indices,
                 at=index,
@@ -149,8 +143,7 @@ class ProtoFrames(Decoder):
 
     def _fail(
         self,
-        code: Code,
-        message: str,
+        message: Message,
         events: list[Event],
         indices: list[int],
         at: int | None = None,
@@ -158,7 +151,7 @@ class ProtoFrames(Decoder):
     ) -> StreamRejected:
         """A rejection at frame ``at`` (default: the next), the events before it kept."""
         rejection = StreamRejected(
-            code, message, event_index=self._next_frame if at is None else at, pointer=pointer
+            message, event_index=self._next_frame if at is None else at, pointer=pointer
         )
         return reject_after(self._batch(events, indices), rejection)
 
@@ -167,33 +160,17 @@ class ProtoFrames(Decoder):
         return Batch(events, indices, [event["type"] for event in events], objects=True)
 
 
-def _no_known_arm(index: int, unknown: UnknownArm) -> str:
+def _no_known_arm(index: int, unknown: UnknownArm) -> Message:
     if not unknown.numbers:
-        return (
-            f"frame {index} is an empty Event: it names no event type (an encoder writes one "
-            "for a type its wire schema lacks, as @ag-ui/proto 1.0.0 does), so the frame was "
-            "dropped"
-        )
-    arms = ", ".join(map(str, unknown.numbers))
-    return (
-        f"frame {index} holds only envelope arm{'s' if len(unknown.numbers) > 1 else ''} "
-        f"{arms}, which this build's wire schema predates: it carries no event type to hand "
-        "on, so the frame was dropped"
-    )
+        return PARSE_PROTO_UNKNOWN_ARM("empty-frame", index=index)
+    form = "envelope-arms" if len(unknown.numbers) > 1 else "envelope-arm"
+    return PARSE_PROTO_UNKNOWN_ARM(form, index=index, arms=", ".join(map(str, unknown.numbers)))
 
 
-def _non_finite(error: NonFinite) -> str:
-    """SSE's message for a number past double range (``stages.parse``), for a double."""
+def _non_finite(error: NonFinite) -> Message:
+    """SSE's verdict on a number past double range (``stages.parse``), for a double."""
     where = error.pointer or "/"
     if isnan(error.number):
-        return (
-            f"expected a number at {where}, found NaN, a protobuf double JSON has no number "
-            "for (RFC 8259 §6 permits no NaN; on SSE its only spelling, the token NaN, is not "
-            "JSON): it has no value a consumer can use"
-        )
-    return (
-        f"expected a number within double range at {where}, found "
-        f"{'Infinity' if error.number > 0 else '-Infinity'}, a "
-        "protobuf double past ±1.8e308 (RFC 8259 §6: such a number has no value a consumer "
-        "can use)"
-    )
+        return PARSE_NUMBER_RANGE("proto-nan", at=where)
+    found = "Infinity" if error.number > 0 else "-Infinity"
+    return PARSE_NUMBER_RANGE("proto-infinite", at=where, found=found)

@@ -29,12 +29,6 @@ _WORDED = {
     "InputRejected",
 }
 
-# Sites still handing a code words of their own (protobuf frame texts shared by several
-# codes): each is a known debt, listed so none is added.
-_NOT_YET = {
-    ("stages/_proto_frames.py", "PARSE_PROTO_UNKNOWN_ARM"),
-}
-
 
 def _fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
@@ -59,13 +53,9 @@ def _shapes() -> list[tuple[str, str, str]]:
 
 
 def test_every_code_has_a_template() -> None:
-    """Every code but the listed debts (texts still worded by the protobuf frame reader,
-    shared by several codes) owns its message's shape."""
+    """Every code owns its message's shape."""
     missing = {code.id for code in catalog.ALL.values() if not code.message}
-    assert missing == {
-        "limit.frame-entries",
-        "parse.proto-frame",
-    }
+    assert missing == set()
 
 
 def test_every_code_says_what_to_do_in_its_own_words() -> None:
@@ -116,9 +106,7 @@ def test_no_site_words_a_known_code_by_hand() -> None:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             first = node.args[0]
             if name in _WORDED and isinstance(first, ast.Name) and first.id in CODE_NAMES:
-                site = (str(path.relative_to(ROOT)), first.id)
-                if site not in _NOT_YET:
-                    found.append(f"{site[0]}:{node.lineno} {first.id}")
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.id}")
     assert found == []
 
 

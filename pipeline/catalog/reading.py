@@ -44,6 +44,14 @@ PARSE_NUMBER_RANGE = _code(
     ground=_DECODE_FAILURE,
     message="expected a number within double range at {at}, found one past ±1.8e308 (RFC 8259 "
     "§6: such a number has no value a consumer can use)",
+    forms={
+        "proto-nan": "expected a number at {at}, found NaN, a protobuf double JSON has no "
+        "number for (RFC 8259 §6 permits no NaN; on SSE its only spelling, the token NaN, is "
+        "not JSON): it has no value a consumer can use",
+        "proto-infinite": "expected a number within double range at {at}, found {found}, a "
+        "protobuf double past ±1.8e308 (RFC 8259 §6: such a number has no value a consumer "
+        "can use)",
+    },
 )
 PARSE_UNPAIRED_SURROGATE = _code(
     "parse.unpaired-surrogate",
@@ -144,6 +152,12 @@ PARSE_PROTO_FRAME = _code(
         "A frame whose bytes do not decode as a message is malformed transport material and "
         "fatal to the stream.",
     ),
+    message="expected one encoded AG-UI Event in frame {index} ({size} bytes); its bytes do "
+    "not decode: {detail}",
+    forms={
+        "not-event": "expected one encoded AG-UI Event in frame {index} ({size} bytes); its "
+        "bytes do not decode: not an Event message ({error})",
+    },
 )
 PARSE_PROTO_UNKNOWN_ARM = _code(
     "parse.proto-unknown-arm",
@@ -158,6 +172,15 @@ PARSE_PROTO_UNKNOWN_ARM = _code(
     ),
     message="a content part at {path} has an arm this build's wire schema predates; the part was "
     "dropped",
+    forms={
+        "empty-frame": "frame {index} is an empty Event: it names no event type (an encoder "
+        "writes one for a type its wire schema lacks, as @ag-ui/proto 1.0.0 does), so the frame "
+        "was dropped",
+        "envelope-arm": "frame {index} holds only envelope arm {arms}, which this build's wire "
+        "schema predates: it carries no event type to hand on, so the frame was dropped",
+        "envelope-arms": "frame {index} holds only envelope arms {arms}, which this build's wire "
+        "schema predates: it carries no event type to hand on, so the frame was dropped",
+    },
 )
 PARSE_PROTO_INCOMPLETE_FRAME = _code(
     "parse.proto-incomplete-frame",
@@ -205,6 +228,7 @@ LIMIT_FRAME_SIZE = _code(
     forms={
         "document": "a JSON array document of more than {size} bytes exceeds the limit "
         "max_document_bytes={limit}",
+        "proto": "a frame header announces {size} bytes, over the limit max_frame_bytes={limit}",
     },
     advice="Send smaller frames (split long text into several content events), or raise "
     "max_frame_bytes / max_document_bytes if frames this large are legitimate.",
@@ -220,6 +244,8 @@ LIMIT_FRAME_ENTRIES = _code(
         "low for this workload: raise Limits.max_frame_entries if the size is legitimate."
     ),
     ground=_bound("Limits.max_frame_entries"),
+    message="frame {index} ({size} bytes) holds {entries}, over the limit "
+    "max_frame_entries={limit}",
 )
 LIMIT_DEPTH = _code(
     "limit.depth",
