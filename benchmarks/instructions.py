@@ -15,6 +15,7 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions --without lint    # the whole pipeline but lint
     python -m benchmarks.instructions --live            # one frame per read, as a live run
     python -m benchmarks.instructions --live --source-timeout 300   # ... as HttpAgent reads
+    python -m benchmarks.instructions --live --backend trio         # ... under trio
     python -m benchmarks.instructions --startup         # a whole `check` on 20 events
     python -m benchmarks.instructions --proto --upto parse   # the protobuf reader alone
 
@@ -22,7 +23,8 @@ by the number of events, so start-up and imports cancel out::
 reads it event by event (``async for event in stream``): the engine's cost per
 read, which a live run pays for every event, on top of the per-event work. The
 default idle window applies (a live source can stall); ``--source-timeout`` says
-the source bounds its own reads, as ``HttpAgent``'s body does. ``--proto`` feeds
+the source bounds its own reads, as ``HttpAgent``'s body does; ``--backend trio`` runs
+it under trio instead of asyncio (a cancel scope per read there). ``--proto`` feeds
 the same events as HTTP + Protobuf frames (the ``proto`` extra), in 64 KiB reads.
 
 The pipeline is the one every figure is for (``suite.default_pipeline``:
@@ -55,6 +57,7 @@ def _child(
     live: bool,
     source_timeout: float | None,
     proto: bool,
+    backend: str,
 ) -> None:
     """What runs under valgrind: a short warm-up stream always (so the event loop's start
     and every first-call cost are in both runs), the workload's pass when ``measured``."""
@@ -107,7 +110,7 @@ def _child(
         if measured:
             await consume(reads)
 
-    anyio.run(passes)
+    anyio.run(passes, backend=backend)
 
 
 def frames(body: bytes) -> list[bytes]:
@@ -206,13 +209,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--startup", action="store_true", help="a whole check process on 20 events instead"
     )
+    parser.add_argument(
+        "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measured", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     path: Path = args.file or Path(tempfile.gettempdir()) / f"agui-workload-{args.events}.sse"
     if args.child:
         _child(
-            path, args.upto, args.without, args.measured, args.live, args.source_timeout, args.proto
+            path,
+            args.upto,
+            args.without,
+            args.measured,
+            args.live,
+            args.source_timeout,
+            args.proto,
+            args.backend,
         )
         return
     if args.startup:
@@ -230,6 +243,8 @@ def main(argv: list[str] | None = None) -> None:
         reading += ["--source-timeout", str(args.source_timeout)]
     if args.proto:
         reading.append("--proto")
+    if args.backend != "asyncio":
+        reading += ["--backend", args.backend]
     stages = ["--upto", args.upto] + (["--without", args.without] if args.without else [])
     baseline = _instructions(path, stages, False, reading)
     total = _instructions(path, stages, True, reading)

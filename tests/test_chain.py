@@ -208,11 +208,12 @@ def _outcome(
 ) -> Any:
     """:func:`_run`'s result, or the bug a stage raised: a stage fed values enforce would
     have refused (lint in the pipeline without enforce) raises the same exception, noted
-    with the same stage, fused or not."""
+    with the same stage, fused or not. Its text is Python's, and may differ: a join over one
+    event's deltas says "sequence item 0" where the batch's join over the read's says 1."""
     try:
         return _run(pipeline, reads, run_input, fused, stepped)
     except Exception as bug:
-        return {"raised": (type(bug), str(bug), getattr(bug, "__notes__", []))}
+        return {"raised": (type(bug), getattr(bug, "__notes__", []))}
 
 
 @settings(

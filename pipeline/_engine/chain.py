@@ -106,20 +106,26 @@ class Chain(StageRun):
     def run(self, batch: Batch) -> Batch:
         """The read through every stage of the chain; a fault is :class:`Ended`."""
         size = len(batch.events)
-        if size > STEPPED_READS or (size > 1 and len(set(batch.indices)) < size):
+        if size == 1:
+            passed = self._stepped_one(batch)  # a live read: one frame, one event
+        elif size > STEPPED_READS or len(set(batch.indices)) < size:
             # A large read costs less stage by stage: each batch method's scans run in C
             # over the events it has no work for, and its set-up is paid once per many.
             # Several events of one frame (a stage of yours before the chain expanded it)
             # go stage by stage too: a fault on one of them discards the frame's events
             # whole (``faults.after_fault``), which a step, one event at a time, cannot.
             return self._through(self.stages, batch)
-        passed = self._stepped(batch)
+        else:
+            passed = self._stepped(batch)
         if self._tail is None:
             return passed
         try:
             return self._tail.deliver(passed)
         except (StreamRejected, HandlerFailed) as fault:
             raise Ended(fault, after_fault(fault, self.stages[-1], passed)) from None
+        except Exception as error:  # a bug (a stage fed what enforce would refuse): named
+            error.add_note(f"raised in the {self.stages[-1].name!r} stage")
+            raise
 
     def _stepped(self, batch: Batch) -> Batch:
         """The read through every step, event by event: what the last step passed."""
@@ -145,29 +151,76 @@ class Chain(StageRun):
                 if isinstance(made, Batch):  # else dropped (``None``)
                     self._carry(steps.index(step) + 1, made, out, out_indices)
         except _Stepped as stepped:  # in a step after the first, on what a step made
-            error, at = stepped.error, stepped.at
-            if not isinstance(error, StreamRejected | HandlerFailed):
-                error.add_note(f"raised in the {self.stages[at].name!r} stage")
-                raise error from None
             position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
             if out is None:
                 out, out_indices = events[:position], indices[:position]
-            self._fault(error, at, stepped.given, batch, position, out, out_indices)
+            self._carried_fault(stepped, batch, position, out, out_indices)
         except Exception as error:
             # Raised by a step of the loop itself: the loop's ``step`` is still the one that
             # raised, so the loop keeps no count of its steps (two stores an event per stage).
             at = 0 if step is None else steps.index(step)
-            if not isinstance(error, StreamRejected | HandlerFailed):
-                error.add_note(f"raised in the {self.stages[at].name!r} stage")
-                raise
             position = len(events) - 1 - unread.__length_hint__()  # type: ignore[attr-defined]
             if out is None:
                 out, out_indices = events[:position], indices[:position]
-            given = Batch([events[position]], [indices[position]])
-            self._fault(error, at, given, batch, position, out, out_indices)
+            self._step_fault(error, at, batch, position, out, out_indices)
         # Nothing dropped or changed (the common read): the batch goes on as it came, its
         # types read once (the Conversation reads them again otherwise).
         return batch if out is None else Batch(out, out_indices)
+
+    def _stepped_one(self, batch: Batch) -> Batch:
+        """:meth:`_stepped` on a read of one event, a live read: the same steps, without
+        the loop's set-up (an iterator, a zip) that a read of one event pays in full."""
+        event, kind, index = batch.events[0], batch.types[0], batch.indices[0]
+        steps = self._steps
+        step: Step | None = None
+        try:
+            for step in steps:
+                made = step(event, kind, index)
+                if made is not event:  # dropped, or became other events: rarely
+                    break
+            else:
+                return batch
+            out: list[Event] = []
+            out_indices: list[int] = []
+            if isinstance(made, Batch):  # else dropped (``None``)
+                self._carry(steps.index(step) + 1, made, out, out_indices)
+            return Batch(out, out_indices)
+        except _Stepped as stepped:
+            self._carried_fault(stepped, batch, 0, [], [])
+        except Exception as error:
+            self._step_fault(error, 0 if step is None else steps.index(step), batch, 0, [], [])
+
+    def _carried_fault(
+        self,
+        stepped: _Stepped,
+        read: Batch,
+        position: int,
+        out: list[Event],
+        out_indices: list[int],
+    ) -> NoReturn:
+        """A step after the first faulted (or failed) on what a step made of the read's event
+        at ``position``; ``out``: what the pass had carried through before it."""
+        error, at = stepped.error, stepped.at
+        if not isinstance(error, StreamRejected | HandlerFailed):
+            error.add_note(f"raised in the {self.stages[at].name!r} stage")
+            raise error from None
+        self._fault(error, at, stepped.given, read, position, out, out_indices)
+
+    def _step_fault(
+        self,
+        error: Exception,
+        at: int,
+        read: Batch,
+        position: int,
+        out: list[Event],
+        out_indices: list[int],
+    ) -> NoReturn:
+        """The step ``at`` faulted (or failed) on the read's event at ``position`` itself."""
+        if not isinstance(error, StreamRejected | HandlerFailed):
+            error.add_note(f"raised in the {self.stages[at].name!r} stage")
+            raise error
+        given = Batch([read.events[position]], [read.indices[position]])
+        self._fault(error, at, given, read, position, out, out_indices)
 
     def _carry(self, at: int, made: Batch, out: list[Event], out_indices: list[int]) -> None:
         """What the step before ``at`` made of one event, through the steps from ``at``.
@@ -249,12 +302,15 @@ class Route:
     """One stream's stages as the engine runs them: runs of built-in stages, each one object
     of ``run_type`` (``builtin.BuiltInRun``), and the stages between."""
 
-    __slots__ = ("after", "run_type", "segments", "stages")
+    __slots__ = ("after", "built_in", "run_type", "segments", "stages")
 
     def __init__(
         self, stages: list[Stage], built_in: frozenset[type[Stage]], run_type: RunType
     ) -> None:
         self.stages = stages
+        self.built_in = built_in
+        """The built-in stages' types (``order.built_in_stages``), recorded once: a read
+        asks which of its stages are the user's (``faults.through``)."""
         self.run_type = run_type
         self.segments: list[Stage | BuiltInRun] = []
         """The stages in order, each maximal run of built-in ones one object."""

@@ -19,7 +19,6 @@ from typing import Any
 from agui_pipeline._engine.contract import counted_process
 from agui_pipeline._engine.core import StagePlan, build
 from agui_pipeline._engine.faults import Ended, Fault, after_fault, through
-from agui_pipeline._engine.order import built_in_stages
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.errors import HandlerFailed, StreamRejected, StreamTruncated, UsageError
@@ -29,12 +28,11 @@ from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext
 class Session:
     """One stream through a pipeline's stages, without I/O: :meth:`feed` it each read."""
 
-    __slots__ = ("_built_in", "context", "decoder", "last_delivered", "route", "verdict")
+    __slots__ = ("context", "decoder", "last_delivered", "route", "verdict")
 
     def __init__(self, plan: StagePlan, ctx: StreamContext) -> None:
         self.context = ctx
         self.decoder, self.route = build(plan, ctx)
-        self._built_in = built_in_stages()
         self.verdict: Verdict | None = None
         """How the stream was judged: set by the read that ended it (a fault, or the end)."""
         self.last_delivered = -1
@@ -62,7 +60,7 @@ class Session:
             error.add_note(f"raised in the {self.decoder.name!r} stage (the decoder)")
             raise
         position = 0
-        segments, run_type, built_in = route.segments, route.run_type, self._built_in
+        segments, run_type, built_in = route.segments, route.run_type, route.built_in
         try:
             for segment in segments:
                 if not batch.events:
@@ -100,7 +98,7 @@ class Session:
             error.add_note(f"raised in the {self.decoder.name!r} stage (the decoder)")
             raise
         try:
-            batch = await through(self.route.stages, batch, self._built_in, flush=True)
+            batch = await through(self.route.stages, batch, self.route.built_in, flush=True)
         except Ended as ended:
             return await self._fault(ended.fault, ended.delivered, [])
         if batch.events:
@@ -115,7 +113,7 @@ class Session:
         later fault, earlier in the stream, is the verdict instead (``faults.through``).
         That is delivered; a run whose end was discarded, not delivered, is open again."""
         try:
-            kept = await through(after, kept, self._built_in)
+            kept = await through(after, kept, self.route.built_in)
         except Ended as later:
             fault, kept = later.fault, later.delivered
         if kept.events:

@@ -168,8 +168,6 @@ class EventStream:
     # -- the engine ---------------------------------------------------------
 
     async def _run(self) -> AsyncGenerator[Batch, None]:
-        import anyio  # here, not at the top: see the imports
-
         ctx = self.context
         session = self._session = Session(self._pipeline, ctx)
         feed = session.feed
@@ -202,8 +200,9 @@ class EventStream:
                             finally:
                                 clock.reading = None
                         else:
-                            # A bare scope, not fail_after: no context-manager generator.
-                            with anyio.CancelScope(deadline=clock.due()) as scope:
+                            # Trio's own scope, not anyio's or fail_after: no wrapper,
+                            # no context-manager generator.
+                            with clock.scope(deadline=clock.due()) as scope:
                                 chunk = await read()
                             if scope.cancelled_caught:
                                 raise SourceTimedOut
@@ -252,8 +251,10 @@ class _Clock:
     waiting read if its budget is spent, or is armed again at the later budget a read
     since has made. A cancel scope per read, and its timer, cost about 48,000
     instructions a read, as much as the rest of the engine's work on a one-event read
-    (``python -m benchmarks.instructions --live``). Trio cancels only through a scope,
-    so there a read waits under one whose deadline is its budget.
+    (``python -m benchmarks.instructions --live``). Trio cancels a wait only through a
+    scope around it — a task cannot be cancelled from outside as asyncio's can — so
+    there a read still waits under a scope of its own whose deadline is its budget;
+    trio's own scope, which costs less than anyio's wrapper of it.
 
     When the source bounds its own reads (``source_timeout``: an HTTP client's read
     timeout) no later than the budget, the engine adds nothing: the common case of a
@@ -270,6 +271,7 @@ class _Clock:
         "loop",
         "now",
         "reading",
+        "scope",
         "source_timeout",
         "started",
         "task_now",
@@ -286,7 +288,12 @@ class _Clock:
         # asyncio's loop, its current task and its cancellation; None under trio.
         self.loop, self.task_now, self.cancelled = _asyncio_parts()
         self.lazy = self.loop is not None
-        self.now: Callable[[], float] = self.loop.time if self.lazy else _anyio_time()
+        self.now: Callable[[], float]
+        self.scope: Any  # trio.CancelScope under trio
+        if self.lazy:
+            self.now, self.scope = self.loop.time, None
+        else:
+            self.scope, self.now = _trio_parts()
         self.timer: Any = None  # the asyncio.TimerHandle, while one is armed
         self.reading: Any = None  # the asyncio.Task waiting on a read, while it waits
         self.baseline = 0  # the task's pending cancellations when the read began
@@ -393,9 +400,10 @@ def _asyncio_parts() -> tuple[Any, Any, Any]:
     return loop, asyncio.current_task, asyncio.CancelledError
 
 
-def _anyio_time() -> Callable[[], float]:
-    """The backend's clock, the one cancel scope deadlines are on, through anyio (which
-    looks the backend up on every call, ~1 µs: asyncio's loop is read directly)."""
-    import anyio
+def _trio_parts() -> tuple[Any, Callable[[], float]]:
+    """Trio's ``CancelScope`` and clock, used directly: anyio's look the backend up on
+    every call and wrap trio's scope in one of their own. Imported here, when a stream
+    under trio first waits, never at import (the CLI's import test holds that)."""
+    import trio
 
-    return anyio.current_time
+    return trio.CancelScope, trio.current_time

@@ -192,6 +192,13 @@ class Conversation:
 
     def apply(self, batch: Batch) -> None:
         """Apply delivered events in order (synchronous; called by dispatch per batch)."""
+        if len(batch.events) == 1:
+            # A live read's one event: its handler, as a run of one would end, without
+            # the run's bookkeeping (``_content`` grows an item as ``_end_run`` would).
+            apply_one = self._apply.get(batch.types[0])
+            if apply_one is not None:
+                apply_one(batch.events[0], batch.indices[0])
+            return
         table, text, arguments, indices = self._apply, self._text, self._arguments, batch.indices
         # The commonest events, deltas to an item already growing, take a short path
         # (``_grow`` inlined). Consecutive deltas to one item form a run: appended one
