@@ -90,7 +90,9 @@ class Parse(Decoder):
         self._past_bom = False  # the first bytes have been checked for a BOM
         self._max_frame = ctx.limits.max_frame_bytes
         self._framer: Framer | None = None  # the native core's, once the framing is known
-        self._depth_bytes = 2 * ctx.limits.max_depth
+        # A value needs two bytes per level of nesting: a frame no longer than twice
+        # max_depth, nor than max_frame_bytes, breaks no per-frame limit.
+        self._long_frame = min(2 * ctx.limits.max_depth, self._max_frame)
         self._integers = IntegerSearch(ctx)
         """The search parse runs itself: every read when no enforce stage runs one, and
         the small reads when one does."""
@@ -249,7 +251,7 @@ class Parse(Decoder):
         What the general path does to such a read, without what it does for many frames
         (the buffer, the search for boundaries, the list of frames, the depth pass over
         their lengths): about 30,000 instructions a read. Anything else — a second line,
-        a CR, a payload long enough for the depth limit to matter, one that is not an
+        a CR, a payload long enough for a per-frame limit to matter, one that is not an
         object with a ``type`` — goes the general way, which judges it.
         """
         enforce = self.handover
@@ -259,7 +261,7 @@ class Parse(Decoder):
         if chunk.find(b"\n", 6) != end or chunk[end:] != b"\n\n" or b"\r" in chunk:
             return None
         payload = chunk[6:end]
-        if len(payload) > self._depth_bytes and (
+        if len(payload) > self._long_frame and (
             len(payload) > self._max_frame
             or payload.count(b"[") + payload.count(b"{") > self.ctx.limits.max_depth
         ):
@@ -343,10 +345,9 @@ class Parse(Decoder):
             events = list(map(_loads, payloads))
         except _DecodeError:
             events = self._decode_until_failure(payloads)
-        # A value needs two bytes per level of nesting: frames shorter than that
-        # cannot break the depth limit, and most frames are (one C-level pass).
+        # Most frames are too short to break a per-frame limit (one C-level pass).
         lengths = list(map(len, payloads))
-        if lengths and max(lengths) > self._depth_bytes:
+        if lengths and max(lengths) > self._long_frame:
             self._check_sizes(payloads, lengths, events)
         batch = self._accept(events)
         enforce = self.handover
@@ -366,7 +367,7 @@ class Parse(Decoder):
             payloads = [payload for payload in payloads if not payload.isspace()]
             lengths = list(map(len, payloads))
         limits = self.ctx.limits
-        threshold = self._depth_bytes
+        threshold = self._long_frame
         # The positions of the long frames, found in C (compress keeps those whose test is true;
         # operator.lt is a fast call, a bound ``threshold.__lt__`` is not).
         long_ones = list(compress(count(), map(lt, repeat(threshold), lengths)))

@@ -269,6 +269,44 @@ def test_a_whole_frame_larger_than_the_limit_in_one_read_is_rejected() -> None:
     assert "(event 1)" in str(raised.value)
 
 
+def _frame_of(size: int) -> bytes:
+    """An event's JSON of exactly ``size`` bytes."""
+    head = b'{"type":"RAW","event":"'
+    return head + b"x" * (size - len(head) - 2) + b'"}'
+
+
+@pytest.mark.parametrize("size", [99, 100, 101])
+@pytest.mark.parametrize("framing", ["sse", "jsonl"])
+def test_a_frame_at_the_limit_passes_and_one_byte_past_it_is_rejected(
+    size: int, framing: str
+) -> None:
+    """max_frame_bytes holds for a frame shorter than twice max_depth too (a frame whole in
+    one read was once only measured when it could break the depth limit): alone in a read
+    (SSE's one-event path), among others in a read, and as the last JSON line (held, then
+    decoded at the end)."""
+    limits = Limits(max_frame_bytes=100)  # below 2 x max_depth (256)
+    frame = _frame_of(size)
+    first = b'{"type":"RUN_STARTED"}'
+    reads_of = {
+        "alone": [streams.join_frames([first], framing), streams.join_frames([frame], framing)],
+        "among others": [streams.join_frames([first, frame, first], framing)],
+    }
+    if framing == "jsonl":
+        reads_of["last"] = [streams.join_frames([first], framing), frame]
+    for reads in reads_of.values():
+        parser = Parse(StreamContext(Options(framing=framing, limits=limits)))
+        if size <= 100:
+            assert decode(reads, framing=framing, limits=limits)[0][1] == json.loads(frame)
+            continue
+        with pytest.raises(StreamRejected) as raised:
+            for read in reads:
+                parser.feed(read)
+            parser.finish()
+        assert raised.value.code == "limit.frame-bytes"
+        assert raised.value.event_index == 1
+        assert "max_frame_bytes=100" in str(raised.value)
+
+
 def test_an_object_document_is_named_as_json_names_it() -> None:
     with pytest.raises(StreamRejected) as raised:
         decode([b'{"type": "X"}'], framing="json")

@@ -1,17 +1,21 @@
 """The native framer against the Python reference: read for read, the same outcome.
 
-The native core frames SSE and JSON lines (``native/src/framing.rs``); the pure Python
-implementation (``stages/parse.py``) is the reference. Both parse the same reads here —
-random streams, valid and broken, and the corpus, cut into random reads — and everything
-parse answers is compared exactly: each read's batch (events, frame indices, types), a
-rejection (code, message, event index, pointer, spec page, what was kept before it), the
-findings, the counters and the bytes read. A disagreement is a bug in one of them.
+The native core frames SSE and JSON lines (``native/src/framing.rs``) and hands the frames
+to Python, which decodes them with orjson on both cores; the pure Python implementation
+(``stages/parse.py``) is the reference. Both parse the same reads here — random streams,
+valid and broken, random JSON, the JSON rules' edge cases (numbers, surrogates, duplicate
+keys, what surrounds a frame, depth at the limits), and the corpus, cut into random reads —
+and everything parse answers is compared exactly: each read's batch (events, as ``repr``
+shows them, so that ``0``, ``-0.0`` and ``False`` differ; frame indices; types), a rejection
+(code, message, event index, pointer, spec page, what was kept before it), the findings,
+the counters and the bytes read. A disagreement is a bug in one of them.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 from typing import Any
 
 import pytest
@@ -32,6 +36,17 @@ def outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
         return _outcome(core, reads, options)
 
 
+def _shown(events: list[Any]) -> str:
+    """``events`` as ``repr`` writes them, which tells ``0`` from ``-0.0`` and ``False``, and
+    shows key order; deep enough for the deepest event orjson reads (1,024 levels)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4_000))
+    try:
+        return repr(events)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
     parser = Parse(StreamContext(options))
     answers: list[Any] = []
@@ -40,9 +55,9 @@ def _outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
         for read in reads:
             batch = parser.feed(read)
             framed = framed or bool(batch.events)
-            answers.append((batch.events, batch.indices, batch.types))
+            answers.append((_shown(batch.events), batch.indices, batch.types))
         batch = parser.finish()
-        answers.append(("finish", batch.events, batch.indices, batch.types))
+        answers.append(("finish", _shown(batch.events), batch.indices, batch.types))
     except StreamRejected as rejection:
         kept = rejection.kept
         answers.append(
@@ -53,7 +68,7 @@ def _outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
                 rejection.event_index,
                 rejection.pointer,
                 rejection.spec,
-                None if kept is None else (kept.events, kept.indices, kept.types),
+                None if kept is None else (_shown(kept.events), kept.indices, kept.types),
             )
         )
     ctx = parser.ctx
@@ -81,8 +96,8 @@ def test_an_empty_read_between_cr_and_lf_keeps_them_one_line_end(core: str) -> N
     reads = [data[:cut], b"", data[cut:]]
     whole = outcome(core, [data], Options())
     assert outcome(core, reads, Options())[-2:] == whole[-2:]
-    events = [event for answer in outcome(core, reads, Options())[:-3] for event in answer[0]]
-    assert events == [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    shown = [answer[0] for answer in outcome(core, reads, Options())[:-3] if answer[0] != "[]"]
+    assert shown == [repr([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}])]
 
 
 # -- random streams ------------------------------------------------------------------------
@@ -200,3 +215,190 @@ def test_the_conformance_streams_give_the_same_answers_in_every_framing() -> Non
             for seed in range(3):
                 assert_same(_random_reads(data, seed))
             assert_same([data])
+
+
+# -- JSON decoding ---------------------------------------------------------------------------
+
+VALUES = [
+    # numbers: 64-bit integers exact, longer ones doubles, past double range refused
+    b"0",
+    b"-0",
+    b"-0.0",
+    b"0.0",
+    b"-0e0",
+    b"-0E+3",
+    b"-1e-400",
+    b"1e-400",
+    b"1E2",
+    b"1e+2",
+    b"2.5e-3",
+    b"-12.75",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"-9223372036854775809",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"-18446744073709551616",
+    b"12345678901234567890123",
+    b"1" + b"0" * 308,
+    b"1" + b"0" * 309,
+    b"1e308",
+    b"1.7976931348623157e308",
+    b"1.8e308",
+    b"-1e400",
+    b"0.1",
+    b"3.141592653589793238",
+    b"01",
+    b"1.",
+    b".5",
+    b"-",
+    b"+1",
+    b"1e",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    # strings: surrogates paired, lone, escaped; raw ones (not UTF-8); controls
+    b'"\\ud83d\\ude00"',
+    b'"\\ud800"',
+    b'"\\udc00"',
+    b'"\\ud800\\u0041"',
+    b'"\\udc00\\ud800"',
+    b'"\\ud83d"',
+    b'"\\uD83D\\uDE00"',
+    b'"\xf0\x9f\x98\x80"',
+    b'"\xed\xa0\x80"',
+    b'"\\u0000"',
+    b'"a\tb"',
+    b'"\\/\\b\\f\\n\\r\\t\\"\\\\"',
+    b'"\\x41"',
+    b'"\xc3"',
+    b'"\xc3\xa9"',
+    # literals, containers, duplicate keys
+    b"true",
+    b"false",
+    b"null",
+    b"tru",
+    b"[]",
+    b"{}",
+    b"[1,]",
+    b'{"a":1,}',
+    b'{"a" 1}',
+    b'{"a":1,"b":2,"a":3}',
+    b'{"a":{"x":1},"a":[2]}',
+    b'{"":0}',
+    b"[1,[2,[3,[4]]]]",
+]
+"""Values placed in an event (and alone, as a frame), at the edges of the JSON rules."""
+
+AROUND = [b"", b" ", b"\t", b"\r", b"  \t ", b"\x0b", b"\x0c", b"\xef\xbb\xbf", b"\xc2\xa0"]
+"""What may come before or after a frame's JSON: JSON whitespace, other blanks, a BOM."""
+
+
+def _frames_of(value: bytes) -> list[bytes]:
+    return [
+        b'{"type":"CUSTOM","name":"n","value":' + value + b"}",
+        value,
+        b'{"type":"RAW","event":{"v":[' + value + b"]}}",
+    ]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=[repr(v)[2:40] for v in VALUES])
+def test_json_edge_values_give_the_same_answers(value: bytes) -> None:
+    native_module()
+    for frame in _frames_of(value):
+        for framing in ("sse", "jsonl"):
+            data = streams.join_frames([b'{"type":"RUN_STARTED"}', frame], framing)
+            assert_same([data])
+            assert_same(_random_reads(data, len(frame)))
+            assert_same([data[:-1]])  # the last JSON line without its newline (finish)
+
+
+@pytest.mark.parametrize("before", AROUND)
+@pytest.mark.parametrize("after", AROUND)
+def test_what_surrounds_a_frame_gives_the_same_answers(before: bytes, after: bytes) -> None:
+    native_module()
+    frame = before + b'{"type":"RUN_STARTED","threadId":"t"}' + after
+    for framing in ("sse", "jsonl"):
+        data = streams.join_frames([b'{"type":"X"}', frame, b'{"type":"Y"}'], framing)
+        assert_same([data], Options(framing=framing))
+
+
+@pytest.mark.parametrize("max_depth", [1, 2, 3, 127, 128, 129, 1023, 1024, 1025, 2000])
+def test_depth_at_each_side_of_the_limits_gives_the_same_answers(max_depth: int) -> None:
+    """The stream's limit, and orjson's own (1,024 levels) when the stream's is higher."""
+    native_module()
+    options = Options(limits=Limits(max_depth=max_depth))
+    for depth in {1, max_depth - 1, max_depth, max_depth + 1, 1024, 1025, 5000} - {0}:
+        inner = b"[" * (depth - 1) + b"1" + b"]" * (depth - 1)
+        frame = b'{"type":"RAW","event":' + inner + b"}" if depth > 1 else b'{"type":"RAW"}'
+        for framing in ("sse", "jsonl"):
+            assert_same([streams.join_frames([b'{"type":"A"}', frame], framing)], options)
+
+
+def _json_literal(draw: st.DrawFn, value: Any) -> bytes:
+    """``value`` written as JSON, with the spellings a producer may choose: escapes or raw
+    UTF-8, whitespace, numbers in any form (``1e2``, ``-0``, ``100.0``)."""
+    if isinstance(value, dict):
+        gap = draw(st.sampled_from([b"", b" ", b"\n", b"\t "]))
+        members = [
+            _json_literal(draw, k) + b":" + gap + _json_literal(draw, v) for k, v in value.items()
+        ]
+        return b"{" + gap + (b"," + gap).join(members) + gap + b"}"
+    if isinstance(value, list):
+        return b"[" + b",".join(_json_literal(draw, item) for item in value) + b"]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+    if isinstance(value, bytes):  # a number literal drawn as text
+        return value
+    return json.dumps(value).encode()
+
+
+NUMBER_LITERALS = st.from_regex(
+    rb"\A-?(0|[1-9][0-9]{0,25})(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?\Z"
+)
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | NUMBER_LITERALS
+    | st.text(max_size=8)
+    | st.sampled_from(["\ud800", "\udfff", "\ud83d\ude00"]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@st.composite
+def json_frames(draw: st.DrawFn) -> list[bytes]:
+    """Events holding random JSON, and random JSON alone as a frame, now and then broken."""
+    frames = []
+    for _ in range(draw(st.integers(1, 6))):
+        value = draw(JSON_VALUES)
+        if draw(st.booleans()):
+            value = {"type": draw(st.sampled_from(["CUSTOM", "RAW", 7])), "value": value}
+        literal = _json_literal(draw, value)
+        if draw(st.integers(0, 9)) == 0:
+            cut = draw(st.integers(0, len(literal)))
+            literal = literal[:cut] + draw(st.sampled_from([b"", b"\xff", b",", b"]", b"\\"]))
+        frames.append(literal)
+    return frames
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    frames=json_frames(),
+    framing=st.sampled_from(["sse", "jsonl"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=5_000), max_size=12),
+    limits=LIMITS,
+)
+def test_random_json_in_random_reads_gives_the_same_answers(
+    frames: list[bytes], framing: str, cuts: list[int], limits: Limits
+) -> None:
+    native_module()
+    frames = [frame.replace(b"\n", b" ") for frame in frames]  # one line each
+    data = streams.join_frames(frames, framing)
+    assert_same(streams.split(data, cuts), Options(limits=limits))

@@ -106,17 +106,15 @@ class Chain(StageRun):
     def run(self, batch: Batch) -> Batch:
         """The read through every stage of the chain; a fault is :class:`Ended`."""
         size = len(batch.events)
-        if size == 1:
-            passed = self._stepped_one(batch)  # a live read: one frame, one event
-        elif size > STEPPED_READS or len(set(batch.indices)) < size:
+        if size > STEPPED_READS or (size > 1 and len(set(batch.indices)) < size):
             # A large read costs less stage by stage: each batch method's scans run in C
             # over the events it has no work for, and its set-up is paid once per many.
             # Several events of one frame (a stage of yours before the chain expanded it)
             # go stage by stage too: a fault on one of them discards the frame's events
             # whole (``faults.after_fault``), which a step, one event at a time, cannot.
             return self._through(self.stages, batch)
-        else:
-            passed = self._stepped(batch)
+        # A live read is one frame, one event: its own path, without the loop's set-up.
+        passed = self._stepped_one(batch) if size == 1 else self._stepped(batch)
         if self._tail is None:
             return passed
         try:
