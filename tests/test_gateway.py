@@ -214,13 +214,19 @@ def drip(
     address: tuple[str, int], connections: int, opening: bytes, for_seconds: float
 ) -> list[float | None]:
     """``connections`` sockets each sending ``opening`` then one byte every 0.3 s; when each
-    was answered or closed by the server, in seconds (``None``: still open at the end)."""
-    socks = [socket.create_connection(address, timeout=5) for _ in range(connections)]
-    started = time.monotonic()
-    closed: list[float | None] = [None] * connections
-    for sock in socks:
+    was answered or closed by the server, in seconds from its own connection (``None``: still
+    open at the end). Each is timed from its own connect: on a loaded machine opening a hundred
+    can take longer than the header timeout, which runs from each accept."""
+    socks: list[socket.socket] = []
+    opened: list[float] = []
+    for _ in range(connections):
+        sock = socket.create_connection(address, timeout=5)
+        opened.append(time.monotonic())
         sock.sendall(opening)
         sock.setblocking(False)
+        socks.append(sock)
+    started = time.monotonic()
+    closed: list[float | None] = [None] * connections
     try:
         next_drip = started
         while time.monotonic() - started < for_seconds and None in closed:
@@ -231,7 +237,7 @@ def drip(
                         try:
                             sock.send(b"x")
                         except OSError:
-                            closed[index] = time.monotonic() - started
+                            closed[index] = time.monotonic() - opened[index]
             readable, _, _ = select.select(
                 [sock for index, sock in enumerate(socks) if closed[index] is None], [], [], 0.05
             )
@@ -242,7 +248,7 @@ def drip(
                 except OSError:
                     answer = b""
                 assert answer == b"" or answer.startswith(b"HTTP/1.1 408"), answer
-                closed[index] = time.monotonic() - started
+                closed[index] = time.monotonic() - opened[index]
     finally:
         for sock in socks:
             sock.close()
