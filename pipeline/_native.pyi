@@ -1,5 +1,7 @@
 # The native core's extension module (native/src/lib.rs); present when the crate was built.
 
+from typing import Any
+
 class InternalError(RuntimeError):
     """A Rust panic, with the stage it happened in."""
 
@@ -14,3 +16,14 @@ class Framer:
     def idle(self) -> bool:
         """Nothing held: no partial frame, no CR waiting for its LF."""
     def take_rest(self) -> bytes: ...
+
+class Checks:
+    """enforce's fast check of every event type, built from ``native_plan()``'s rows
+    (``stages/_checks.py``)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]], events: dict[str, int]) -> None: ...
+    def scan(self, events: list[Any], types: list[Any]) -> tuple[int, list[int]]:
+        """The first event not clean (``len(events)`` if none), and for each clean event
+        before it with a member the check does not look into, how many events follow it."""
+    def clean(self, event: Any, kind: Any) -> bool:
+        """Whether ``event`` of type ``kind`` is clean."""

@@ -110,11 +110,20 @@ class _Node:
         being asked already, for a schema that nests itself)."""
         return False
 
+    def open_kinds(self) -> tuple[type, ...] | None:
+        """The kinds of value (Python types, as orjson decodes JSON) that, clean here, may
+        hold what the check did not look into: ``None`` for every kind, ``()`` for none.
+        The big-integer search reads the bytes of the events holding such a value
+        (``IntegerSearch`` in :mod:`.parse`)."""
+        return None if self.opaque() else ()
+
     def opens(self, var: str) -> str | None:
         """Python source true when ``var``, clean here, may hold what the check did not look
-        into (``None``: never, ``"True"``: always); the big-integer search reads the bytes
-        of the events it holds true for (``IntegerSearch`` in :mod:`.parse`)."""
-        return "True" if self.opaque() else None
+        into (``None``: never, ``"True"``: always): :meth:`open_kinds` as a test."""
+        kinds = self.open_kinds()
+        if kinds is None:
+            return "True"
+        return " or ".join(f"type({var}) is {kind.__name__}" for kind in kinds) or None
 
 
 class _Primitive(_Node):
@@ -206,7 +215,9 @@ class _Const(_Node):
             raise Malformed(at, self.expected, describe(value))
 
     def rejects(self, var: str, namespace: dict[str, Any]) -> str | None:
-        return f"{var} != {self.value!r}"  # only a string equals a string
+        # Exactly a str, as `clean` and `walk` ask: a str subclass equal to the value would
+        # pass `!=` alone, and the walk then reject what the fast check passed.
+        return f"type({var}) is not str or {var} != {self.value!r}"
 
 
 class _ClosedSet(_Node):
@@ -537,12 +548,10 @@ class _Alternatives(_Node):
     def opaque(self, seen: frozenset[int] = frozenset()) -> bool:
         return any(node.opaque(seen) for node in self.by_kind.values())
 
-    def opens(self, var: str) -> str | None:
+    def open_kinds(self) -> tuple[type, ...] | None:
         # Only the kinds that may hold open JSON: a tool result's string content never does.
-        kinds = [kind for kind, node in self.by_kind.items() if node.opaque()]
-        if len(kinds) == len(self.by_kind):
-            return "True" if kinds else None
-        return " or ".join(f"type({var}) is {kind.__name__}" for kind in kinds) or None
+        kinds = tuple(kind for kind, node in self.by_kind.items() if node.opaque())
+        return None if kinds and len(kinds) == len(self.by_kind) else kinds
 
     def walk(self, value: Any, at: str, removed: Removals) -> None:
         node = self.by_kind.get(type(value))
@@ -764,6 +773,59 @@ def print_generated(prefixes: list[str]) -> None:
     for label, source in generated.items():
         if not prefixes or any(label.startswith(prefix) for prefix in prefixes):
             print(f"# {label}\n{source}\n")
+
+
+NativePlan = tuple[list[tuple[Any, ...]], dict[str, int]]
+
+
+@cache
+def native_plan() -> NativePlan:
+    """The compiled checks as rows the native core builds its own from (``checks.rs`` in
+    ``native/``): one tuple per node, naming the nodes it holds by position, and each event
+    type's node. The schema keeps one statement, :mod:`agui_pipeline.events`."""
+    rows: list[tuple[Any, ...]] = []
+    ids: dict[int, int] = {}
+
+    def place(node: _Node) -> int:
+        if id(node) not in ids:
+            ids[id(node)] = len(rows)
+            rows.append(())  # held until the node's own row is made (a schema may nest itself)
+            rows[ids[id(node)]] = row(node)
+        return ids[id(node)]
+
+    def row(node: _Node) -> tuple[Any, ...]:
+        if isinstance(node, _OpenObject):
+            return ("open_object",)
+        if isinstance(node, _Primitive):
+            return ("str",) if node.kind is str else ("bool",)
+        if isinstance(node, _AnyJSON):
+            return ("any", node.nullable)
+        if isinstance(node, _Integer):
+            return ("integer", node.minimum, node.maximum)
+        if isinstance(node, _Const):
+            return ("const", node.value)
+        if isinstance(node, _ClosedSet):
+            return ("closed_set", sorted(node.values))
+        if isinstance(node, _JsonPointer):
+            return ("pointer",)
+        if isinstance(node, _List):
+            return ("list", place(node.item), node.min_items)
+        if isinstance(node, _Union):
+            return ("union", node.key, [(tag, place(m)) for tag, m in node.members.items()])
+        if isinstance(node, _Alternatives):
+            return ("alternatives", [(k.__name__, place(n)) for k, n in node.by_kind.items()])
+        if isinstance(node, _Object):
+            tells = node.event and node.opaque()
+            fields = []
+            for key, member in node.fields.items():
+                kinds = member.open_kinds()
+                opens = None if kinds is None else [kind.__name__ for kind in kinds]
+                fields.append((key, place(member), key in node.required, opens))
+            return ("object", node.is_open, tells, node.skip, fields)
+        raise TypeError(f"no native row for {node!r}")
+
+    events = {kind: place(node) for kind, node in EVENTS.members.items()}
+    return rows, events
 
 
 def would_deliver(event: Any) -> bool:

@@ -33,8 +33,11 @@ in the engine's fused pass (:meth:`Enforce.step`).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from agui_pipeline import _cores
 from agui_pipeline._json import MISSING, describe, shown
 from agui_pipeline._suggest import did_you_mean
 from agui_pipeline.batch import Batch, Event, empty_batch
@@ -52,12 +55,25 @@ from agui_pipeline.stages._checks import (
     Malformed,
     Removals,
     Unrecognised,
+    native_plan,
     print_generated,
     scan_any,
     scan_collecting,
     scan_objects,
 )
 from agui_pipeline.stages.parse import IntegerSearch
+
+if TYPE_CHECKING:
+    from agui_pipeline._native import Checks
+
+
+@cache
+def _native_checks(native: ModuleType) -> Checks:
+    """The native core's fast check (``native/src/checks.rs``), built once from the plan of
+    the reference's compiled checks (:func:`._checks.native_plan`)."""
+    checks: Checks = native.Checks(*native_plan())
+    return checks
+
 
 # --- the stage --------------------------------------------------------------------------
 
@@ -72,11 +88,20 @@ class Enforce(Stage):
         self.integers = IntegerSearch(ctx)
         """The search for integers past 64 bits in the frames enforce's checks choose, which
         the engine hands parse (``core.build``); until then, parse searches every read."""
+        native = _cores.native
+        self._native = None if native is None else _native_checks(native)
+        """The native core's batch scan, or ``None`` for the reference's generated one. Only
+        the fast check is native: an event it does not pass is judged by :meth:`_judge`."""
 
     async def process(self, batch: Batch) -> Batch:
         integers = self.integers  # parse's frames of these events, if it left them:
         frames = None if integers.held is None else integers.take(batch)
-        if frames is None:
+        native = self._native
+        if native is not None:
+            start, opened = native.scan(batch.events, batch.types)
+            if frames is not None:
+                integers.search(batch, frames, opened, start)  # before any judgement
+        elif frames is None:
             scan = scan_objects if batch.objects else scan_any
             start = scan(batch.events, batch.types)
         else:  # parse's batch as it made it: its events are dicts

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from typing import Any
 
 import anyio
 import pytest
-from agui_pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected
+from agui_pipeline import Batch, Options, Pipeline, Stage, StreamContext, StreamRejected, _cores
 from agui_pipeline._engine.order import canonical_order
 from agui_pipeline.events import EventType
 from agui_pipeline.stages.enforce import Enforce
@@ -657,11 +658,16 @@ print(json.dumps({"before": before, "after": sorted(_codegen.generated),
 
 
 def test_an_objects_check_is_compiled_when_first_needed_and_judges_that_first_value() -> None:
-    """A fresh interpreter: enforce compiles no object's check at import, only those a
-    stream needs (start-up), and the first value through the nested checks is judged
-    as every later one is."""
+    """A fresh interpreter on the pure core (the native core's fast check compiles no
+    Python): enforce compiles no object's check at import, only those a stream needs
+    (start-up), and the first value through the nested checks is judged as every later
+    one is."""
     done = subprocess.run(
-        [sys.executable, "-c", in_a_child(LAZY_PROBE)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", in_a_child(LAZY_PROBE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, _cores.PURE_SETTING: "1"},
     )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)

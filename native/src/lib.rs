@@ -8,6 +8,7 @@
 //! slip past the engine's handling of a stage's bug): every entry point runs under
 //! [`guarded`], and a panic becomes [`InternalError`] naming the stage.
 
+pub mod checks;
 pub mod framing;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -15,8 +16,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
+use crate::checks::Verdict;
 use crate::framing::{FrameTooLarge as Overflow, Framing, each_payload};
 
 create_exception!(
@@ -111,10 +113,76 @@ impl Framer {
     }
 }
 
+/// enforce's fast check of every event type (`checks.rs`), built once from the reference's plan.
+#[pyclass(module = "agui_pipeline._native", frozen)]
+struct Checks {
+    checks: checks::Checks,
+}
+
+#[pymethods]
+impl Checks {
+    #[new]
+    fn new(rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Self> {
+        Ok(Checks {
+            checks: checks::Checks::from_plan(rows, events)?,
+        })
+    }
+
+    /// The position of the first event that is not clean (`len(events)` if none), and, for
+    /// each clean event before it holding a member the check does not look into, how many
+    /// events follow it (what parse's integer search reads: `IntegerSearch.search`).
+    fn scan(
+        &self,
+        events: &Bound<'_, PyList>,
+        types: &Bound<'_, PyList>,
+    ) -> PyResult<(usize, Vec<usize>)> {
+        let checks = &self.checks;
+        guarded("enforce", || {
+            let count = events.len().min(types.len());
+            let mut opened = Vec::new();
+            let mut last: Option<(Bound<'_, PyAny>, usize)> = None;
+            for position in 0..count {
+                let (Ok(event), Ok(kind)) = (events.get_item(position), types.get_item(position))
+                else {
+                    return (position, opened);
+                };
+                // Runs of one type (text deltas) look their check up once.
+                let node = match &last {
+                    Some((previous, node)) if previous.eq(&kind).unwrap_or(false) => Some(*node),
+                    _ => checks.event_node(&kind),
+                };
+                let Some(node) = node else {
+                    return (position, opened);
+                };
+                match checks.event(node, &event) {
+                    Verdict::NotClean => return (position, opened),
+                    Verdict::Clean => {}
+                    Verdict::CleanWithOpenMembers => opened.push(count - 1 - position),
+                }
+                last = Some((kind, node));
+            }
+            (count, opened)
+        })
+        .map_err(InternalError::new_err)
+    }
+
+    /// Whether `event`, of type `kind`, is clean (the fused pass's one event).
+    fn clean(&self, event: &Bound<'_, PyAny>, kind: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let checks = &self.checks;
+        guarded("enforce", || {
+            checks
+                .event_node(kind)
+                .is_some_and(|node| checks.event(node, event) != Verdict::NotClean)
+        })
+        .map_err(InternalError::new_err)
+    }
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add_class::<Framer>()?;
+    module.add_class::<Checks>()?;
     module.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())
 }

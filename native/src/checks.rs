@@ -1,0 +1,437 @@
+//! enforce's fast check, native: is each event of a batch exactly valid, and which ones hold a
+//! member the check does not look into (open JSON, where parse's search for integers past 64
+//! bits must read the frame).
+//!
+//! The checks are not written here: they are built from the plan the Python reference compiles
+//! from `agui_pipeline.events` (`native_plan` in `stages/_checks.py`), one row per node, so the
+//! schema has one statement. Only the question "clean or not" is native. An event that is not
+//! clean goes to the reference's walk (`Enforce._judge`), which strips, drops or rejects and
+//! words every diagnostic; so a "not clean" answer here can cost time, never change a result,
+//! and a check that cannot decide (a schema nested deeper than [`DEEPEST`]) answers "not clean".
+
+use std::collections::HashMap;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+/// Nesting past which a check answers "not clean" and leaves the value to the reference's walk
+/// (a middleware's hand-built value may nest without the parser's depth limit).
+const DEEPEST: usize = 200;
+
+/// The JSON kind of a Python value as the decoder makes it: exact types only, as the reference's
+/// `type(x) is str` tests (a `bool` is not an `int`; a subclass is no kind).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Str,
+    Bool,
+    Int,
+    Float,
+    List,
+    Dict,
+    Null,
+    Other,
+}
+
+impl Kind {
+    fn of(value: &Bound<'_, PyAny>) -> Kind {
+        if value.is_exact_instance_of::<PyString>() {
+            Kind::Str
+        } else if value.is_exact_instance_of::<PyDict>() {
+            Kind::Dict
+        } else if value.is_exact_instance_of::<PyInt>() {
+            Kind::Int
+        } else if value.is_exact_instance_of::<PyList>() {
+            Kind::List
+        } else if value.is_exact_instance_of::<PyBool>() {
+            Kind::Bool
+        } else if value.is_none() {
+            Kind::Null
+        } else if value.is_exact_instance_of::<PyFloat>() {
+            Kind::Float
+        } else {
+            Kind::Other
+        }
+    }
+
+    fn named(name: &str) -> PyResult<Kind> {
+        Ok(match name {
+            "str" => Kind::Str,
+            "bool" => Kind::Bool,
+            "int" => Kind::Int,
+            "float" => Kind::Float,
+            "list" => Kind::List,
+            "dict" => Kind::Dict,
+            "NoneType" => Kind::Null,
+            other => return Err(PyValueError::new_err(format!("no JSON kind {other:?}"))),
+        })
+    }
+}
+
+/// When a member, clean, may hold what the check did not look into.
+#[derive(Debug)]
+enum Opens {
+    Never,
+    Always,
+    When(Vec<Kind>),
+}
+
+#[derive(Debug)]
+struct Field {
+    name: String,
+    node: usize,
+    opens: Opens,
+}
+
+#[derive(Debug)]
+struct Object {
+    fields: Vec<Field>,
+    /// One bit per required field, by position in `fields`.
+    required: u64,
+    is_open: bool,
+    /// The discriminator its union matched already (not checked again).
+    skip: Option<usize>,
+    /// An event whose check says which members it did not look into.
+    tells_opens: bool,
+}
+
+impl Object {
+    fn field(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|field| field.name == name)
+    }
+}
+
+#[derive(Debug)]
+enum Node {
+    Str,
+    Bool,
+    OpenObject,
+    Any {
+        nullable: bool,
+    },
+    Integer {
+        minimum: i64,
+        maximum: i64,
+    },
+    Const(String),
+    ClosedSet(Vec<String>),
+    Pointer,
+    List {
+        item: usize,
+        min_items: usize,
+    },
+    Object(Object),
+    Union {
+        key: String,
+        members: Vec<(String, usize)>,
+    },
+    Alternatives(Vec<(Kind, usize)>),
+}
+
+/// The checks of every event type, built from the reference's plan.
+#[derive(Debug)]
+pub struct Checks {
+    nodes: Vec<Node>,
+    events: HashMap<String, usize>,
+}
+
+/// A check's answer for one event: clean, and whether it holds a member not looked into.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Verdict {
+    NotClean,
+    Clean,
+    CleanWithOpenMembers,
+}
+
+impl Checks {
+    /// The checks from `rows` (`native_plan`'s: one tuple per node, referring to others by
+    /// position) and `events`, each event type's object node.
+    pub fn from_plan(rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Checks> {
+        let mut nodes = Vec::with_capacity(rows.len());
+        for row in rows.iter() {
+            nodes.push(node_of(row.cast::<PyTuple>()?)?);
+        }
+        let count = nodes.len();
+        let within = |id: usize| {
+            if id < count {
+                Ok(())
+            } else {
+                Err(PyValueError::new_err(format!("the plan has no node {id}")))
+            }
+        };
+        for node in &nodes {
+            match node {
+                Node::List { item, .. } => within(*item)?,
+                Node::Object(object) => {
+                    for field in &object.fields {
+                        within(field.node)?;
+                    }
+                }
+                Node::Union { members, .. } => {
+                    for (_, id) in members {
+                        within(*id)?;
+                        if !matches!(nodes[*id], Node::Object(_)) {
+                            return Err(PyValueError::new_err("a union member is not an object"));
+                        }
+                    }
+                }
+                Node::Alternatives(by_kind) => {
+                    for (_, id) in by_kind {
+                        within(*id)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut by_type = HashMap::new();
+        for (kind, id) in events.iter() {
+            let id: usize = id.extract()?;
+            within(id)?;
+            if !matches!(nodes[id], Node::Object(_)) {
+                return Err(PyValueError::new_err("an event's node is not an object"));
+            }
+            by_type.insert(kind.extract::<String>()?, id);
+        }
+        Ok(Checks {
+            nodes,
+            events: by_type,
+        })
+    }
+
+    /// The node of the event type `kind` (a `type` value as `Batch.types` holds it).
+    pub fn event_node(&self, kind: &Bound<'_, PyAny>) -> Option<usize> {
+        let kind = kind.cast::<PyString>().ok()?.to_str().ok()?;
+        self.events.get(kind).copied()
+    }
+
+    /// The check of one event of the type whose node is `node`.
+    pub fn event(&self, node: usize, event: &Bound<'_, PyAny>) -> Verdict {
+        let Node::Object(object) = &self.nodes[node] else {
+            return Verdict::NotClean; // from_plan holds every event's node to be an object
+        };
+        let mut opened = false;
+        if self.object(object, event, 0, &mut opened) {
+            if opened {
+                Verdict::CleanWithOpenMembers
+            } else {
+                Verdict::Clean
+            }
+        } else {
+            Verdict::NotClean
+        }
+    }
+
+    fn check(&self, node: usize, value: &Bound<'_, PyAny>, depth: usize) -> bool {
+        if depth > DEEPEST {
+            return false;
+        }
+        match &self.nodes[node] {
+            Node::Str => value.is_exact_instance_of::<PyString>(),
+            Node::Bool => value.is_exact_instance_of::<PyBool>(),
+            Node::OpenObject => value.is_exact_instance_of::<PyDict>(),
+            Node::Any { nullable } => *nullable || !value.is_none(),
+            Node::Integer { minimum, maximum } => {
+                value.is_exact_instance_of::<PyInt>()
+                    && value
+                        .extract::<i64>()
+                        .is_ok_and(|number| *minimum <= number && number <= *maximum)
+            }
+            Node::Const(expected) => exact_str(value).is_some_and(|text| text == expected),
+            Node::ClosedSet(values) => {
+                exact_str(value).is_some_and(|text| values.iter().any(|known| known == text))
+            }
+            Node::Pointer => exact_str(value).is_some_and(is_json_pointer),
+            Node::List { item, min_items } => {
+                let Ok(list) = value.cast_exact::<PyList>() else {
+                    return false;
+                };
+                list.len() >= *min_items
+                    && list
+                        .iter()
+                        .all(|element| self.check(*item, &element, depth + 1))
+            }
+            Node::Object(object) => self.object(object, value, depth, &mut false),
+            Node::Union { key, members } => {
+                let Ok(dict) = value.cast_exact::<PyDict>() else {
+                    return false;
+                };
+                let Ok(Some(tag)) = dict.get_item(key.as_str()) else {
+                    return false;
+                };
+                let Some(tag) = exact_str(&tag) else {
+                    return false;
+                };
+                match members.iter().find(|(known, _)| known == tag) {
+                    Some((_, member)) => self.check(*member, value, depth + 1),
+                    None => false,
+                }
+            }
+            Node::Alternatives(by_kind) => {
+                let kind = Kind::of(value);
+                by_kind
+                    .iter()
+                    .find(|(each, _)| *each == kind)
+                    .is_some_and(|(_, node)| self.check(*node, value, depth + 1))
+            }
+        }
+    }
+
+    /// An object: every required member present, every member present described (unless the
+    /// object is open) and clean. `opened` is set when an event's check passes a member it does
+    /// not look into.
+    fn object(
+        &self,
+        object: &Object,
+        value: &Bound<'_, PyAny>,
+        depth: usize,
+        opened: &mut bool,
+    ) -> bool {
+        let Ok(dict) = value.cast_exact::<PyDict>() else {
+            return false;
+        };
+        let mut seen = 0u64;
+        for (key, member) in dict.iter() {
+            let position = key
+                .cast_exact::<PyString>()
+                .ok()
+                .and_then(|key| key.to_str().ok().and_then(|name| object.field(name)));
+            let Some(position) = position else {
+                if !object.is_open {
+                    return false; // a member the schema does not describe: the walk strips it
+                }
+                *opened |= object.tells_opens;
+                continue;
+            };
+            seen |= 1 << position;
+            if object.skip == Some(position) {
+                continue;
+            }
+            let field = &object.fields[position];
+            if !self.check(field.node, &member, depth + 1) {
+                return false;
+            }
+            if object.tells_opens {
+                *opened |= match &field.opens {
+                    Opens::Never => false,
+                    Opens::Always => true,
+                    Opens::When(kinds) => kinds.contains(&Kind::of(&member)),
+                };
+            }
+        }
+        seen & object.required == object.required
+    }
+}
+
+/// The text of an exact `str` (`None` for anything else, and for a string with a lone surrogate,
+/// which equals no name the schema has).
+fn exact_str<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    value.cast_exact::<PyString>().ok()?.to_str().ok()
+}
+
+/// RFC 6901: empty, or `/`-prefixed reference tokens with `~` only as `~0` or `~1`.
+fn is_json_pointer(text: &str) -> bool {
+    if text.is_empty() {
+        return true;
+    }
+    let bytes = text.as_bytes();
+    bytes[0] == b'/'
+        && bytes
+            .iter()
+            .enumerate()
+            .all(|(at, byte)| *byte != b'~' || matches!(bytes.get(at + 1), Some(b'0' | b'1')))
+}
+
+fn node_of(row: &Bound<'_, PyTuple>) -> PyResult<Node> {
+    let tag: String = row.get_item(0)?.extract()?;
+    let at = |position: usize| row.get_item(position);
+    Ok(match tag.as_str() {
+        "str" => Node::Str,
+        "bool" => Node::Bool,
+        "open_object" => Node::OpenObject,
+        "pointer" => Node::Pointer,
+        "any" => Node::Any {
+            nullable: at(1)?.extract()?,
+        },
+        "integer" => Node::Integer {
+            minimum: at(1)?.extract()?,
+            maximum: at(2)?.extract()?,
+        },
+        "const" => Node::Const(at(1)?.extract()?),
+        "closed_set" => Node::ClosedSet(at(1)?.extract()?),
+        "list" => Node::List {
+            item: at(1)?.extract()?,
+            min_items: at(2)?.extract()?,
+        },
+        "union" => Node::Union {
+            key: at(1)?.extract()?,
+            members: at(2)?.extract()?,
+        },
+        "alternatives" => {
+            let by_kind: Vec<(String, usize)> = at(1)?.extract()?;
+            Node::Alternatives(
+                by_kind
+                    .into_iter()
+                    .map(|(kind, node)| Ok((Kind::named(&kind)?, node)))
+                    .collect::<PyResult<_>>()?,
+            )
+        }
+        "object" => {
+            // ("object", is_open, tells_opens, skip, [(name, node, required, opens)])
+            let is_open: bool = at(1)?.extract()?;
+            let tells_opens: bool = at(2)?.extract()?;
+            let skip: Option<String> = at(3)?.extract()?;
+            let rows: Vec<(String, usize, bool, Option<Vec<String>>)> = at(4)?.extract()?;
+            if rows.len() > 64 {
+                return Err(PyValueError::new_err("an object of more than 64 fields"));
+            }
+            let mut fields = Vec::with_capacity(rows.len());
+            let mut required = 0u64;
+            for (position, (name, node, is_required, opens)) in rows.into_iter().enumerate() {
+                if is_required {
+                    required |= 1 << position;
+                }
+                let opens = match opens {
+                    None => Opens::Always,
+                    Some(kinds) if kinds.is_empty() => Opens::Never,
+                    Some(kinds) => Opens::When(
+                        kinds
+                            .iter()
+                            .map(|kind| Kind::named(kind))
+                            .collect::<PyResult<_>>()?,
+                    ),
+                };
+                fields.push(Field { name, node, opens });
+            }
+            let object = Object {
+                skip: None,
+                fields,
+                required,
+                is_open,
+                tells_opens,
+            };
+            let skip = match skip {
+                None => None,
+                Some(name) => Some(object.field(&name).ok_or_else(|| {
+                    PyValueError::new_err(format!("the discriminator {name:?} is not a field"))
+                })?),
+            };
+            Node::Object(Object { skip, ..object })
+        }
+        other => return Err(PyValueError::new_err(format!("no node {other:?}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json_pointer;
+
+    #[test]
+    fn json_pointers() {
+        for good in ["", "/", "/a", "/a~0b", "/~1", "/a/0/~01"] {
+            assert!(is_json_pointer(good), "{good:?}");
+        }
+        for bad in ["a", "~0", "/~", "/a~2", "/a~"] {
+            assert!(!is_json_pointer(bad), "{bad:?}");
+        }
+    }
+}
