@@ -186,6 +186,16 @@ def assert_same(
 # -- reads -------------------------------------------------------------------------------------
 
 
+def sse_over_lines(events: list[Any]) -> bytes:
+    """SSE with each event's JSON spread over several ``data`` lines (the lines join with a
+    newline): where a lost or doubled line end splits or merges an event."""
+    blocks = []
+    for event in events:
+        lines = orjson.dumps(event, option=orjson.OPT_INDENT_2).splitlines()
+        blocks.append(b"".join(b"data: " + line + b"\n" for line in lines) + b"\n")
+    return b"".join(blocks)
+
+
 def random_reads(data: bytes, seed: int) -> list[bytes]:
     """``data`` in reads of 0 to 300 bytes, as a socket may hand them over (an empty read
     now and then)."""
@@ -202,11 +212,18 @@ def bytewise(data: bytes) -> list[bytes]:
     return [data[i : i + 1] for i in range(len(data))]
 
 
+def bytewise_with_empty_reads(data: bytes) -> list[bytes]:
+    """One byte a read with an empty read after each: a CR ending one read must still pair
+    with the LF of the next non-empty one."""
+    return [piece for byte in bytewise(data) for piece in (byte, b"")]
+
+
 def read_shapes(data: bytes) -> list[tuple[str, list[bytes]]]:
     """The reads each file input is tried in."""
     return [
         ("whole", [data]),
         ("one byte a read", bytewise(data)),
+        ("one byte and one empty read", bytewise_with_empty_reads(data)),
         *[(f"random reads {seed}", random_reads(data, seed)) for seed in range(3)],
     ]
 
@@ -227,8 +244,13 @@ def test_the_corpus_gives_the_same_on_both_cores(path: Path) -> None:
     except InputRejected:
         run_input = None
     frames = [orjson.dumps(event) for event in fixture.stream]
-    for framing in ("sse", "jsonl"):
-        data = streams.join_frames(frames, framing)
+    encodings = [
+        ("sse", streams.join_frames(frames, "sse")),
+        ("sse over data lines, CRLF", sse_over_lines(fixture.stream).replace(b"\n", b"\r\n")),
+        ("jsonl", streams.join_frames(frames, "jsonl")),
+        ("jsonl, CR", streams.join_frames(frames, "jsonl").replace(b"\n", b"\r")),
+    ]
+    for framing, data in encodings:
         for shape, reads in read_shapes(data):
             assert_same(
                 lambda: Pipeline(peer_max_protocol_version=version),
@@ -364,10 +386,14 @@ def random_input(draw: st.DrawFn) -> tuple[str, bytes, bool]:
     for kind in draw(st.lists(st.sampled_from(sorted(MUTATIONS)), max_size=2)):
         MUTATIONS[kind](events, draw(st.integers(0, len(events) - 1)))
         name += f", {kind}"
-    framing = draw(st.sampled_from(["sse", "sse", "jsonl", "jsonl", "json"]))
-    data = streams.encode(events, framing)
+    framing = draw(st.sampled_from(["sse", "sse", "sse over data lines", "jsonl", "jsonl", "json"]))
+    data = (
+        sse_over_lines(events)
+        if framing == "sse over data lines"
+        else streams.encode(events, framing)
+    )
     name += f", as {framing}"
-    if framing == "sse" and draw(st.booleans()):  # what SSE allows around the data
+    if framing.startswith("sse") and draw(st.booleans()):  # what SSE allows around the data
         extra = draw(st.sampled_from([b": keep-alive\n", b"event: agui\n", b"id: 7\n", b"retry\n"]))
         data = data.replace(b"data: ", extra + b"data:", draw(st.integers(1, 3)))
         name += f", with {extra!r}"
@@ -392,9 +418,11 @@ def random_input(draw: st.DrawFn) -> tuple[str, bytes, bool]:
 @st.composite
 def reads_of(draw: st.DrawFn, data: bytes) -> list[bytes]:
     """``data`` cut at random places, one byte a read, or whole; empty reads slipped in."""
-    shape = draw(st.sampled_from(["cut", "cut", "bytes", "whole"]))
+    shape = draw(st.sampled_from(["cut", "cut", "bytes", "bytes and empty", "whole"]))
     if shape == "bytes":
         reads = bytewise(data)
+    elif shape == "bytes and empty":
+        reads = bytewise_with_empty_reads(data)
     elif shape == "whole":
         reads = [data]
     else:
