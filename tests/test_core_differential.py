@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from tests import streams
 from tests.conftest import ROOT, corpus_paths
 from tests.cores import native_module, running
+from tests.test_parse_differential import broken_stream
 
 pytestmark = pytest.mark.usefixtures("built_in_run")  # batch and fused (conftest)
 
@@ -452,13 +453,20 @@ LIMITS = st.sampled_from(
 )
 
 
+@st.composite
+def framing_pieces(draw: st.DrawFn) -> tuple[str, bytes, bool]:
+    """Bytes made of what framing cares about (``tests/test_parse_differential.py``): fields,
+    blank lines, every line end, JSON that is not an event, a BOM, invalid UTF-8."""
+    return "pieces", draw(broken_stream()), False
+
+
 @settings(
     max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(
-    drawn=random_input(),
+    drawn=st.one_of(random_input(), random_input(), framing_pieces()),
     pipeline=st.sampled_from(sorted(PIPELINES)),
     limits=LIMITS,
     data=st.data(),
@@ -473,5 +481,5 @@ def test_random_streams_give_the_same_on_both_cores(
         lambda: make().with_options(limits=limits),
         reads,
         framed_natively=framed,
-        what=f"a {name} stream through the {pipeline} pipeline, limits {_changed(limits) or '-'}",
+        what=f"a {name} stream through the {pipeline} pipeline, {_changed(limits) or 'no limit set'}",
     )
