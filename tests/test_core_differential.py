@@ -477,9 +477,10 @@ def test_random_streams_give_the_same_on_both_cores(
     name, body, framed = drawn
     reads = data.draw(reads_of(body))
     make = PIPELINES[pipeline]
+    limited = _changed(limits) or "no limit set"
     assert_same(
         lambda: make().with_options(limits=limits),
         reads,
         framed_natively=framed,
-        what=f"a {name} stream through the {pipeline} pipeline, {_changed(limits) or 'no limit set'}",
+        what=f"a {name} stream through the {pipeline} pipeline, {limited}",
     )
