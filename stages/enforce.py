@@ -120,11 +120,16 @@ class Enforce(Stage):
         when it is dropped."""
         if self.integers.held is not None:  # parse handed a read over: search it now
             self.integers.flush()
-        try:
-            if CLEAN[kind](event):
+        native = self._native
+        if native is not None:
+            if native.clean(event, kind):
                 return event
-        except (KeyError, TypeError):  # an unknown or unhashable type: judged below
-            pass
+        else:
+            try:
+                if CLEAN[kind](event):
+                    return event
+            except (KeyError, TypeError):  # an unknown or unhashable type: judged below
+                pass
         try:
             keep = self._judge(event, index)
         except StreamRejected as rejection:

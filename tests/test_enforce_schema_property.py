@@ -26,16 +26,22 @@ import copy
 import functools
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import jsonschema
+import pytest
 from agui_pipeline import Batch, Options, StreamContext, StreamRejected
-from agui_pipeline.stages.enforce import Enforce
+from agui_pipeline.stages._checks import _OPAQUE, CLEAN
+from agui_pipeline.stages.enforce import Enforce, _native_checks
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import spec_schema
+from tests.cores import native_module
+
+if TYPE_CHECKING:
+    from agui_pipeline._native import Checks
 
 
 @functools.cache
@@ -403,3 +409,91 @@ def test_enforce_agrees_with_the_schema(case: Case) -> None:
     assert [d.pointer for d in ctx.diagnostics] == [pointer(case.anchor or ())]
     assert pointer(case.anchor or ()) in warnings[0]
     assert ctx.counters.stripped == 1
+
+
+# --- the native fast check against the reference's ------------------------------------------
+
+
+def native_checks() -> Checks:
+    return _native_checks(native_module())
+
+
+@given(cases())
+def test_the_native_fast_check_answers_as_the_reference(case: Case) -> None:
+    """The native core's fast check (``native/src/checks.rs``) passes exactly the events the
+    reference's generated check passes, and says of the same ones that they hold a member it
+    did not look into (the events parse's integer search then reads). It never sees an
+    event the reference's walk would change: what it does not pass, the walk judges."""
+    native = native_checks()
+    event, kind = case.event, case.event.get("type")
+    try:
+        reference = CLEAN[kind](event)
+    except (KeyError, TypeError):
+        reference = False
+    assert native.clean(event, kind) is bool(reference)
+    start, opened = native.scan([event], [kind])
+    assert (start, opened) == (
+        (1, [0]) if reference == _OPAQUE else (1, []) if reference else (0, [])
+    )
+
+
+class _Text(str):
+    pass
+
+
+class _Object(dict[str, Any]):
+    pass
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = {"type": "text", "text": "x", "more": [value]}
+    return value
+
+
+ODD_EVENTS = {
+    "a str subclass where a string goes": {"type": "STEP_STARTED", "stepName": _Text("s")},
+    "a str subclass where a value is pinned": {
+        "type": "TEXT_MESSAGE_START",
+        "messageId": "m",
+        "role": _Text("assistant"),
+    },
+    "a dict subclass for the event": _Object(type="STEP_STARTED", stepName="s"),
+    "a boolean where an integer goes": {"type": "STEP_STARTED", "stepName": "s", "timestamp": True},
+    "an integer past 64 bits": {"type": "STEP_STARTED", "stepName": "s", "timestamp": 2**70},
+    "the largest timestamp": {"type": "STEP_STARTED", "stepName": "s", "timestamp": 2**53 - 1},
+    "one past it": {"type": "STEP_STARTED", "stepName": "s", "timestamp": 2**53},
+    "a float timestamp": {"type": "STEP_STARTED", "stepName": "s", "timestamp": 5.0},
+    "a key that is not a string": {"type": "STEP_STARTED", "stepName": "s", 7: "x"},
+    "a string with a lone surrogate": {"type": "STEP_STARTED", "stepName": "\ud800"},
+    "a lone surrogate in a closed set": {
+        "type": "TEXT_MESSAGE_START",
+        "messageId": "m",
+        "role": "\ud800",
+    },
+    "open JSON nested deep": {"type": "CUSTOM", "name": "n", "value": _deep(5_000)},
+    "a state delta with a broken pointer": {
+        "type": "STATE_DELTA",
+        "delta": [{"op": "add", "path": "a~2", "value": 1}],
+    },
+    "a state delta with a good one": {
+        "type": "STATE_DELTA",
+        "delta": [{"op": "add", "path": "/a~0/~1", "value": 1}],
+    },
+}
+
+
+@pytest.mark.parametrize("name", ODD_EVENTS)
+def test_the_native_fast_check_answers_as_the_reference_on_what_a_middleware_may_hand_it(
+    name: str,
+) -> None:
+    """Values no decoder makes but a middleware before enforce can: subclasses, booleans,
+    non-string keys, lone surrogates, nesting past any parser's limit."""
+    event = ODD_EVENTS[name]
+    kind = event["type"]
+    reference = CLEAN[kind](event)
+    assert native_checks().clean(event, kind) is bool(reference)
+    assert native_checks().scan([event], [kind]) == (
+        (1, [0]) if reference == _OPAQUE else (1, []) if reference else (0, [])
+    )

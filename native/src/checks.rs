@@ -198,10 +198,9 @@ impl Checks {
         })
     }
 
-    /// The node of the event type `kind` (a `type` value as `Batch.types` holds it).
-    pub fn event_node(&self, kind: &Bound<'_, PyAny>) -> Option<usize> {
-        let kind = kind.cast::<PyString>().ok()?.to_str().ok()?;
-        self.events.get(kind).copied()
+    /// The node of the event type named `name`.
+    pub fn event_node(&self, name: &str) -> Option<usize> {
+        self.events.get(name).copied()
     }
 
     /// The check of one event of the type whose node is `node`.
@@ -320,6 +319,12 @@ impl Checks {
         }
         seen & object.required == object.required
     }
+}
+
+/// An event's `type` as `Batch.types` holds it, when it is a string (a subclass too: the
+/// reference looks its check up by `==`).
+pub fn type_name<'a>(kind: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    kind.cast::<PyString>().ok()?.to_str().ok()
 }
 
 /// The text of an exact `str` (`None` for anything else, and for a string with a lone surrogate,

@@ -140,26 +140,31 @@ impl Checks {
         guarded("enforce", || {
             let count = events.len().min(types.len());
             let mut opened = Vec::new();
-            let mut last: Option<(Bound<'_, PyAny>, usize)> = None;
+            let mut last: Option<(String, usize)> = None;
             for position in 0..count {
                 let (Ok(event), Ok(kind)) = (events.get_item(position), types.get_item(position))
                 else {
                     return (position, opened);
                 };
                 // Runs of one type (text deltas) look their check up once.
-                let node = match &last {
-                    Some((previous, node)) if previous.eq(&kind).unwrap_or(false) => Some(*node),
-                    _ => checks.event_node(&kind),
-                };
-                let Some(node) = node else {
+                let Some(name) = checks::type_name(&kind) else {
                     return (position, opened);
+                };
+                let node = match &last {
+                    Some((previous, node)) if previous == name => *node,
+                    _ => match checks.event_node(name) {
+                        Some(node) => {
+                            last = Some((name.to_owned(), node));
+                            node
+                        }
+                        None => return (position, opened),
+                    },
                 };
                 match checks.event(node, &event) {
                     Verdict::NotClean => return (position, opened),
                     Verdict::Clean => {}
                     Verdict::CleanWithOpenMembers => opened.push(count - 1 - position),
                 }
-                last = Some((kind, node));
             }
             (count, opened)
         })
@@ -170,8 +175,8 @@ impl Checks {
     fn clean(&self, event: &Bound<'_, PyAny>, kind: &Bound<'_, PyAny>) -> PyResult<bool> {
         let checks = &self.checks;
         guarded("enforce", || {
-            checks
-                .event_node(kind)
+            checks::type_name(kind)
+                .and_then(|name| checks.event_node(name))
                 .is_some_and(|node| checks.event(node, event) != Verdict::NotClean)
         })
         .map_err(InternalError::new_err)
