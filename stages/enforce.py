@@ -106,7 +106,7 @@ class Enforce(Stage):
             start = scan(batch.events, batch.types)
         else:  # parse's batch as it made it: its events are dicts
             types: Any = iter(batch.types)  # a list iterator: __length_hint__ is what is left
-            opened: list[int] = []  # the events with open members, by how many follow them
+            opened = []  # the events with open members, by how many follow them
             collecting = scan_collecting()
             start = collecting(batch.events, types, opened.append, types.__length_hint__)
             integers.search(batch, frames, opened, start)  # before any judgement
