@@ -17,6 +17,7 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions --live --source-timeout 300   # ... as HttpAgent reads
     python -m benchmarks.instructions --live --backend trio         # ... under trio
     python -m benchmarks.instructions --startup         # a whole `check` on 20 events
+    python -m benchmarks.instructions --versus-sdk      # `check` and the SDK as processes
     python -m benchmarks.instructions --proto --upto parse   # the protobuf reader alone
 
 ``--live`` feeds the stream from an async generator, one SSE frame per read, and
@@ -193,6 +194,42 @@ def startup() -> str:
     )
 
 
+def versus_sdk(path: Path) -> str:
+    """``--versus-sdk``: instructions per event of whole processes, each run on the workload
+    and on its first 20 events (start-up and imports cancel out): ``agui-pipeline check``,
+    the same on the pure Python core, and the SDK's parse-only pass
+    (``benchmarks/sdk_check.py``) — issue 36's measure of the native core."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
+    env.pop("AGUI_PIPELINE_PURE", None)
+    body = path.read_bytes()
+    count = body.count(b"\n\n")
+    contenders = {
+        "check": ([sys.executable, "-m", "agui_pipeline", "check"], env),
+        "check, pure core": (
+            [sys.executable, "-m", "agui_pipeline", "check"],
+            {**env, "AGUI_PIPELINE_PURE": "1"},
+        ),
+        "SDK parse-only": ([sys.executable, str(Path(__file__).parent / "sdk_check.py")], env),
+    }
+    per_event: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        small = Path(scratch) / "small.sse"
+        small.write_bytes(b"".join(body.split(b"\n\n")[i] + b"\n\n" for i in range(20)))
+        for name, (command, environment) in contenders.items():
+            subprocess.run([*command, str(small)], cwd=ROOT, env=environment, capture_output=True)
+            whole = _process_instructions([*command, str(path)], environment)
+            start = _process_instructions([*command, str(small)], environment)
+            per_event[name] = (whole - start) / (count - 20)
+    sdk = per_event["SDK parse-only"]
+    lines = [f"whole processes, {count:,} events ({path}), start-up subtracted:"]
+    lines += [
+        f"  {name}: {cost:,.0f} instructions/event (the SDK's ÷ this: {sdk / cost:.2f}x)"
+        for name, cost in per_event.items()
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
@@ -208,6 +245,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--startup", action="store_true", help="a whole check process on 20 events instead"
+    )
+    parser.add_argument(
+        "--versus-sdk",
+        action="store_true",
+        help="whole check processes (native, pure) and the SDK's parse-only pass",
     )
     parser.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop"
@@ -235,6 +277,9 @@ def main(argv: list[str] | None = None) -> None:
         from .workload import encode_sse, events
 
         path.write_bytes(encode_sse(events(args.events)))
+    if args.versus_sdk:
+        print(versus_sdk(path))
+        return
     count = path.read_bytes().count(b"\n\n")  # one blank line ends each SSE event
     if args.proto and args.live:
         parser.error("--proto reads in 64 KiB reads only, not --live")

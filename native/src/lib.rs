@@ -1,8 +1,9 @@
 //! The native core of agui-pipeline, imported as `agui_pipeline._native`.
 //!
-//! Step one of the native core (issue 36): parse's framing of SSE and JSON lines. The Python
-//! implementation stays the reference (`stages/parse.py`), and runs when this module is not
-//! built or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`).
+//! The native core so far (issue 36): parse's framing of SSE and JSON lines ([`framing`]) and
+//! enforce's fast check of each event ([`checks`]). The Python implementation stays the
+//! reference (`stages/parse.py`, `stages/enforce.py`), and runs when this module is not built
+//! or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`).
 //!
 //! A panic never crosses into Python as PyO3's `PanicException` (a `BaseException` that would
 //! slip past the engine's handling of a stage's bug): every entry point runs under
