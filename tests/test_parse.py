@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -956,3 +957,161 @@ def test_a_whole_data_line_in_a_read_skips_the_buffer(monkeypatch: pytest.Monkey
     events, _ = decode([b"data:" + reads[0][6:], *reads[1:]])  # no space: the general path
     assert events == EVENTS
     assert len(buffered) == 1
+
+
+# -- the frame limit does not depend on where the reads were cut ---------------------------------
+
+_LIMIT = 100
+
+
+def _delivered(reads: list[bytes], framing: str, limit: int = _LIMIT) -> tuple[Any, ...]:
+    """What parse delivers from ``reads`` (events, their indices), its rejection (code and event
+    index) and its findings: everything a verdict depends on."""
+    parser = Parse(StreamContext(Options(framing=framing, limits=Limits(max_frame_bytes=limit))))
+    events: list[Any] = []
+    indices: list[int] = []
+    refused: tuple[str, int | None] | None = None
+    try:
+        for read in reads:
+            batch = parser.feed(read)
+            events += batch.events
+            indices += batch.indices
+        batch = parser.finish()
+        events += batch.events
+        indices += batch.indices
+    except StreamRejected as rejection:
+        refused = (rejection.code, rejection.event_index)
+        if rejection.kept is not None:
+            events += rejection.kept.events
+            indices += rejection.kept.indices
+    found = [(d.code, d.event_index) for d in parser.ctx.diagnostics]
+    return events, indices, refused, found
+
+
+def _every_way(data: bytes) -> dict[str, list[bytes]]:
+    """``data`` whole, in one-byte reads, and in random reads (1 to 40 bytes)."""
+    ways = {"whole": [data], "one byte": [data[i : i + 1] for i in range(len(data))]}
+    for seed in range(4):
+        draw, reads, start = random.Random(seed), [], 0
+        while start < len(data):
+            size = draw.randint(1, 40)
+            reads.append(data[start : start + size])
+            start += size
+        ways[f"random {seed}"] = reads
+    return ways
+
+
+def _payload_of(size: int, lines: int = 1) -> list[bytes]:
+    """An event's JSON of exactly ``size`` bytes once its ``lines`` are joined with LF."""
+    head, tail = b'{"type":"RAW",', b'"event":"'
+    filler = size - len(head) - len(tail) - 2 - (lines - 1) - max(0, lines - 2)
+    last = tail + b"x" * filler + b'"}'
+    parts = [head + last] if lines == 1 else [head] + [b" "] * (lines - 2) + [last]
+    assert len(b"\n".join(parts)) == size
+    return parts
+
+
+def _sse_event(parts: list[bytes], extra: bool) -> bytes:
+    lines = [b"data: " + part for part in parts]
+    if extra:  # fields that carry nothing: a comment, an event name, an id
+        lines = [b": a comment", b"event: agui", *lines, b"id: 7"]
+    return b"\n".join(lines) + b"\n\n"
+
+
+_FIRST = {"type": "RUN_STARTED"}
+_LAST = {"type": "RUN_FINISHED"}
+
+
+def _streams_around(frame: bytes, framing: str) -> dict[str, bytes]:
+    """``frame`` after a small one and before another; and as the stream's end, cut off before
+    its boundary (an SSE event then never completes; a last JSON line needs no newline)."""
+    first, last = streams.encode([_FIRST], framing), streams.encode([_LAST], framing)
+    boundary = b"\n\n" if framing == "sse" else b"\n"
+    return {"between": first + frame + last, "cut off": first + frame.removesuffix(boundary)}
+
+
+_SHAPES = {
+    "sse, one data line": lambda size: _sse_event(_payload_of(size), extra=False),
+    "sse, three data lines": lambda size: _sse_event(_payload_of(size, 3), extra=False),
+    "sse, fields and a comment": lambda size: _sse_event(_payload_of(size, 2), extra=True),
+    "jsonl": lambda size: b"".join(_payload_of(size)) + b"\n",
+}
+
+
+@pytest.mark.parametrize("size", [_LIMIT - 1, _LIMIT, _LIMIT + 1])
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_the_frame_limit_judges_a_frame_alike_however_the_reads_cut_it(
+    shape: str, size: int
+) -> None:
+    """A frame's payload (what the JSON decoder is handed: an SSE event's data lines joined with
+    LF, or a JSON line) is what max_frame_bytes measures, whole or still arriving: at the limit
+    it passes, one byte past it the stream is refused at its index, the frames before it
+    delivered, whether the frame came whole, byte by byte or in random reads."""
+    framing = "jsonl" if shape == "jsonl" else "sse"
+    frame = _SHAPES[shape](size)
+    for name, data in _streams_around(frame, framing).items():
+        whole = _delivered([data], framing)
+        events, indices, refused, _ = whole
+        if size <= _LIMIT and name == "between":
+            assert refused is None and len(events) == 3, whole
+        elif size <= _LIMIT:  # SSE warns of the cut-off event; a last JSON line is decoded
+            assert refused is None and len(events) == (1 if framing == "sse" else 2), whole
+        else:
+            assert refused == ("limit.frame-bytes", 1), whole
+            assert (events, indices) == ([_FIRST], [0]), whole
+        for way, reads in _every_way(data).items():
+            assert _delivered(reads, framing) == whole, f"{name}, {way}"
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl"])
+def test_complete_frames_before_an_oversize_tail_in_the_same_read_are_delivered(
+    framing: str,
+) -> None:
+    """A read ending in the start of a frame already past the limit: the frames it completes
+    are decoded and delivered first, and the rejection names the oversize frame's index."""
+    events = [_FIRST, {"type": "STEP_STARTED", "stepName": "s"}, _LAST]
+    complete = streams.encode(events, framing)
+    tail = b"data: " + b"x" * 300 if framing == "sse" else b"y" * 300
+    parser = Parse(StreamContext(Options(limits=Limits(max_frame_bytes=_LIMIT))))
+    with pytest.raises(StreamRejected) as raised:
+        parser.feed(complete + tail)
+    assert raised.value.code == "limit.frame-bytes"
+    assert raised.value.event_index == 3
+    assert raised.value.kept is not None
+    assert raised.value.kept.events == events
+    assert raised.value.kept.indices == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "endless",
+    [
+        b"data: " + b"x" * 64,  # one data line that never ends
+        b"data: x\n" * 8,  # data lines, one character each
+        b"data:\n" * 8,  # empty data lines: one LF of payload each
+        b": " + b"c" * 64,  # a comment that never ends
+        b"event: " + b"e" * 64,  # a field that carries nothing
+        b": c\n" * 16,  # comment lines
+    ],
+    ids=["data", "short data lines", "empty data lines", "comment", "field", "comment lines"],
+)
+def test_an_endless_sse_event_is_cut_off_within_four_times_the_limit(endless: bytes) -> None:
+    """Whatever an endless event is made of, parse holds at most 4 x max_frame_bytes + 64 of it
+    (plus one read) before refusing it."""
+    parser = Parse(StreamContext(Options(framing="sse", limits=Limits(max_frame_bytes=_LIMIT))))
+    fed = 0
+    with pytest.raises(StreamRejected) as raised:
+        for _ in range(10_000):
+            parser.feed(endless)
+            fed += len(endless)
+    assert raised.value.code == "limit.frame-bytes"
+    assert fed <= 4 * _LIMIT + 64
+
+
+def test_a_blank_payload_past_the_limit_is_refused_whole_as_in_pieces() -> None:
+    """A JSON line of blanks is skipped, not decoded, but it is a payload: past the limit it
+    is refused whether it came in one read or held across several."""
+    data = streams.encode([_FIRST], "jsonl") + b" " * (_LIMIT + 1) + b"\n"
+    whole = _delivered([data], "jsonl")
+    assert whole[2] == ("limit.frame-bytes", 1)
+    for way, reads in _every_way(data).items():
+        assert _delivered(reads, "jsonl") == whole, way
