@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, count, repeat
 from operator import lt
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import orjson
 from agui_pipeline import _cores
@@ -89,6 +89,9 @@ class Parse(Decoder):
         self._head = bytearray()  # bytes held back until the framing can be told
         self._past_bom = False  # the first bytes have been checked for a BOM
         self._max_frame = ctx.limits.max_frame_bytes
+        self._max_event = sse_event_bound(self._max_frame)
+        self._held_lines = 0  # SSE: bytes of _buffer whose whole lines _held_data counts
+        self._held_data: int | None = None  # and their payload's length (None: no data line)
         self._framer: Framer | None = None  # the native core's, once the framing is known
         # A value needs two bytes per level of nesting: a frame no longer than twice
         # max_depth, nor than max_frame_bytes, breaks no per-frame limit.
@@ -223,24 +226,72 @@ class Parse(Decoder):
         end = buffer.rfind(boundary, max(0, self._scanned - len(boundary) + 1))
         if end < 0:
             self._scanned = len(buffer)
-            if len(buffer) > self._max_frame:
-                raise self._frame_too_large(len(buffer))
+            if len(buffer) > self._max_frame:  # the held part can only be over past this
+                overflow = self._held_overflow()
+                if overflow is not None:
+                    raise self._frame_too_large(*overflow)
             return empty_batch()
         with memoryview(buffer) as view:  # one copy out (a bytearray slice would be a second)
             complete = bytes(view[:end])
         del buffer[: end + len(boundary)]
         self._scanned = len(buffer)
+        self._held_lines = 0
         if len(buffer) > self._max_frame:
-            raise self._frame_too_large(len(buffer))
+            overflow = self._held_overflow()
+            if overflow is not None:
+                self._refuse_after(payloads_of(complete), complete, *overflow)
         return self._decode(payloads_of(complete), complete)
+
+    def _held_overflow(self) -> tuple[int, bool] | None:
+        """Whether the frame held past the last boundary is already over the limit: the size
+        to report and whether it is an SSE event's size as sent; ``None`` while it may not be.
+
+        What is measured is the frame's payload as far as it arrived: a JSON line's bytes, or
+        an SSE event's whole ``data`` lines joined with LF and the value so far of a ``data:``
+        line still arriving. It never shrinks as bytes arrive and ends as the payload the
+        whole frame is measured by (:meth:`_decode`), so the verdict does not depend on where
+        the reads were cut. An SSE event's lines that carry nothing (comments, other fields)
+        are held too: past :func:`sse_event_bound` bytes as sent, whole or not, it is refused.
+        Each line is counted once (``_held_lines``), so a frame trickling in stays linear.
+        """
+        buffer = self._buffer
+        held = len(buffer)
+        if self.framing != "sse":
+            return held, False
+        if held > self._max_event:
+            return held, True
+        start = self._held_lines
+        payload = self._held_data if start else None  # the whole lines counted so far
+        last_line = buffer.rfind(b"\n", start)
+        if last_line >= 0:
+            with memoryview(buffer) as view:
+                data = _sse_event_data(bytes(view[start:last_line]))
+            if data is not None:
+                payload = len(data) if payload is None else payload + 1 + len(data)
+            start = self._held_lines = last_line + 1
+            self._held_data = payload
+        if buffer.startswith(b"data:", start):  # a data line still arriving
+            value = held - start - 5 - (buffer[start + 5 : start + 6] == b" ")
+            payload = value if payload is None else payload + 1 + value
+        if payload is not None and payload > self._max_frame:
+            return payload, False
+        return None
+
+    def _refuse_after(
+        self, payloads: list[bytes], region: bytes, size: int, as_sent: bool, sized: bool = False
+    ) -> NoReturn:
+        """Decode and keep the whole frames of a read, then refuse the frame after them: as if
+        the read had been cut just before it (an earlier frame's fault comes first)."""
+        batch = self._decode(payloads, region, sized)
+        raise reject_after(batch, self._frame_too_large(size, as_sent))
 
     def _feed_framed(self, framer: Framer, chunk: bytes) -> Batch:
         """``_feed_delimited`` with the native core's framer (:func:`native_framer`)."""
         framed = framer.feed(chunk)
         if framed is None:
             return empty_batch()
-        if isinstance(framed, int):
-            raise self._frame_too_large(framed)
+        if len(framed) == 4:  # the frame held after these is over the limit
+            self._refuse_after(*framed)
         payloads, region = framed
         return self._decode(payloads, region)
 
@@ -279,9 +330,10 @@ class Parse(Decoder):
             self._integers.warn_of_runs(index, [payload])
         return batch
 
-    def _frame_too_large(self, size: int) -> StreamRejected:
+    def _frame_too_large(self, size: int, as_sent: bool = False) -> StreamRejected:
+        form = "sse-event" if as_sent else ""
         return StreamRejected(
-            LIMIT_FRAME_SIZE(size=size, limit=self._max_frame),
+            LIMIT_FRAME_SIZE(form, size=size, limit=self._max_frame),
             event_index=self._next_index,
         )
 
@@ -339,16 +391,24 @@ class Parse(Decoder):
 
     # -- decoding ---------------------------------------------------------------
 
-    def _decode(self, payloads: list[bytes], region: bytes) -> Batch:
-        """Decode the frames of ``region`` (the bytes their ``payloads`` were cut from)."""
+    def _decode(self, payloads: list[bytes], region: bytes, sized: bool = False) -> Batch:
+        """Decode the frames of ``region`` (the bytes their ``payloads`` were cut from).
+
+        A frame over max_frame_bytes (its payload, blank or not; an SSE event as sent past
+        :func:`sse_event_bound`) is refused before it is decoded, the frames before it kept;
+        ``sized``: ``payloads`` are those frames, already measured.
+        """
+        # Most frames are too short to break a per-frame limit (one C-level pass).
+        lengths = list(map(len, payloads))
+        long_frames = bool(lengths) and max(lengths) > self._long_frame
+        if not sized and (long_frames or (len(region) > self._max_event and self.framing == "sse")):
+            self._refuse_long_frame(payloads, lengths, region)
         try:
             events = list(map(_loads, payloads))
         except _DecodeError:
             events = self._decode_until_failure(payloads)
-        # Most frames are too short to break a per-frame limit (one C-level pass).
-        lengths = list(map(len, payloads))
-        if lengths and max(lengths) > self._long_frame:
-            self._check_sizes(payloads, lengths, events)
+        if long_frames:
+            self._check_depths(payloads, lengths, events)
         batch = self._accept(events)
         enforce = self.handover
         if enforce is None or len(payloads) < enforce.FEWEST_FRAMES:
@@ -361,25 +421,38 @@ class Parse(Decoder):
             enforce.hold(batch, payloads, region)
         return batch
 
-    def _check_sizes(self, payloads: list[bytes], lengths: list[int], events: list[Any]) -> None:
-        """The per-frame limits, for the few frames long enough to matter."""
+    def _refuse_long_frame(self, payloads: list[bytes], lengths: list[int], region: bytes) -> None:
+        """Refuse the first frame over the limit, if any, once the frames before it are
+        decoded: the same frame, at the same index, as the held part's check
+        (:meth:`_held_overflow`) refuses when the reads cut it."""
+        first = next((p for p, size in enumerate(lengths) if size > self._max_frame), None)
+        if self.framing == "sse" and len(region) > self._max_event:
+            position = 0  # payloads of the events before this one
+            for block in region.split(b"\n\n"):
+                if first is not None and position >= first:
+                    break
+                if len(block) > self._max_event:
+                    self._refuse_after(payloads[:position], region, len(block), True, True)
+                position += _sse_event_data(block) is not None
+        if first is not None:
+            self._refuse_after(payloads[:first], region, lengths[first], False, True)
+
+    def _check_depths(self, payloads: list[bytes], lengths: list[int], events: list[Any]) -> None:
+        """The depth limit, for the few frames long enough to break it."""
         if len(payloads) != len(events):  # blank frames were skipped while decoding
             payloads = [payload for payload in payloads if not payload.isspace()]
             lengths = list(map(len, payloads))
-        limits = self.ctx.limits
+        max_depth = self.ctx.limits.max_depth
         threshold = self._long_frame
         # The positions of the long frames, found in C (compress keeps those whose test is true;
         # operator.lt is a fast call, a bound ``threshold.__lt__`` is not).
         long_ones = list(compress(count(), map(lt, repeat(threshold), lengths)))
         for position in long_ones:
             payload = payloads[position]
-            problem = None
-            if len(payload) > limits.max_frame_bytes:
-                problem = self._frame_too_large(len(payload))
-            elif payload.count(b"[") + payload.count(b"{") > limits.max_depth:
+            if payload.count(b"[") + payload.count(b"{") > max_depth:
                 problem = self._too_deep(events[position])
-            if problem is not None:
-                raise self._rejected_at(problem, events, position)
+                if problem is not None:
+                    raise self._rejected_at(problem, events, position)
 
     def _too_deep(self, event: Any) -> StreamRejected | None:
         depth, limit = _depth(event), self.ctx.limits.max_depth
@@ -482,6 +555,14 @@ def native_framer(framing: str | None, max_frame: int) -> Framer | None:
         return None
     framer: Framer = _cores.native.Framer(framing, max_frame)
     return framer
+
+
+def sse_event_bound(max_frame: int) -> int:
+    """The most bytes one SSE event may take as sent, whole or still arriving: what bounds
+    the part of a stream held between reads. Four times the frame limit covers a payload
+    sent one character per ``data: `` line; comments and other fields carry nothing and are
+    only held, so they are bounded here, not by max_frame_bytes."""
+    return 4 * max_frame + 64
 
 
 def _jsonl_payloads(region: bytes) -> list[bytes]:

@@ -1080,6 +1080,13 @@ def test_complete_frames_before_an_oversize_tail_in_the_same_read_are_delivered(
     assert raised.value.kept is not None
     assert raised.value.kept.events == events
     assert raised.value.kept.indices == [0, 1, 2]
+    # A whole frame over the limit among them is still the one refused.
+    big = {"type": "RAW", "event": "x" * 200}
+    parser = Parse(StreamContext(Options(limits=Limits(max_frame_bytes=_LIMIT))))
+    with pytest.raises(StreamRejected) as raised:
+        parser.feed(streams.encode([_FIRST, big, _LAST], framing) + tail)
+    assert (raised.value.code, raised.value.event_index) == ("limit.frame-bytes", 1)
+    assert raised.value.kept is not None and raised.value.kept.events == [_FIRST]
 
 
 @pytest.mark.parametrize(

@@ -229,6 +229,8 @@ LIMIT_FRAME_SIZE = _code(
         "document": "a JSON array document of more than {size} bytes exceeds the limit "
         "max_document_bytes={limit}",
         "proto": "a frame header announces {size} bytes, over the limit max_frame_bytes={limit}",
+        "sse-event": "an SSE event of more than {size} bytes as sent (field names, comments and "
+        "line ends included) exceeds 4 x max_frame_bytes={limit} + 64",
     },
     advice="Send smaller frames (split long text into several content events), or raise "
     "max_frame_bytes / max_document_bytes if frames this large are legitimate.",
