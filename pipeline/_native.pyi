@@ -9,9 +9,13 @@ class Framer:
     """parse's framer of SSE or JSON lines for one stream (``stages/parse.py``)."""
 
     def __init__(self, framing: str, max_frame_bytes: int) -> None: ...
-    def feed(self, chunk: bytes) -> tuple[list[bytes], bytes] | int | None:
-        """``None``: no frame completed; the payloads and their region; or, an ``int``, the
-        size of what is held past the last boundary, over ``max_frame_bytes``."""
+    def feed(
+        self, chunk: bytes
+    ) -> tuple[list[bytes], bytes] | tuple[list[bytes], bytes, int, bool] | None:
+        """``None``: no frame completed; the payloads and their region; or those (perhaps
+        none) and then the size of the frame held past the last boundary, already over the
+        limit, and whether that size is an SSE event's bytes as sent (past
+        ``4 * max_frame_bytes + 64``) rather than its payload (past ``max_frame_bytes``)."""
     @property
     def idle(self) -> bool:
         """Nothing held: no partial frame, no CR waiting for its LF."""

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use memchr::{memchr, memchr_iter, memmem};
+use memchr::{memchr, memchr_iter, memmem, memrchr};
 
 /// The delimited framings the native framer reads (a JSON array document is read whole, in
 /// Python).
@@ -27,9 +27,22 @@ impl Framing {
     }
 }
 
-/// What is held past the last boundary grew beyond `max_frame_bytes`: its size in bytes.
+/// The frame held past the last boundary is over the limit, whatever follows it.
 #[derive(Debug, PartialEq, Eq)]
-pub struct FrameTooLarge(pub usize);
+pub struct FrameTooLarge {
+    /// Its payload so far (over `max_frame_bytes`), or its bytes as sent (over
+    /// [`sse_event_bound`]).
+    pub size: usize,
+    /// `size` is an SSE event's bytes as sent, comments and other fields included.
+    pub as_sent: bool,
+}
+
+/// The most bytes one SSE event may take as sent, whole or still arriving (parse's
+/// `sse_event_bound`): four times the frame limit covers a payload sent one character per
+/// `data: ` line; comments and other fields carry nothing and are only held.
+pub fn sse_event_bound(max_frame: usize) -> usize {
+    max_frame.saturating_mul(4).saturating_add(64)
+}
 
 /// One stream's framing state: the bytes after the last boundary, and how far they were searched.
 #[derive(Debug)]
@@ -41,6 +54,10 @@ pub struct Framer {
     scanned: usize,
     /// The previous read ended in CR: a leading LF is its CRLF pair (SSE only).
     skip_lf: bool,
+    /// SSE: bytes of `buffer` whose whole lines `held_data` counts (0: none counted yet).
+    held_lines: usize,
+    /// The payload length of those lines (`None`: no `data` line among them).
+    held_data: Option<usize>,
 }
 
 impl Framer {
@@ -51,18 +68,20 @@ impl Framer {
             buffer: Vec::new(),
             scanned: 0,
             skip_lf: false,
+            held_lines: 0,
+            held_data: None,
         }
     }
 
     /// Take one read. When it completes frames, `on_region` gets the bytes from the start of
     /// the first frame to the last boundary (that boundary cut), and its answer is returned.
-    /// What is left waits for the next read; when it is longer than the limit, that is
-    /// [`FrameTooLarge`] (and `on_region` is not called), as in Python.
+    /// What is left waits for the next read; when it is already over the limit, that comes
+    /// too: the caller decodes the frames first and then refuses the held one, as in Python.
     pub fn feed<R>(
         &mut self,
         chunk: &[u8],
         on_region: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>, FrameTooLarge> {
+    ) -> (Option<R>, Option<FrameTooLarge>) {
         let normalised;
         let mut chunk = chunk;
         if self.framing == Framing::Sse && (self.skip_lf || memchr(b'\r', chunk).is_some()) {
@@ -74,12 +93,13 @@ impl Framer {
             // Nothing held: the read is searched where it lies, and only its tail is copied.
             return match memmem::rfind(chunk, boundary) {
                 None => {
-                    self.hold(chunk)?;
-                    Ok(None)
+                    self.hold(chunk);
+                    (None, self.check_held())
                 }
                 Some(end) => {
-                    self.hold(&chunk[end + boundary.len()..])?;
-                    Ok(Some(on_region(&chunk[..end])))
+                    self.hold(&chunk[end + boundary.len()..]);
+                    let answer = on_region(&chunk[..end]);
+                    (Some(answer), self.check_held())
                 }
             };
         }
@@ -89,19 +109,15 @@ impl Framer {
         match memmem::rfind(&self.buffer[from..], boundary) {
             None => {
                 self.scanned = self.buffer.len();
-                self.check_held()?;
-                Ok(None)
+                (None, self.check_held())
             }
             Some(found) => {
                 let end = from + found;
-                let rest = self.buffer.len() - end - boundary.len();
-                if rest > self.max_frame {
-                    return Err(FrameTooLarge(rest));
-                }
                 let answer = on_region(&self.buffer[..end]);
                 self.buffer.drain(..end + boundary.len());
                 self.scanned = self.buffer.len();
-                Ok(Some(answer))
+                self.held_lines = 0;
+                (Some(answer), self.check_held())
             }
         }
     }
@@ -121,21 +137,59 @@ impl Framer {
     /// Everything held at the end of the stream (the buffer is left empty).
     pub fn take_rest(&mut self) -> Vec<u8> {
         self.scanned = 0;
+        self.held_lines = 0;
         std::mem::take(&mut self.buffer)
     }
 
-    fn hold(&mut self, tail: &[u8]) -> Result<(), FrameTooLarge> {
+    fn hold(&mut self, tail: &[u8]) {
         self.buffer.clear();
         self.buffer.extend_from_slice(tail);
         self.scanned = self.buffer.len();
-        self.check_held()
+        self.held_lines = 0;
     }
 
-    fn check_held(&self) -> Result<(), FrameTooLarge> {
-        if self.buffer.len() > self.max_frame {
-            return Err(FrameTooLarge(self.buffer.len()));
+    /// Whether the frame held is already over the limit (parse's `_held_overflow`): its
+    /// payload as far as it arrived (a JSON line's bytes; an SSE event's whole `data` lines
+    /// joined with LF, and the value so far of a `data:` line still arriving), which never
+    /// shrinks and ends as the payload the whole frame is measured by; or an SSE event's bytes
+    /// as sent past [`sse_event_bound`]. Each line is counted once, so a trickle stays linear.
+    fn check_held(&mut self) -> Option<FrameTooLarge> {
+        let held = self.buffer.len();
+        if held <= self.max_frame {
+            return None; // the payload is never longer than the bytes
         }
-        Ok(())
+        if self.framing == Framing::JsonLines {
+            return Some(FrameTooLarge {
+                size: held,
+                as_sent: false,
+            });
+        }
+        if held > sse_event_bound(self.max_frame) {
+            return Some(FrameTooLarge {
+                size: held,
+                as_sent: true,
+            });
+        }
+        let mut start = self.held_lines;
+        let mut payload = if start == 0 { None } else { self.held_data };
+        if let Some(last_line) = memrchr(b'\n', &self.buffer[start..]) {
+            let lines = &self.buffer[start..start + last_line];
+            if let Some(data) = sse_event_data(lines) {
+                payload = Some(joined(payload, data.len()));
+            }
+            start += last_line + 1;
+            self.held_lines = start;
+            self.held_data = payload;
+        }
+        if let Some(value) = self.buffer[start..].strip_prefix(b"data:") {
+            payload = Some(joined(payload, field_value(value).len()));
+        }
+        payload
+            .filter(|&size| size > self.max_frame)
+            .map(|size| FrameTooLarge {
+                size,
+                as_sent: false,
+            })
     }
 
     /// CRLF and lone CR become LF; a CR at a read's end may pair with the next read's LF.
@@ -221,6 +275,11 @@ fn sse_event_data(block: &[u8]) -> Option<Cow<'_, [u8]>> {
     data
 }
 
+/// The length of a payload of `so_far` bytes once a `data` line of `more` bytes is joined.
+fn joined(so_far: Option<usize>, more: usize) -> usize {
+    so_far.map_or(more, |before| before + 1 + more)
+}
+
 /// A field's value: what follows the colon, one leading space dropped.
 fn field_value(after_colon: &[u8]) -> &[u8] {
     after_colon.strip_prefix(b" ").unwrap_or(after_colon)
@@ -234,12 +293,13 @@ mod tests {
         let mut framer = Framer::new(framing, max_frame);
         let mut out = Vec::new();
         for read in reads {
-            let found = framer.feed(read, |region| {
+            let (found, over) = framer.feed(read, |region| {
                 let mut payloads = Vec::new();
                 each_payload(framing, region, |payload| payloads.push(payload.to_vec()));
                 payloads
             });
-            if let Some(payloads) = found.expect("within the limit") {
+            assert_eq!(over, None, "within the limit");
+            if let Some(payloads) = found {
                 out.push(payloads);
             }
         }
@@ -305,13 +365,42 @@ mod tests {
         );
     }
 
+    fn over(size: usize, as_sent: bool) -> Option<FrameTooLarge> {
+        Some(FrameTooLarge { size, as_sent })
+    }
+
     #[test]
-    fn what_is_held_past_the_limit_is_too_large() {
+    fn what_is_held_past_the_limit_is_too_large_after_the_frames_before_it() {
         let mut framer = Framer::new(Framing::JsonLines, 4);
-        assert_eq!(framer.feed(b"{}\n{\"a\"}", |_| ()), Err(FrameTooLarge(5)));
+        let fed = framer.feed(b"{}\n{\"a\"}", <[u8]>::to_vec);
+        assert_eq!(fed, (Some(b"{}".to_vec()), over(5, false)));
         let mut framer = Framer::new(Framing::JsonLines, 4);
-        assert_eq!(framer.feed(b"{\"", |_| ()), Ok(None));
-        assert_eq!(framer.feed(b"abc", |_| ()), Err(FrameTooLarge(5)));
+        assert_eq!(framer.feed(b"{\"", |_| ()), (None, None));
+        assert_eq!(framer.feed(b"abc", |_| ()), (None, over(5, false)));
         assert_eq!(framer.take_rest(), b"{\"abc".to_vec());
+    }
+
+    #[test]
+    fn an_sse_event_held_is_measured_by_its_payload_so_far() {
+        // At the limit (4), held across reads: the `data: ` and the LF between lines are
+        // not the payload's, the LF joining two data lines is.
+        let mut framer = Framer::new(Framing::Sse, 4);
+        assert_eq!(
+            framer.feed(b": c\nevent: e\ndata: ab\nda", |_| ()),
+            (None, None)
+        );
+        assert_eq!(framer.feed(b"ta: c", |_| ()), (None, None));
+        assert_eq!(framer.feed(b"d", |_| ()), (None, over(5, false)));
+        let mut framer = Framer::new(Framing::Sse, 4);
+        assert_eq!(framer.feed(b"data: ab\ndata:\ndata", |_| ()), (None, None));
+        assert_eq!(framer.feed(b":x", |_| ()), (None, over(5, false)));
+    }
+
+    #[test]
+    fn an_sse_event_of_comments_is_bounded_as_sent() {
+        let mut framer = Framer::new(Framing::Sse, 4);
+        let comments = b": comment\n".repeat(8); // 80 bytes = 4 x 4 + 64
+        assert_eq!(framer.feed(&comments, |_| ()), (None, None));
+        assert_eq!(framer.feed(b":", |_| ()), (None, over(81, true)));
     }
 }

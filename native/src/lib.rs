@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::checks::Verdict;
-use crate::framing::{FrameTooLarge as Overflow, Framing, each_payload};
+use crate::framing::{FrameTooLarge, Framing, each_payload};
 
 create_exception!(
     _native,
@@ -44,11 +44,12 @@ pub fn guarded<T>(stage: &str, work: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-/// What a read gave: complete frames with their region, or the size past the limit.
+/// What a read gave: complete frames with their region, and, when the frame held after them
+/// is over the limit, its size and whether that is an SSE event's size as sent.
 #[derive(IntoPyObject)]
 enum Fed<'py> {
     Frames(Bound<'py, PyList>, Bound<'py, PyBytes>),
-    TooLarge(usize),
+    TooLarge(Bound<'py, PyList>, Bound<'py, PyBytes>, usize, bool),
 }
 
 /// parse's framer for one stream: `feed` a read, get its complete frames.
@@ -78,8 +79,9 @@ impl Framer {
     }
 
     /// `None` when the read completes no frame; otherwise the frames' payloads and the bytes
-    /// they were cut from (the region parse's integer search reads); or, when what is held past
-    /// the last boundary exceeds `max_frame_bytes`, its size (parse raises LIMIT_FRAME_SIZE).
+    /// they were cut from (the region parse's integer search reads); and, when the frame held
+    /// past the last boundary is over the limit, its size and whether it is measured as sent
+    /// (parse decodes the frames, then raises LIMIT_FRAME_SIZE).
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Fed<'py>>> {
         let framing = self.framing;
         let framer = &mut self.framer;
@@ -94,10 +96,15 @@ impl Framer {
         })
         .map_err(InternalError::new_err)?;
         match fed {
-            Err(Overflow(size)) => Ok(Some(Fed::TooLarge(size))),
-            Ok(None) => Ok(None),
-            Ok(Some((payloads, region))) => {
+            (None, None) => Ok(None),
+            (Some((payloads, region)), None) => {
                 Ok(Some(Fed::Frames(PyList::new(py, payloads)?, region)))
+            }
+            (found, Some(FrameTooLarge { size, as_sent })) => {
+                let (payloads, region) =
+                    found.unwrap_or_else(|| (Vec::new(), PyBytes::new(py, b"")));
+                let payloads = PyList::new(py, payloads)?;
+                Ok(Some(Fed::TooLarge(payloads, region, size, as_sent)))
             }
         }
     }
