@@ -282,6 +282,8 @@ class Parse(Decoder):
     ) -> NoReturn:
         """Decode and keep the whole frames of a read, then refuse the frame after them: as if
         the read had been cut just before it (an earlier frame's fault comes first)."""
+        if not payloads:  # the frames were blank lines or comments: nothing to keep
+            raise self._frame_too_large(size, as_sent)
         batch = self._decode(payloads, region, sized)
         raise reject_after(batch, self._frame_too_large(size, as_sent))
 

@@ -362,6 +362,49 @@ def test_small_limits_are_hit_alike_on_both_cores(limits: Limits) -> None:
     assert hit, f"no shipped stream reaches {limits}"
 
 
+WEATHER = ROOT / "examples" / "weather.sse"
+
+
+@pytest.mark.parametrize("over", [-1, 0, 1], ids=["one byte short", "at the limit", "one past"])
+@pytest.mark.parametrize("framing", ["sse", "sse over lines", "jsonl"])
+def test_the_frame_limit_gives_one_verdict_however_the_reads_are_cut(
+    framing: str, over: int
+) -> None:
+    """max_frame_bytes set to the largest payload of a stream, one byte either side: the same
+    verdict at the same event, the same events delivered and the same findings on both cores,
+    whether the stream comes whole, a byte a read or in random reads (the size a rejection
+    names may differ: a frame still arriving is refused at the size it had reached)."""
+    lines = WEATHER.read_bytes().split(b"\n")
+    events = [orjson.loads(line[6:]) for line in lines if line[:6] == b"data: "]
+    frames = [orjson.dumps(event) for event in events]
+    data = {
+        "sse": streams.join_frames(frames, "sse"),
+        "sse over lines": sse_over_lines(events),
+        "jsonl": streams.join_frames(frames, "jsonl"),
+    }[framing]
+    largest = max(map(len, frames)) if framing != "sse over lines" else _largest_over_lines(events)
+    limits = Limits(max_frame_bytes=largest - over)
+    seen = []
+    for shape, reads in read_shapes(data):
+        pure = assert_same(
+            lambda: Pipeline(limits=limits),
+            reads,
+            framed_natively=True,
+            what=f"{framing}, max_frame_bytes={largest - over}, {shape}",
+        )
+        verdict = {key: value for key, value in pure["verdict"].items() if key != "message"}
+        seen.append((shape, verdict, pure["events"], pure["counters"]))
+    for shape, *judged in seen[1:]:
+        assert tuple(judged) == seen[0][1:], f"{shape} judged otherwise than whole"
+    code = seen[0][1]["code"]
+    assert (code == "limit.frame-bytes") is (over == 1), seen[0][1]
+
+
+def _largest_over_lines(events: list[Any]) -> int:
+    """The longest payload of ``sse_over_lines(events)``: the indented JSON, lines joined."""
+    return max(len(orjson.dumps(event, option=orjson.OPT_INDENT_2)) for event in events)
+
+
 # -- random streams ------------------------------------------------------------------------------
 
 
