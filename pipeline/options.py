@@ -30,8 +30,10 @@ class Limits:
     """
 
     max_frame_bytes: int = 8 * 1024 * 1024
-    """Largest single frame (one SSE event, one JSON line); decoded, a frame of the
-    smallest arrays takes about 40 times its size."""
+    """Largest single frame's payload, what the JSON decoder is handed (an SSE event's
+    ``data`` lines joined with LF, one JSON line), measured the same whole or still
+    arriving; an SSE event as sent is held to 4 times this plus 64 bytes. Decoded, a frame
+    of the smallest arrays takes about 40 times its size."""
     max_document_bytes: int = 16 * 1024 * 1024
     """Largest JSON array document, which must be read whole before decoding (decoded,
     a document of the smallest objects takes about 45 times its size)."""
