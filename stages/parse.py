@@ -174,8 +174,10 @@ class Parse(Decoder):
 
         Blank bytes before the first frame say nothing in any framing, so whole
         blank lines are dropped as they come: only the blanks after the last line
-        break wait (they could begin an SSE line), and they count as a frame
-        against ``max_frame_bytes``.
+        break wait (they could begin an SSE line or a JSON line), at most as many
+        as an SSE event may hold (:func:`sse_event_bound`); once the framing is
+        found they count as it counts them, so the verdict does not depend on
+        where the reads were cut.
         """
         head = self._head
         head += chunk
@@ -191,8 +193,8 @@ class Parse(Decoder):
             line_end = max(fresh.rfind(b"\n"), fresh.rfind(b"\r"))
             if line_end >= 0:  # complete blank lines dispatch nothing: not held
                 del head[: len(head) - len(fresh) + line_end + 1]
-            if len(head) > self._max_frame:
-                raise self._frame_too_large(len(head))
+            if len(head) > self._max_event:  # SSE holds the most; the framing found judges
+                raise self._frame_too_large(len(head), as_sent=True)
             return b""
         data = bytes(head)
         head.clear()
@@ -258,8 +260,9 @@ class Parse(Decoder):
         held = len(buffer)
         if self.framing != "sse":
             return held, False
-        if held > self._max_event:
-            return held, True
+        sent = held - (buffer[-1:] == b"\n")  # a last LF may be the first of the boundary's two
+        if sent > self._max_event:
+            return sent, True
         start = self._held_lines
         payload = self._held_data if start else None  # the whole lines counted so far
         last_line = buffer.rfind(b"\n", start)

@@ -964,7 +964,7 @@ def test_a_whole_data_line_in_a_read_skips_the_buffer(monkeypatch: pytest.Monkey
 _LIMIT = 100
 
 
-def _delivered(reads: list[bytes], framing: str, limit: int = _LIMIT) -> tuple[Any, ...]:
+def _delivered(reads: list[bytes], framing: str | None, limit: int = _LIMIT) -> tuple[Any, ...]:
     """What parse delivers from ``reads`` (events, their indices), its rejection (code and event
     index) and its findings: everything a verdict depends on."""
     parser = Parse(StreamContext(Options(framing=framing, limits=Limits(max_frame_bytes=limit))))
@@ -1122,3 +1122,36 @@ def test_a_blank_payload_past_the_limit_is_refused_whole_as_in_pieces() -> None:
     assert whole[2] == ("limit.frame-bytes", 1)
     for way, reads in _every_way(data).items():
         assert _delivered(reads, "jsonl") == whole, way
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl"])
+@pytest.mark.parametrize("blanks", [_LIMIT + 1, 4 * _LIMIT + 64, 4 * _LIMIT + 65])
+def test_blanks_before_the_first_frame_are_judged_alike_however_the_reads_cut_them(
+    framing: str, blanks: int
+) -> None:
+    """Blanks with no line break before the first frame, while the framing is not yet known:
+    held up to an SSE event's bound, then counted as the framing found counts them (an SSE
+    line of blanks and a field is no payload; a JSON line's blanks are)."""
+    frame = streams.encode([_FIRST], framing)
+    data = b" " * blanks + frame + streams.encode([_LAST], framing)
+    whole = _delivered([data], None)
+    for way, reads in _every_way(data).items():
+        assert _delivered(reads, None) == whole, way
+    refused = framing == "jsonl" or blanks + len(frame) - 2 > 4 * _LIMIT + 64
+    assert (whole[2] is not None) is refused, whole
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_an_sse_event_at_its_bound_as_sent_is_judged_alike_however_the_reads_cut_it(
+    extra: int,
+) -> None:
+    """An event of 4 x max_frame_bytes + 64 bytes as sent (a small payload and a long comment)
+    passes in any reads, the LF that ends its last line not counted (it may be the first of the
+    blank line's two); one byte more is refused, in any reads."""
+    head = b'data: {"type":"RUN_STARTED"}\n: '
+    event = head + b"c" * (4 * _LIMIT + 64 - len(head) + extra)
+    data = event + b"\n\n" + streams.encode([_LAST], "sse")
+    whole = _delivered([data], "sse")
+    assert whole[2] == (("limit.frame-bytes", 0) if extra else None), whole
+    for way, reads in _every_way(data).items():
+        assert _delivered(reads, "sse") == whole, way

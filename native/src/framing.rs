@@ -164,9 +164,11 @@ impl Framer {
                 as_sent: false,
             });
         }
-        if held > sse_event_bound(self.max_frame) {
+        // A last LF may be the first of the boundary's two: not the event's.
+        let sent = held - usize::from(self.buffer.last() == Some(&b'\n'));
+        if sent > sse_event_bound(self.max_frame) {
             return Some(FrameTooLarge {
-                size: held,
+                size: sent,
                 as_sent: true,
             });
         }
@@ -402,5 +404,12 @@ mod tests {
         let comments = b": comment\n".repeat(8); // 80 bytes = 4 x 4 + 64
         assert_eq!(framer.feed(&comments, |_| ()), (None, None));
         assert_eq!(framer.feed(b":", |_| ()), (None, over(81, true)));
+        // The LF after an event's last line is not the event's (found by the fuzz target).
+        let mut framer = Framer::new(Framing::Sse, 4);
+        let mut comments = b": comment\n".repeat(7);
+        comments.extend_from_slice(b": comment1"); // 80 bytes: at the bound
+        assert_eq!(framer.feed(&comments, |_| ()), (None, None));
+        assert_eq!(framer.feed(b"\n", |_| ()), (None, None));
+        assert_eq!(framer.feed(b"\n", |_| ()), (Some(()), None));
     }
 }
