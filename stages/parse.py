@@ -260,7 +260,8 @@ class Parse(Decoder):
         held = len(buffer)
         if self.framing != "sse":
             return held, False
-        sent = held - (buffer[-1:] == b"\n")  # a last LF may be the first of the boundary's two
+        # As sent: without the LFs around its lines (sse_event_bound).
+        sent = len(buffer.strip(b"\n")) if held > self._max_event else held
         if sent > self._max_event:
             return sent, True
         start = self._held_lines
@@ -436,8 +437,9 @@ class Parse(Decoder):
             for block in region.split(b"\n\n"):
                 if first is not None and position >= first:
                     break
-                if len(block) > self._max_event:
-                    self._refuse_after(payloads[:position], region, len(block), True, True)
+                if len(block) > self._max_event and len(block.strip(b"\n")) > self._max_event:
+                    sent = len(block.strip(b"\n"))
+                    self._refuse_after(payloads[:position], region, sent, True, True)
                 position += _sse_event_data(block) is not None
         if first is not None:
             self._refuse_after(payloads[:first], region, lengths[first], False, True)
@@ -564,7 +566,9 @@ def native_framer(framing: str | None, max_frame: int) -> Framer | None:
 
 def sse_event_bound(max_frame: int) -> int:
     """The most bytes one SSE event may take as sent, whole or still arriving: what bounds
-    the part of a stream held between reads. Four times the frame limit covers a payload
+    the part of a stream held between reads. An event as sent is its lines, without the LFs
+    around them: a blank line's LF before it and the one after it that begins its own blank
+    line, which fall on either side of a boundary depending on where the reads were cut. Four times the frame limit covers a payload
     sent one character per ``data: `` line; comments and other fields carry nothing and are
     only held, so they are bounded here, not by max_frame_bytes."""
     return 4 * max_frame + 64

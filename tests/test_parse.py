@@ -1141,17 +1141,20 @@ def test_blanks_before_the_first_frame_are_judged_alike_however_the_reads_cut_th
     assert (whole[2] is not None) is refused, whole
 
 
+@pytest.mark.parametrize("before", [b"", b"data: {}\n\n\n"], ids=["first", "after a blank line"])
 @pytest.mark.parametrize("extra", [0, 1])
 def test_an_sse_event_at_its_bound_as_sent_is_judged_alike_however_the_reads_cut_it(
-    extra: int,
+    extra: int, before: bytes
 ) -> None:
     """An event of 4 x max_frame_bytes + 64 bytes as sent (a small payload and a long comment)
-    passes in any reads, the LF that ends its last line not counted (it may be the first of the
-    blank line's two); one byte more is refused, in any reads."""
+    passes in any reads, the LFs around its lines not counted (a third LF after a boundary, the
+    LF after its last line: either side of a boundary, depending on the reads); one byte more
+    is refused, in any reads."""
     head = b'data: {"type":"RUN_STARTED"}\n: '
     event = head + b"c" * (4 * _LIMIT + 64 - len(head) + extra)
-    data = event + b"\n\n" + streams.encode([_LAST], "sse")
+    data = before + event + b"\n\n" + streams.encode([_LAST], "sse")
     whole = _delivered([data], "sse")
-    assert whole[2] == (("limit.frame-bytes", 0) if extra else None), whole
+    at = 1 if before else 0
+    assert whole[2] == (("limit.frame-bytes", at) if extra else None), whole
     for way, reads in _every_way(data).items():
         assert _delivered(reads, "sse") == whole, way

@@ -164,8 +164,7 @@ impl Framer {
                 as_sent: false,
             });
         }
-        // A last LF may be the first of the boundary's two: not the event's.
-        let sent = held - usize::from(self.buffer.last() == Some(&b'\n'));
+        let sent = event_sent(&self.buffer);
         if sent > sse_event_bound(self.max_frame) {
             return Some(FrameTooLarge {
                 size: sent,
@@ -275,6 +274,20 @@ fn sse_event_data(block: &[u8]) -> Option<Cow<'_, [u8]>> {
         });
     }
     data
+}
+
+/// An SSE event's bytes as sent (parse's `sse_event_bound`): without the LFs around its lines,
+/// a blank line's LF before them or the LF after them that begins the next blank line, which
+/// fall on either side of a boundary depending on where the reads were cut.
+pub fn event_sent(block: &[u8]) -> usize {
+    let start = block.iter().take_while(|&&byte| byte == b'\n').count();
+    let end = block.len()
+        - block[start..]
+            .iter()
+            .rev()
+            .take_while(|&&byte| byte == b'\n')
+            .count();
+    end - start
 }
 
 /// The length of a payload of `so_far` bytes once a `data` line of `more` bytes is joined.
@@ -404,7 +417,9 @@ mod tests {
         let comments = b": comment\n".repeat(8); // 80 bytes = 4 x 4 + 64
         assert_eq!(framer.feed(&comments, |_| ()), (None, None));
         assert_eq!(framer.feed(b":", |_| ()), (None, over(81, true)));
-        // The LF after an event's last line is not the event's (found by the fuzz target).
+        // The LFs around an event's lines are not the event's (found by the fuzz target).
+        assert_eq!(event_sent(b"\nab\n"), 2);
+        assert_eq!(event_sent(b"\n"), 0);
         let mut framer = Framer::new(Framing::Sse, 4);
         let mut comments = b": comment\n".repeat(7);
         comments.extend_from_slice(b": comment1"); // 80 bytes: at the bound

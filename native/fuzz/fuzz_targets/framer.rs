@@ -8,7 +8,7 @@
 //! hand over) followed by that many bytes.
 #![no_main]
 
-use agui_native::framing::{Framer, Framing, each_payload, sse_event_bound};
+use agui_native::framing::{Framer, Framing, each_payload, event_sent, sse_event_bound};
 use libfuzzer_sys::fuzz_target;
 
 /// What the reads give: every payload, the bytes held at the end (`None` when a read was
@@ -25,14 +25,14 @@ fn longest_event(region: &[u8]) -> usize {
     let (mut longest, mut start, mut at) = (0, 0, 0);
     while at + 1 < region.len() {
         if region[at] == b'\n' && region[at + 1] == b'\n' {
-            longest = longest.max(at - start);
+            longest = longest.max(event_sent(&region[start..at]));
             start = at + 2;
             at += 2;
         } else {
             at += 1;
         }
     }
-    longest.max(region.len() - start)
+    longest.max(event_sent(&region[start..]))
 }
 
 fn frame(framing: Framing, max_frame: usize, reads: &[&[u8]]) -> Framed {
@@ -40,8 +40,8 @@ fn frame(framing: Framing, max_frame: usize, reads: &[&[u8]]) -> Framed {
         Framing::Sse => sse_event_bound(max_frame),
         Framing::JsonLines => max_frame,
     };
-    // What is held: the frame and, for SSE, the LF after its last line (the blank line's first).
-    let held_bound = bound + usize::from(framing == Framing::Sse);
+    // What is held: the frame and, for SSE, the LFs around its lines (see `event_sent`).
+    let held_bound = bound + 2 * usize::from(framing == Framing::Sse);
     let mut framer = Framer::new(framing, max_frame);
     let mut payloads = Vec::new();
     let mut whole_over = false;
