@@ -567,10 +567,11 @@ def native_framer(framing: str | None, max_frame: int) -> Framer | None:
 def sse_event_bound(max_frame: int) -> int:
     """The most bytes one SSE event may take as sent, whole or still arriving: what bounds
     the part of a stream held between reads. An event as sent is its lines, without the LFs
-    around them: a blank line's LF before it and the one after it that begins its own blank
-    line, which fall on either side of a boundary depending on where the reads were cut. Four times the frame limit covers a payload
-    sent one character per ``data: `` line; comments and other fields carry nothing and are
-    only held, so they are bounded here, not by max_frame_bytes."""
+    around them (a blank line's LF before it, the LF after it that begins the next blank
+    line), which fall on either side of a boundary depending on where the reads were cut.
+    Four times the frame limit covers a payload sent one character per ``data: `` line;
+    comments and other fields carry nothing and are only held, so they are bounded here,
+    not by max_frame_bytes."""
     return 4 * max_frame + 64
 
 
