@@ -406,14 +406,16 @@ class Parse(Decoder):
         """
         # Most frames are too short to break a per-frame limit (one C-level pass).
         lengths = list(map(len, payloads))
-        long_frames = bool(lengths) and max(lengths) > self._long_frame
-        if not sized and (long_frames or (len(region) > self._max_event and self.framing == "sse")):
+        longest = max(lengths) if lengths else 0
+        if not sized and (
+            longest > self._max_frame or (len(region) > self._max_event and self.framing == "sse")
+        ):
             self._refuse_long_frame(payloads, lengths, region)
         try:
             events = list(map(_loads, payloads))
         except _DecodeError:
             events = self._decode_until_failure(payloads)
-        if long_frames:
+        if longest > self._long_frame:
             self._check_depths(payloads, lengths, events)
         batch = self._accept(events)
         enforce = self.handover
