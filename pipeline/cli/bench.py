@@ -73,7 +73,8 @@ exit status:
   0  measured
   2  a usage or I/O error: a bad option, a file that cannot be read, a middleware
      that does not load, a missing extra for --live, a closed pipe, --count
-     without valgrind on PATH or a callgrind run that failed"""
+     without valgrind on PATH, a callgrind run that failed or whose child ran on
+     another core than the one it was to count"""
 
 
 def register(commands: Any) -> None:
