@@ -205,7 +205,9 @@ def _compared_cores() -> tuple[dict[str, ModuleType | None], str | None]:
     on: the extension, or ``None`` for the pure reference), and why the native core is
     left out when it is: ``_cores.ACTIVE``'s wording, as ``--version`` says it."""
     if _cores.native is None:
-        return {"pure": None}, _cores.ACTIVE
+        if _cores.ACTIVE.startswith(COUNTED_ON["pure"]):
+            return {"pure": None}, _cores.ACTIVE
+        return {"pure": None}, "pure Python core: switched to it within this process"
     return {"native": _cores.native, "pure": None}, None
 
 
