@@ -1,23 +1,34 @@
 """``agui-pipeline bench``: the installed pipeline measured on a user's recording, with
-their middleware, as text or JSON; ``--live`` over a real local server; ``--count``
-under callgrind."""
+their middleware, as text or JSON, on the native and the pure core side by side (the pure
+one alone, saying why, without the native one); ``--live`` over a real local server;
+``--count`` under callgrind, a child on each core."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import ClassVar
+from types import ModuleType
+from typing import Any, ClassVar, cast
 
 import pytest
+from agui_pipeline import _cores
 from agui_pipeline.batch import Batch
+from agui_pipeline.cli import build_parser
+from agui_pipeline.cli.bench import run_bench
 from agui_pipeline.stage import Stage, StreamContext
 from agui_pipeline.testing.workload import encode_sse, events
 
+from tests.cores import native_module
+
 ROOT = Path(__file__).resolve().parents[1]
+PURE = "AGUI_PIPELINE_PURE"
 
 
 class Tagging(Stage):
@@ -32,12 +43,18 @@ class Tagging(Stage):
         return batch
 
 
-def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
+def bench(*arguments: str, pure: bool | None = None) -> subprocess.CompletedProcess[str]:
+    """The command as a process; ``pure`` sets ``AGUI_PIPELINE_PURE=1`` in its environment
+    (True) or takes it out (False), None leaves this process's."""
+    env = {name: value for name, value in os.environ.items() if pure is None or name != PURE}
+    if pure:
+        env[PURE] = "1"
     return subprocess.run(
         [sys.executable, "-m", "agui_pipeline", "bench", *arguments],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
 
 
@@ -76,7 +93,124 @@ def test_the_built_in_workload_live_as_text(transport: str) -> None:
     assert "(median of 1 rounds; fastest " in done.stdout
     assert "baseline on the same events: decode floor (orjson.loads) " in done.stdout
     assert " (TypeAdapter(Event).validate_json): " in done.stdout
-    assert f"live: 2 runs at once over {transport}, 20 events each" in done.stdout
+    assert re.search(f"^live, (native|pure) core: 2 runs at once over {transport}, 20 events each",
+                     done.stdout, re.MULTILINE)  # fmt: skip
+
+
+CORE_LINE = re.compile(
+    r"^  (?P<core>native|pure) core: +(?P<rate>[\d,]+) events/s, (?P<us>[\d.]+) µs/event "
+    r"\(median of 2 rounds; fastest (?P<fastest>[\d.]+), slowest (?P<slowest>[\d.]+)",
+    re.MULTILINE,
+)
+"""A core's line of the text output (``--repeat 2``)."""
+
+NOT_AVAILABLE = "the native core is not available ({}): the pure core alone is measured"
+
+
+def test_both_cores_side_by_side_when_the_native_one_is_built(tmp_path: Path) -> None:
+    native_module()  # skips (full tier: fails) where the extension is not built
+    recording = tmp_path / "run.sse"
+    recording.write_bytes(encode_sse(events(600)))
+    text = bench(str(recording), "--repeat", "2", pure=False)
+    assert text.returncode == 0, text.stderr
+    lines = {found["core"]: found for found in CORE_LINE.finditer(text.stdout)}
+    assert list(lines) == ["native", "pure"], text.stdout
+    for found in lines.values():
+        assert int(found["rate"].replace(",", "")) > 0
+        assert 0 < float(found["fastest"]) <= float(found["us"]) <= float(found["slowest"])
+    assert "not available" not in text.stdout
+    assert "  each stage alone, on the native core:" in text.stdout
+    assert re.search(r"decode floor .*; the native core [\d.]+× that, the pure core [\d.]+× that",
+                     text.stdout)  # fmt: skip
+    done = bench(str(recording), "--repeat", "2", "--format", "json", pure=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["cores"] == {
+        "active": "native", "compared": ["native", "pure"], "native unavailable": None,
+    }  # fmt: skip
+    (row,) = report["sources"]
+    assert list(row["by core"]) == ["native", "pure"]
+    for figures in row["by core"].values():
+        assert figures["events"] == 600 and figures["events/s"] > 0
+        assert 0 < figures["µs/event fastest"] <= figures["µs/event"]
+        assert figures["µs/event"] <= figures["µs/event slowest"]
+    # The keys a CI job already tracks keep their meaning: the active core's figures.
+    active = {key: row[key] for key in row["by core"]["native"]}
+    assert active == row["by core"]["native"]
+
+
+def test_without_the_native_core_one_line_says_why_and_the_pure_core_is_measured() -> None:
+    text = bench("--events", "300", "--repeat", "2", pure=True)
+    assert text.returncode == 0, text.stderr
+    said = NOT_AVAILABLE.format(f"pure Python core: {PURE}=1")
+    assert text.stdout.splitlines()[1] == said
+    assert text.stdout.count("not available") == 1
+    assert [found["core"] for found in CORE_LINE.finditer(text.stdout)] == ["pure"]
+    assert "native core" not in text.stdout.replace(said, "")
+    done = bench("--events", "300", "--repeat", "2", "--format", "json", pure=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["cores"] == {
+        "active": "pure", "compared": ["pure"],
+        "native unavailable": f"pure Python core: {PURE}=1",
+    }  # fmt: skip
+    (row,) = report["sources"]
+    assert list(row["by core"]) == ["pure"]
+    assert row["µs/event"] == row["by core"]["pure"]["µs/event"] > 0
+
+
+def in_process(*arguments: str) -> str:
+    """``bench`` run in this process (where a test can switch ``_cores``), its output."""
+    out = io.StringIO()
+    assert run_bench(build_parser("bench").parse_args(["bench", *arguments]), out) == 0
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("active", "said"),
+    [
+        ("pure Python core: extension not built", "pure Python core: extension not built"),
+        # A process that switched the core itself (as tests/cores.py does): --version's
+        # words would say "native core", so bench says what happened.
+        ("native core", "pure Python core: switched to it within this process"),
+    ],
+)
+def test_an_extension_not_built_is_said_as_version_says_it(
+    monkeypatch: pytest.MonkeyPatch, active: str, said: str
+) -> None:
+    monkeypatch.setattr(_cores, "native", None)
+    monkeypatch.setattr(_cores, "ACTIVE", active)
+    shown = in_process("--events", "200", "--repeat", "2")
+    assert shown.splitlines()[1] == NOT_AVAILABLE.format(said)
+    assert [found["core"] for found in CORE_LINE.finditer(shown)] == ["pure"]
+
+
+class _Slowed:
+    """The native module, but each framer it makes first burns 30 ms of CPU: a contender
+    on it is told apart from one on the pure core by its time alone."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def Framer(self, *arguments: Any) -> Any:  # the module's class name
+        started = time.process_time()
+        while time.process_time() - started < 0.03:
+            pass
+        return self._module.Framer(*arguments)
+
+
+def test_each_contender_runs_on_its_own_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native contender's stream takes the native module's framer and the pure one's
+    does not: with every framer 30 ms slower (50 µs an event over 600 events), only the
+    native figure moves."""
+    monkeypatch.setattr(_cores, "native", cast(ModuleType, _Slowed(native_module())))
+    report = json.loads(in_process("--events", "600", "--repeat", "2", "--format", "json"))
+    by_core = report["sources"][0]["by core"]
+    native, pure = by_core["native"]["µs/event"], by_core["pure"]["µs/event"]
+    assert native > 40 and pure < native - 30, by_core
 
 
 def test_a_middleware_that_is_not_there_is_a_usage_error() -> None:
@@ -89,7 +223,7 @@ def test_a_middleware_that_is_not_there_is_a_usage_error() -> None:
 VALGRIND = shutil.which("valgrind")
 
 
-@pytest.mark.slow  # about a minute under callgrind
+@pytest.mark.slow  # about two minutes under callgrind: two runs on each core
 @pytest.mark.skipif(VALGRIND is None, reason="--count runs valgrind, which is not on PATH")
 def test_count_puts_instructions_per_event_beside_the_time() -> None:
     done = subprocess.run(
@@ -98,14 +232,22 @@ def test_count_puts_instructions_per_event_beside_the_time() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    (row,) = json.loads(done.stdout)["sources"]
-    counted = row["counted"]
-    # The default pipeline on the 21 events of weather.sse: about 56,000 instructions an
-    # event (each stream's fixed costs over few events). Start-up not taken off would be
-    # millions; the pass not run, about none.
-    assert 10_000 < counted["instructions/event"] < 200_000, counted
-    assert counted["command"].startswith("PYTHONHASHSEED=0 valgrind --tool=callgrind ")
-    assert " bench examples/weather.sse --counted-pass measured" in counted["command"]
+    report = json.loads(done.stdout)
+    (row,) = report["sources"]
+    counted = row["counted"]  # the active core's
+    assert counted == row["by core"][report["cores"]["active"]]["counted"]
+    # The default pipeline on the 21 events of weather.sse: about 76,000 instructions an
+    # event on the native core, 86,000 on the pure one (each stream's fixed costs over few
+    # events). Start-up not taken off would be millions; the pass not run, about none.
+    for core in report["cores"]["compared"]:
+        counted = row["by core"][core]["counted"]
+        assert 10_000 < counted["instructions/event"] < 200_000, counted
+        # Each child runs on its core: bench checks what the child says it ran on.
+        setting = "AGUI_PIPELINE_PURE=1 " if core == "pure" else ""
+        command = counted["command"]
+        assert command.startswith(f"{setting}PYTHONHASHSEED=0 valgrind --tool=callgrind ")
+        assert " bench examples/weather.sse --counted-pass measured" in command
+    assert report["cores"]["compared"] == ["native", "pure"]  # the extension is built here
 
 
 def test_count_without_valgrind_is_a_usage_error(tmp_path: Path) -> None:

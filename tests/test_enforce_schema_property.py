@@ -498,3 +498,23 @@ def test_the_native_fast_check_answers_as_the_reference_on_what_a_middleware_may
     assert native_checks().scan([event], [kind]) == (
         (1, [0]) if reference == _OPAQUE else (1, []) if reference else (0, [])
     )
+
+
+@pytest.mark.parametrize(
+    ("rows", "refusal"),
+    [
+        ([("list", 0, 0)], "holds itself"),
+        ([("list", 1, 0), ("list", 0, 0)], "holds itself"),
+        ([("list", 5, 0)], "no node 5"),
+        ([("union", "type", [("A", 1)]), ("str",)], "not an object"),
+        ([("no such node",)], "no node"),
+    ],
+)
+def test_the_native_core_refuses_a_plan_it_could_not_check_with(
+    rows: list[tuple[Any, ...]], refusal: str
+) -> None:
+    """A plan that nests itself would let a value drive the native checks' recursion past
+    any stack; one that names a node it lacks would index out of it. Both are refused when
+    the checks are built, never met while checking."""
+    with pytest.raises(ValueError, match=refusal):
+        native_module().Checks(rows, {})

@@ -7,17 +7,14 @@
 //! schema has one statement. Only the question "clean or not" is native. An event that is not
 //! clean goes to the reference's walk (`Enforce._judge`), which strips, drops or rejects and
 //! words every diagnostic; so a "not clean" answer here can cost time, never change a result,
-//! and a check that cannot decide (a schema nested deeper than [`DEEPEST`]) answers "not clean".
+//! and the checks recurse no deeper than the schema nests (a plan that nests itself is refused
+//! when it is built, so no value can drive the recursion past the plan's own depth).
 
 use std::collections::HashMap;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-
-/// Nesting past which a check answers "not clean" and leaves the value to the reference's walk
-/// (a middleware's hand-built value may nest without the parser's depth limit).
-const DEEPEST: usize = 200;
 
 /// The JSON kind of a Python value as the decoder makes it: exact types only, as the reference's
 /// `type(x) is str` tests (a `bool` is not an `int`; a subclass is no kind).
@@ -183,6 +180,11 @@ impl Checks {
                 _ => {}
             }
         }
+        if let Some(node) = nested_in_itself(&nodes) {
+            return Err(PyValueError::new_err(format!(
+                "the plan's node {node} holds itself: the checks would recurse without end"
+            )));
+        }
         let mut by_type = HashMap::new();
         for (kind, id) in events.iter() {
             let id: usize = id.extract()?;
@@ -209,7 +211,7 @@ impl Checks {
             return Verdict::NotClean; // from_plan holds every event's node to be an object
         };
         let mut opened = false;
-        if self.object(object, event, 0, &mut opened) {
+        if self.object(object, event, &mut opened) {
             if opened {
                 Verdict::CleanWithOpenMembers
             } else {
@@ -220,10 +222,7 @@ impl Checks {
         }
     }
 
-    fn check(&self, node: usize, value: &Bound<'_, PyAny>, depth: usize) -> bool {
-        if depth > DEEPEST {
-            return false;
-        }
+    fn check(&self, node: usize, value: &Bound<'_, PyAny>) -> bool {
         match &self.nodes[node] {
             Node::Str => value.is_exact_instance_of::<PyString>(),
             Node::Bool => value.is_exact_instance_of::<PyBool>(),
@@ -244,12 +243,9 @@ impl Checks {
                 let Ok(list) = value.cast_exact::<PyList>() else {
                     return false;
                 };
-                list.len() >= *min_items
-                    && list
-                        .iter()
-                        .all(|element| self.check(*item, &element, depth + 1))
+                list.len() >= *min_items && list.iter().all(|element| self.check(*item, &element))
             }
-            Node::Object(object) => self.object(object, value, depth, &mut false),
+            Node::Object(object) => self.object(object, value, &mut false),
             Node::Union { key, members } => {
                 let Ok(dict) = value.cast_exact::<PyDict>() else {
                     return false;
@@ -261,7 +257,7 @@ impl Checks {
                     return false;
                 };
                 match members.iter().find(|(known, _)| known == tag) {
-                    Some((_, member)) => self.check(*member, value, depth + 1),
+                    Some((_, member)) => self.check(*member, value),
                     None => false,
                 }
             }
@@ -270,7 +266,7 @@ impl Checks {
                 by_kind
                     .iter()
                     .find(|(each, _)| *each == kind)
-                    .is_some_and(|(_, node)| self.check(*node, value, depth + 1))
+                    .is_some_and(|(_, node)| self.check(*node, value))
             }
         }
     }
@@ -278,13 +274,7 @@ impl Checks {
     /// An object: every required member present, every member present described (unless the
     /// object is open) and clean. `opened` is set when an event's check passes a member it does
     /// not look into.
-    fn object(
-        &self,
-        object: &Object,
-        value: &Bound<'_, PyAny>,
-        depth: usize,
-        opened: &mut bool,
-    ) -> bool {
+    fn object(&self, object: &Object, value: &Bound<'_, PyAny>, opened: &mut bool) -> bool {
         let Ok(dict) = value.cast_exact::<PyDict>() else {
             return false;
         };
@@ -306,7 +296,7 @@ impl Checks {
                 continue;
             }
             let field = &object.fields[position];
-            if !self.check(field.node, &member, depth + 1) {
+            if !self.check(field.node, &member) {
                 return false;
             }
             if object.tells_opens {
@@ -325,6 +315,53 @@ impl Checks {
 /// reference looks its check up by `==`).
 pub fn type_name<'a>(kind: &'a Bound<'_, PyAny>) -> Option<&'a str> {
     kind.cast::<PyString>().ok()?.to_str().ok()
+}
+
+/// The nodes `node` holds.
+fn held_by(node: &Node) -> Vec<usize> {
+    match node {
+        Node::List { item, .. } => vec![*item],
+        Node::Object(object) => object.fields.iter().map(|field| field.node).collect(),
+        Node::Union { members, .. } => members.iter().map(|(_, id)| *id).collect(),
+        Node::Alternatives(by_kind) => by_kind.iter().map(|(_, id)| *id).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A node that holds itself, directly or further down (`None`: the plan nests finitely).
+fn nested_in_itself(nodes: &[Node]) -> Option<usize> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut marks = vec![Mark::New; nodes.len()];
+    for root in 0..nodes.len() {
+        if marks[root] != Mark::New {
+            continue;
+        }
+        // Depth first without recursion: (node, its children not yet visited).
+        let mut stack = vec![(root, held_by(&nodes[root]))];
+        marks[root] = Mark::Open;
+        while let Some((node, children)) = stack.last_mut() {
+            match children.pop() {
+                Some(child) => match marks[child] {
+                    Mark::Open => return Some(child),
+                    Mark::New => {
+                        marks[child] = Mark::Open;
+                        stack.push((child, held_by(&nodes[child])));
+                    }
+                    Mark::Done => {}
+                },
+                None => {
+                    marks[*node] = Mark::Done;
+                    stack.pop();
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The text of an exact `str` (`None` for anything else, and for a string with a lone surrogate,

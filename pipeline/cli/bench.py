@@ -4,18 +4,20 @@
 a user can run: the default pipeline, with their middleware
 (``--middleware module:factory``) and declaration (``--capabilities F``), over
 their recordings (``SOURCE...``) or the built-in realistic workload
-(:mod:`agui_pipeline.testing.workload`). It reports events/s for the whole pipeline,
-with the spread of its rounds, µs/event for each stage alone, and peak memory;
-beside it, on the same events, a baseline that gives the figure a scale: the
-decode floor (``orjson.loads`` of each event, what any Python consumer pays)
-and, when ``ag-ui-protocol`` is installed, the official SDK's parse-and-validate
-pass (``TypeAdapter(Event).validate_json``). ``--live`` adds the per-event CPU
-of ``--runs`` runs read at once over HTTP from a local ``agui-pipeline serve``
-(the ``http`` and ``serve`` extras), one frame per write. ``--count`` adds the
-whole pipeline's instructions per event under callgrind, the repeatable figure
-(the method of ``benchmarks/instructions.py``). Text, or ``--format json`` for a
-CI job to track. Times are this process's CPU time over ``--repeat`` rounds: the
-median, and the fastest and slowest round.
+(:mod:`agui_pipeline.testing.workload`). It reports events/s for the whole pipeline
+on each core (the native one and the pure Python reference, :mod:`agui_pipeline._cores`;
+the pure one alone, saying why, where the native one is not available), with the
+spread of its rounds, µs/event for each stage alone, and peak memory; beside it, on
+the same events, a baseline that gives the figure a scale: the decode floor
+(``orjson.loads`` of each event, what any Python consumer pays) and, when
+``ag-ui-protocol`` is installed, the official SDK's parse-and-validate pass
+(``TypeAdapter(Event).validate_json``). ``--live`` adds the per-event CPU of
+``--runs`` runs read at once over HTTP from a local ``agui-pipeline serve`` (the
+``http`` and ``serve`` extras), one frame per write. ``--count`` adds the whole
+pipeline's instructions per event on each core under callgrind, the repeatable
+figure (the method of ``benchmarks/instructions.py``). Text, or ``--format json``
+for a CI job to track. Times are this process's CPU time over ``--repeat`` rounds,
+each running every contender once: the median, and the fastest and slowest round.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agui_pipeline import _cores
 from agui_pipeline._checking.source import load_middleware
 from agui_pipeline._checking.url import transport_named
 from agui_pipeline._engine.pipeline import Pipeline
@@ -50,23 +54,27 @@ DESCRIPTION = """\
 Measure the installed pipeline as you run it: the default pipeline with your
 middleware (--middleware module:factory) and declaration (--capabilities F), over
 your recordings (SOURCE...) or a built-in realistic workload. Reports events/s
-for the whole pipeline with the spread of its rounds, microseconds per event for
-each stage alone, and peak memory; beside it, on the same events, a baseline:
-the decode floor (orjson.loads of each event, what any Python consumer pays)
-and, when ag-ui-protocol is installed, the official SDK's parse-and-validate
-pass. --live adds the per-event CPU of --runs runs read at once over HTTP from a
-local `agui-pipeline serve` (the 'http' and 'serve' extras). --count adds the
-whole pipeline's instructions per event, counted under valgrind's callgrind.
-Times are this process's CPU time over --repeat rounds: the median, the fastest
-and the slowest. A machine shared with other work moves them: compare a run with
-its baseline, not with another machine's figures; a count does not move."""
+for the whole pipeline on the native core and on the pure Python one (the pure
+one alone, saying why, where the native core is not built or AGUI_PIPELINE_PURE=1
+is set) with the spread of its rounds, microseconds per event for each stage
+alone, and peak memory; beside it, on the same events, a baseline: the decode
+floor (orjson.loads of each event, what any Python consumer pays) and, when
+ag-ui-protocol is installed, the official SDK's parse-and-validate pass. --live
+adds the per-event CPU of --runs runs read at once over HTTP from a local
+`agui-pipeline serve` (the 'http' and 'serve' extras). --count adds the whole
+pipeline's instructions per event on each core, counted under valgrind's
+callgrind. Times are this process's CPU time over --repeat rounds, each running
+every contender once: the median, the fastest and the slowest. A machine shared
+with other work moves them: compare a run with its baseline, not with another
+machine's figures; a count does not move."""
 
 EXIT_STATUSES = """\
 exit status:
   0  measured
   2  a usage or I/O error: a bad option, a file that cannot be read, a middleware
      that does not load, a missing extra for --live, a closed pipe, --count
-     without valgrind on PATH or a callgrind run that failed"""
+     without valgrind on PATH, a callgrind run that failed or whose child ran on
+     another core than the one it was to count"""
 
 
 def register(commands: Any) -> None:
@@ -102,7 +110,8 @@ def register(commands: Any) -> None:
     bench.add_argument(
         "--count",
         action="store_true",
-        help="also count the whole pipeline's instructions per event under callgrind (valgrind)",
+        help="also count the whole pipeline's instructions per event on each core under callgrind "
+        "(valgrind)",
     )
     # What --count runs under callgrind: one source, the start-up alone or the pass too.
     bench.add_argument("--counted-pass", choices=("start-up", "measured"), help=argparse.SUPPRESS)
@@ -137,22 +146,34 @@ def run_bench(args: argparse.Namespace, out: TextIO) -> int:
         pipeline = Pipeline(middleware=middleware, capabilities=capabilities)
     except UsageError as error:  # a middleware placed where its chunk form cannot be met
         raise CommandError(f"--middleware: {error}") from None
-    report: dict[str, Any] = {"stages": pipeline.stage_names, "sources": []}
     named = [(name, _read(name)) for name in args.sources] or [
         (f"built-in workload ({args.events:,} events)", encode_sse(events(args.events)))
     ]
     if args.counted_pass is not None:
         _counted_child(pipeline, named[0][1], args.counted_pass == "measured")
+        out.write(_cores.ACTIVE + "\n")  # the parent checks the core it asked for ran
         return 0
+    cores, unavailable = _compared_cores()
+    active = next(iter(cores))
+    report: dict[str, Any] = {
+        "stages": pipeline.stage_names,
+        "cores": {"active": active, "compared": list(cores), "native unavailable": unavailable},
+        "sources": [],
+    }
     for name, body in named:
-        row = {"source": name, **_batch(pipeline, body, args.repeat)}
-        row["baseline"] = _baseline(pipeline, body, args.repeat)
+        row = {"source": name, **_measured(pipeline, body, args.repeat, cores)}
         if args.count:
-            row["counted"] = _counted(args, name if args.sources else None, body, row["events"])
+            source = name if args.sources else None
+            for core in cores:
+                counted = _counted(args, source, body, row["events"], core)
+                row["by core"][core]["counted"] = counted
+            row["counted"] = row["by core"][active]["counted"]
         report["sources"].append(row)
     if args.live:
         body = named[0][1] if args.sources else encode_sse(events(args.live_events))
-        report["live"] = _live(pipeline, body, args.runs, args.repeat, args.transport)
+        with _on_core(cores[active]):
+            report["live"] = _live(pipeline, body, args.runs, args.repeat, args.transport)
+        report["live"]["core"] = active
     report["peak RSS MiB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out.write(json.dumps(report, indent=2) + "\n" if args.format == "json" else _text(report))
     return 0
@@ -179,27 +200,135 @@ def _cpu(work: Any) -> float:
         gc.enable()
 
 
-def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
-    """The whole pipeline over ``body`` in 64 KiB reads, then each stage alone."""
+def _compared_cores() -> tuple[dict[str, ModuleType | None], str | None]:
+    """The cores to time, the active one first (what ``_cores.native`` makes a stage run
+    on: the extension, or ``None`` for the pure reference), and why the native core is
+    left out when it is: ``_cores.ACTIVE``'s wording, as ``--version`` says it."""
+    if _cores.native is None:
+        if _cores.ACTIVE.startswith(COUNTED_ON["pure"]):
+            return {"pure": None}, _cores.ACTIVE
+        return {"pure": None}, "pure Python core: switched to it within this process"
+    return {"native": _cores.native, "pure": None}, None
+
+
+@contextmanager
+def _on_core(module: ModuleType | None) -> Iterator[None]:
+    """The built-in stages created (and parse's framer, taken at the first read) inside run
+    on ``module``'s core: stages read ``_cores.native`` when they are built."""
+    before, _cores.native = _cores.native, module
+    try:
+        yield
+    finally:
+        _cores.native = before
+
+
+def _measured(
+    pipeline: Pipeline, body: bytes, repeat: int, cores: dict[str, ModuleType | None]
+) -> dict[str, Any]:
+    """The whole pipeline over ``body`` in 64 KiB reads on each core, beside a baseline
+    that gives the figures a scale, all in the same rounds: each round runs every
+    contender once, in an order that turns round by round, so that a machine whose load
+    drifts moves them all alike. Then each stage alone, on the active (first) core.
+
+    The baseline is what the same events cost with no pipeline at all: the decode floor
+    (``orjson.loads``), and the official SDK's validation when installed. Both take each
+    event's JSON as the parse stage found it, so a recording's framing (comments, several
+    ``data`` lines) costs them nothing it would cost the pipeline: a floor, not a rival.
+    """
     import statistics
 
     import anyio
-    from agui_pipeline.testing.workload import chunks
+    import orjson
+    from agui_pipeline.testing.workload import chunks, encode_sse, events
 
     reads = chunks(body)
-    counted: list[int] = []
+    payloads = _payloads(pipeline, reads)
+    read: dict[str, int] = {}
 
-    async def whole() -> None:
-        count = 0
-        async with pipeline.open(reads) as stream:
-            async for batch in stream.batches():
-                count += len(batch)
-        counted.append(stream.context.counters.read)
+    def whole(core: str) -> Callable[[], float]:
+        async def stream() -> None:
+            async with pipeline.open(reads) as opened:
+                async for _batch in opened.batches():
+                    pass
+            read[core] = opened.context.counters.read
 
-    rounds = sorted(_cpu(whole) for _ in range(repeat))
-    seconds = statistics.median(rounds)
-    read = max(counted[-1], 1)
-    stage_us: dict[str, float] = {}
+        def timed() -> float:
+            with _on_core(cores[core]):
+                return _cpu(stream)
+
+        return timed
+
+    def each_payload(work: Callable[[bytes], object]) -> Callable[[], float]:
+        def timed() -> float:
+            started = time.process_time()
+            for payload in payloads:
+                work(payload)
+            return time.process_time() - started
+
+        return lambda: _uncollected(timed)
+
+    warm_up = [encode_sse(events(500, seed=1))]  # every first call, before any round
+    for module in cores.values():
+        with _on_core(module):
+            anyio.run(_consume, pipeline, warm_up)
+    contenders = {core: whole(core) for core in cores}
+    contenders["decode floor"] = each_payload(orjson.loads)
+    sdk = _sdk_validate()
+    if sdk is not None:
+        version, validate = sdk
+        contenders["sdk"] = each_payload(lambda payload: _accepts(validate, payload))
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for turn in range(repeat):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            seconds[name].append(contenders[name]())
+
+    def per_event(name: str, events: int) -> float:
+        return round(statistics.median(seconds[name]) / max(events, 1) * 1e6, 3)
+
+    by_core = {}
+    for core in cores:
+        rounds = sorted(seconds[core])
+        count = max(read[core], 1)
+        median = statistics.median(rounds)
+        by_core[core] = {
+            "events": read[core],
+            "events/s": round(count / median) if median else None,
+            "µs/event": round(median / count * 1e6, 3),
+            "µs/event fastest": round(rounds[0] / count * 1e6, 3),
+            "µs/event slowest": round(rounds[-1] / count * 1e6, 3),
+        }
+    baseline: dict[str, Any] = {
+        "decode floor µs/event": per_event("decode floor", len(payloads)),
+        "sdk": None,
+    }
+    if sdk is not None:
+        baseline["sdk"] = {
+            "package": f"ag-ui-protocol {version}",
+            "accepted": sum(_accepts(validate, payload) for payload in payloads),
+            "µs/event": per_event("sdk", len(payloads)),
+        }
+    active = next(iter(cores))
+    with _on_core(cores[active]):
+        alone = _stages_alone(pipeline, reads, repeat, max(read[active], 1))
+    return {
+        **by_core[active],
+        "rounds": repeat,
+        "µs/event by stage (alone)": alone,
+        "by core": by_core,
+        "baseline": baseline,
+    }
+
+
+def _stages_alone(
+    pipeline: Pipeline, reads: list[bytes], repeat: int, read: int
+) -> dict[str, float]:
+    """Each stage's median µs/event alone over ``repeat`` rounds: parse fed ``reads``, each
+    other stage fed the batches parse makes of them."""
+    import statistics
+
+    import anyio
+
     parse_seconds = []
     for _ in range(repeat):
         parser = pipeline.decoder(pipeline.context())
@@ -208,59 +337,11 @@ def _batch(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
             parser.feed(piece)
         parser.finish()
         parse_seconds.append(time.process_time() - started)
-    stage_us["parse"] = statistics.median(parse_seconds) / read * 1e6
+    stage_us = {"parse": statistics.median(parse_seconds) / read * 1e6}
     for name, factory in zip(pipeline.stage_names[1:], pipeline.stage_factories, strict=True):
         times = [anyio.run(stage_alone, pipeline, factory, reads) for _ in range(repeat)]
         stage_us[name] = statistics.median(times) / read * 1e6
-    return {
-        "events": counted[-1],
-        "events/s": round(read / seconds) if seconds else None,
-        "µs/event": round(seconds / read * 1e6, 3),
-        "rounds": repeat,
-        "µs/event fastest": round(rounds[0] / read * 1e6, 3),
-        "µs/event slowest": round(rounds[-1] / read * 1e6, 3),
-        "µs/event by stage (alone)": {name: round(us, 3) for name, us in stage_us.items()},
-    }
-
-
-def _baseline(pipeline: Pipeline, body: bytes, repeat: int) -> dict[str, Any]:
-    """What the same events cost with no pipeline at all, timed as the pipeline is: the
-    decode floor (``orjson.loads``), and the official SDK's validation when installed.
-
-    Both take each event's JSON as the parse stage found it, so a recording's framing
-    (comments, several ``data`` lines) costs them nothing it would cost the pipeline:
-    a floor, not a rival.
-    """
-    import statistics
-
-    import orjson
-    from agui_pipeline.testing.workload import chunks
-
-    payloads = _payloads(pipeline, chunks(body))
-    count = max(len(payloads), 1)
-
-    def per_event(work: Callable[[bytes], object]) -> float:
-        def timed() -> float:
-            started = time.process_time()
-            for payload in payloads:
-                work(payload)
-            return time.process_time() - started
-
-        return round(statistics.median(_uncollected(timed) for _ in range(repeat)) / count * 1e6, 3)
-
-    baseline: dict[str, Any] = {"decode floor µs/event": per_event(orjson.loads)}
-    sdk = _sdk_validate()
-    if sdk is not None:
-        version, validate = sdk
-        accepted = sum(_accepts(validate, payload) for payload in payloads)
-        baseline["sdk"] = {
-            "package": f"ag-ui-protocol {version}",
-            "accepted": accepted,
-            "µs/event": per_event(lambda payload: _accepts(validate, payload)),
-        }
-    else:
-        baseline["sdk"] = None
-    return baseline
+    return {name: round(us, 3) for name, us in stage_us.items()}
 
 
 def _payloads(pipeline: Pipeline, reads: list[bytes]) -> list[bytes]:
@@ -331,25 +412,32 @@ async def stage_alone(pipeline: Pipeline, factory: StageFactory, reads: list[byt
         gc.enable()
 
 
+COUNTED_ON = {"native": "native core", "pure": "pure Python core"}
+"""How ``_cores.ACTIVE`` begins in a child on each core: the parent checks the one it asked for."""
+
+
 def _counted(
-    args: argparse.Namespace, source: str | None, body: bytes, count: int
+    args: argparse.Namespace, source: str | None, body: bytes, count: int, core: str
 ) -> dict[str, Any]:
-    """The whole pipeline's instructions per event over ``source`` (or the built-in
-    workload's ``body``): this command, as a child on that one source, run twice under
-    callgrind with ``PYTHONHASHSEED=0`` (a random seed moves dict probing by a few
-    percent), once to the start of the pass and once through it; the difference over
-    the events leaves start-up out."""
+    """The whole pipeline's instructions per event on ``core`` over ``source`` (or the
+    built-in workload's ``body``): this command, as a child on that one source and that
+    core (``AGUI_PIPELINE_PURE=1`` in its environment for the pure one, unset for the
+    native one), run twice under callgrind with ``PYTHONHASHSEED=0`` (a random seed moves
+    dict probing by a few percent), once to the start of the pass and once through it;
+    the difference over the events leaves start-up out."""
     command = [sys.executable, "-m", "agui_pipeline", "bench"]
     command += [source or _workload_file(body)]
     for spec in args.middleware:
         command += ["--middleware", spec]
     if args.capabilities or source is None:
         command += ["--capabilities", args.capabilities or _workload_declaration()]
-    start_up = _callgrind([*command, "--counted-pass", "start-up"])
-    whole = _callgrind([*command, "--counted-pass", "measured"])
+    setting = {_cores.PURE_SETTING: "1"} if core == "pure" else {}
+    start_up = _callgrind([*command, "--counted-pass", "start-up"], setting, core)
+    whole = _callgrind([*command, "--counted-pass", "measured"], setting, core)
+    shown = "".join(f"{name}={value} " for name, value in setting.items())
     return {
         "instructions/event": round((whole - start_up) / max(count, 1)),
-        "command": "PYTHONHASHSEED=0 valgrind --tool=callgrind "
+        "command": f"{shown}PYTHONHASHSEED=0 valgrind --tool=callgrind "
         + shlex.join([*command, "--counted-pass", "measured"])
         + "  # less the same with --counted-pass start-up",
     }
@@ -380,15 +468,17 @@ def _workload_declaration() -> str:
     return str(path)
 
 
-def _callgrind(command: list[str]) -> int:
-    """Instructions callgrind counts for one run of ``command``."""
+def _callgrind(command: list[str], setting: dict[str, str], core: str) -> int:
+    """Instructions callgrind counts for one run of ``command`` on ``core``, with
+    ``setting`` added to the environment (``AGUI_PIPELINE_PURE``, taken out otherwise)."""
     import subprocess
     import tempfile
 
+    env = {name: value for name, value in os.environ.items() if name != _cores.PURE_SETTING}
     with tempfile.TemporaryDirectory() as scratch:
         finished = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out", *command],
-            env=dict(os.environ, PYTHONHASHSEED="0"),
+            env=dict(env, PYTHONHASHSEED="0", **setting),
             capture_output=True,
             text=True,
             check=False,
@@ -397,6 +487,9 @@ def _callgrind(command: list[str]) -> int:
     if finished.returncode != 0 or found is None:
         tail = finished.stderr.strip().splitlines()[-5:]
         raise ValueError("--count: the callgrind run failed: " + " | ".join(tail))
+    ran = finished.stdout.strip()
+    if not ran.startswith(COUNTED_ON[core]):  # a count of the other core would mislead
+        raise ValueError(f"--count: the child counted for the {core} core ran on {ran!r}")
     return int(found.group(1))
 
 
@@ -410,17 +503,19 @@ def _counted_child(pipeline: Pipeline, body: bytes, measured: bool) -> None:
     warm_up = [encode_sse(events(500, seed=1))]
     reads = chunks(body)  # in both runs: reading the source is not the pass
 
-    async def consume(source: list[bytes]) -> None:
-        async with pipeline.open(source) as stream:
-            async for _batch in stream.batches():
-                pass
-
     async def passes() -> None:
-        await consume(warm_up)
+        await _consume(pipeline, warm_up)
         if measured:
-            await consume(reads)
+            await _consume(pipeline, reads)
 
     anyio.run(passes)
+
+
+async def _consume(pipeline: Pipeline, source: list[bytes]) -> None:
+    """One stream of ``source`` through ``pipeline``, its events let go."""
+    async with pipeline.open(source) as stream:
+        async for _batch in stream.batches():
+            pass
 
 
 def _live(
@@ -507,22 +602,29 @@ async def _pooled(transport: str, runs: int) -> AsyncIterator[Transport]:
 
 
 def _text(report: dict[str, Any]) -> str:
+    cores = report["cores"]
     lines = ["stages: " + " → ".join(report["stages"])]
-    for row in report["sources"]:
-        median, fastest, slowest = row["µs/event"], row["µs/event fastest"], row["µs/event slowest"]
-        spread = (slowest - fastest) / median * 100 if median else 0.0
+    if cores["native unavailable"] is not None:
         lines.append(
-            f"{row['source']}: {row['events']:,} events, {row['events/s']:,} events/s, "
-            f"{median:.2f} µs/event (median of {row['rounds']} rounds; fastest {fastest:.2f}, "
-            f"slowest {slowest:.2f}: a spread of {spread:.0f} %)"
+            f"the native core is not available ({cores['native unavailable']}): "
+            "the pure core alone is measured"
         )
+    for row in report["sources"]:
+        lines.append(
+            f"{row['source']}: {row['events']:,} events, the contenders in turn in each of "
+            f"{row['rounds']} rounds"
+        )
+        by_core = row["by core"]
+        for core, figures in by_core.items():
+            lines.append(_core_line(core, figures, row["rounds"], by_core))
+        lines.append(f"  each stage alone, on the {cores['active']} core:")
         for name, us in row["µs/event by stage (alone)"].items():
-            lines.append(f"  {name:<12} {us:8.3f} µs/event")
+            lines.append(f"    {name:<12} {us:8.3f} µs/event")
         baseline = row["baseline"]
         floor = baseline["decode floor µs/event"]
         lines.append(
-            f"  baseline on the same events: decode floor (orjson.loads) {floor:.3f} µs/event, "
-            f"the pipeline {median / floor:.1f}× that"
+            f"  baseline on the same events: decode floor (orjson.loads) {floor:.3f} µs/event; "
+            + _times(by_core, floor)
             if floor
             else "  baseline: no events"
         )
@@ -533,20 +635,48 @@ def _text(report: dict[str, Any]) -> str:
             lines.append(
                 f"  {sdk['package']} (TypeAdapter(Event).validate_json): {sdk['µs/event']:.3f} "
                 f"µs/event, {sdk['accepted']:,} of {row['events']:,} events accepted; "
-                f"the pipeline {median / sdk['µs/event']:.2f}× that"
+                + _times(by_core, sdk["µs/event"])
             )
-        counted = row.get("counted")
-        if counted:
-            lines.append(
-                f"  counted under callgrind: {counted['instructions/event']:,} instructions/event"
-                f" beside the timed {median:.2f} µs/event; {counted['command']}"
-            )
+        for core, figures in by_core.items():
+            counted = figures.get("counted")
+            if counted:
+                lines.append(
+                    f"  counted under callgrind, {core} core: "
+                    f"{counted['instructions/event']:,} instructions/event beside the timed "
+                    f"{figures['µs/event']:.2f} µs/event; {counted['command']}"
+                )
     live = report.get("live")
     if live:
         lines.append(
-            f"live: {live['runs']} runs at once over {live['transport']}, "
+            f"live, {live['core']} core: {live['runs']} runs at once over {live['transport']}, "
             f"{live['events per run']} events each, one frame per write, 5 ms apart: "
             f"{live['client CPU µs/event']:.2f} µs/event client CPU"
         )
     lines.append(f"peak RSS: {report['peak RSS MiB']} MiB")
     return "\n".join(lines) + "\n"
+
+
+def _core_line(
+    core: str, figures: dict[str, Any], rounds: int, by_core: dict[str, dict[str, Any]]
+) -> str:
+    """One core's whole-pipeline figures; the pure core's line, beside a native one, says
+    what share of its time the native core takes."""
+    median, fastest = figures["µs/event"], figures["µs/event fastest"]
+    slowest = figures["µs/event slowest"]
+    spread = (slowest - fastest) / median * 100 if median else 0.0
+    line = (
+        f"  {core + ' core:':<13}{figures['events/s']:,} events/s, {median:.2f} µs/event "
+        f"(median of {rounds} rounds; fastest {fastest:.2f}, slowest {slowest:.2f}: "
+        f"a spread of {spread:.0f} %)"
+    )
+    native = by_core.get("native")
+    if core == "pure" and native is not None and median:
+        line += f"; the native core {native['µs/event'] / median:.2f}× that"
+    return line
+
+
+def _times(by_core: dict[str, dict[str, Any]], us: float) -> str:
+    """How many times ``us`` each core's pipeline takes: "the native core 4.3× that, ..."."""
+    return ", ".join(
+        f"the {core} core {figures['µs/event'] / us:.2f}× that" for core, figures in by_core.items()
+    )
