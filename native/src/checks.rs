@@ -157,27 +157,15 @@ impl Checks {
             }
         };
         for node in &nodes {
-            match node {
-                Node::List { item, .. } => within(*item)?,
-                Node::Object(object) => {
-                    for field in &object.fields {
-                        within(field.node)?;
-                    }
-                }
-                Node::Union { members, .. } => {
-                    for (_, id) in members {
-                        within(*id)?;
-                        if !matches!(nodes[*id], Node::Object(_)) {
-                            return Err(PyValueError::new_err("a union member is not an object"));
-                        }
-                    }
-                }
-                Node::Alternatives(by_kind) => {
-                    for (_, id) in by_kind {
-                        within(*id)?;
-                    }
-                }
-                _ => {}
+            for id in held_by(node) {
+                within(id)?;
+            }
+            if let Node::Union { members, .. } = node
+                && members
+                    .iter()
+                    .any(|(_, id)| !matches!(nodes[*id], Node::Object(_)))
+            {
+                return Err(PyValueError::new_err("a union member is not an object"));
             }
         }
         if let Some(node) = nested_in_itself(&nodes) {
@@ -200,9 +188,11 @@ impl Checks {
         })
     }
 
-    /// The node of the event type named `name`.
-    pub fn event_node(&self, name: &str) -> Option<usize> {
-        self.events.get(name).copied()
+    /// The event type named `name`, as the checks spell it, and its node.
+    pub fn event_node(&self, name: &str) -> Option<(&str, usize)> {
+        self.events
+            .get_key_value(name)
+            .map(|(known, node)| (known.as_str(), *node))
     }
 
     /// The check of one event of the type whose node is `node`.

@@ -148,26 +148,21 @@ impl Checks {
         guarded("enforce", || {
             let count = events.len().min(types.len());
             let mut opened = Vec::new();
-            let mut last: Option<(String, usize)> = None;
+            let mut last: Option<(&str, usize)> = None;
             for position in 0..count {
                 let (Ok(event), Ok(kind)) = (events.get_item(position), types.get_item(position))
                 else {
                     return (position, opened);
                 };
                 // Runs of one type (text deltas) look their check up once.
-                let Some(name) = checks::type_name(&kind) else {
+                let known = checks::type_name(&kind).and_then(|name| match last {
+                    Some((previous, node)) if previous == name => Some((previous, node)),
+                    _ => checks.event_node(name),
+                });
+                let Some((name, node)) = known else {
                     return (position, opened);
                 };
-                let node = match &last {
-                    Some((previous, node)) if previous == name => *node,
-                    _ => match checks.event_node(name) {
-                        Some(node) => {
-                            last = Some((name.to_owned(), node));
-                            node
-                        }
-                        None => return (position, opened),
-                    },
-                };
+                last = Some((name, node));
                 match checks.event(node, &event) {
                     Verdict::NotClean => return (position, opened),
                     Verdict::Clean => {}
@@ -185,7 +180,7 @@ impl Checks {
         guarded("enforce", || {
             checks::type_name(kind)
                 .and_then(|name| checks.event_node(name))
-                .is_some_and(|node| checks.event(node, event) != Verdict::NotClean)
+                .is_some_and(|(_, node)| checks.event(node, event) != Verdict::NotClean)
         })
         .map_err(InternalError::new_err)
     }
