@@ -4,9 +4,11 @@ runs its parser tests over the C and the Python parser)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
 from agui_pipeline import _cores
 
@@ -36,3 +38,15 @@ def running(core: str) -> Iterator[None]:
         yield
     finally:
         _cores.native = before
+
+
+def shown(value: Any) -> str:
+    """``value`` as ``repr`` writes it, the form the cores' answers are compared in: it tells
+    ``0`` from ``-0.0`` and ``False`` and shows key order; deep enough for the deepest event
+    orjson reads (1,024 levels)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4_000))
+    try:
+        return repr(value)
+    finally:
+        sys.setrecursionlimit(limit)

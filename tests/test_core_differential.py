@@ -23,7 +23,6 @@ import copy
 import difflib
 import pprint
 import random
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -44,7 +43,7 @@ from hypothesis import strategies as st
 
 from tests import streams
 from tests.conftest import ROOT, corpus_paths
-from tests.cores import native_module, running
+from tests.cores import native_module, running, shown
 from tests.test_parse_differential import broken_stream
 
 pytestmark = pytest.mark.usefixtures("built_in_run")  # batch and fused (conftest)
@@ -80,16 +79,6 @@ def _on(core: str) -> Iterator[set[str]]:
         yield watched.taken
 
 
-def _shown(value: Any) -> str:
-    """``repr``, deep enough for the deepest JSON the decoder accepts."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4_000))
-    try:
-        return repr(value)
-    finally:
-        sys.setrecursionlimit(limit)
-
-
 def outcome(
     core: str, make: PipelineFactory, reads: list[bytes], run_input: Any = None
 ) -> tuple[dict[str, Any], set[str]]:
@@ -108,7 +97,7 @@ def outcome(
         conversation = result.materialised
         return {
             "events": [
-                f"{index}: {_shown(event)}" for index, event in zip(indices, delivered, strict=True)
+                f"{index}: {shown(event)}" for index, event in zip(indices, delivered, strict=True)
             ],
             "verdict": {
                 "type": type(verdict.error).__name__,
@@ -118,13 +107,13 @@ def outcome(
                 "pointer": verdict.pointer,
                 "event index": verdict.event_index,
             },
-            "diagnostics": [_shown(d.to_dict()) for d in result.diagnostics],
+            "diagnostics": [shown(d.to_dict()) for d in result.diagnostics],
             "suppressed": result.suppressed,
             "counters": asdict(result.counters),
             "transport": result.transport,
-            "runs": [_shown(run.to_dict()) for run in result.runs],
+            "runs": [shown(run.to_dict()) for run in result.runs],
             "run counts": result.run_counts,
-            "conversation": None if conversation is None else _shown(conversation.to_dict()),
+            "conversation": None if conversation is None else shown(conversation.to_dict()),
         }
 
     with _on(core) as taken:

@@ -56,10 +56,9 @@ def array(events: list[dict[str, Any]]) -> bytes:
     return json.dumps(events, indent=2, ensure_ascii=False).encode()
 
 
-def decode(chunks: list[bytes], **options: Any) -> tuple[list[dict[str, Any]], Parse]:
-    parser = Parse(StreamContext(Options(**options)))
-    events: list[dict[str, Any]] = []
-    indices: list[int] = []
+def feed_all(parser: Parse, chunks: list[bytes], events: list[Any], indices: list[int]) -> None:
+    """Every chunk, then the end, through ``parser``, appending what it delivers to ``events``
+    and ``indices`` (kept as far as it got when it raises)."""
     for chunk in chunks:
         batch = parser.feed(chunk)
         events += batch.events
@@ -67,6 +66,13 @@ def decode(chunks: list[bytes], **options: Any) -> tuple[list[dict[str, Any]], P
     batch = parser.finish()
     events += batch.events
     indices += batch.indices
+
+
+def decode(chunks: list[bytes], **options: Any) -> tuple[list[dict[str, Any]], Parse]:
+    parser = Parse(StreamContext(Options(**options)))
+    events: list[dict[str, Any]] = []
+    indices: list[int] = []
+    feed_all(parser, chunks, events, indices)
     assert indices == list(range(len(events)))
     return events, parser
 
@@ -972,13 +978,7 @@ def _delivered(reads: list[bytes], framing: str | None, limit: int = _LIMIT) -> 
     indices: list[int] = []
     refused: tuple[str, int | None] | None = None
     try:
-        for read in reads:
-            batch = parser.feed(read)
-            events += batch.events
-            indices += batch.indices
-        batch = parser.finish()
-        events += batch.events
-        indices += batch.indices
+        feed_all(parser, reads, events, indices)
     except StreamRejected as rejection:
         refused = (rejection.code, rejection.event_index)
         if rejection.kept is not None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from typing import Any
 
 import pytest
@@ -27,24 +26,13 @@ from hypothesis import strategies as st
 
 from tests import streams
 from tests.conftest import ROOT, spec_artifacts
-from tests.cores import native_module, running
+from tests.cores import native_module, running, shown
 
 
 def outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
     """Everything parse answers to ``reads`` on ``core``, in order."""
     with running(core):  # the framer is chosen at the first read
         return _outcome(core, reads, options)
-
-
-def _shown(events: list[Any]) -> str:
-    """``events`` as ``repr`` writes them, which tells ``0`` from ``-0.0`` and ``False``, and
-    shows key order; deep enough for the deepest event orjson reads (1,024 levels)."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 4_000))
-    try:
-        return repr(events)
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def _outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
@@ -55,9 +43,9 @@ def _outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
         for read in reads:
             batch = parser.feed(read)
             framed = framed or bool(batch.events)
-            answers.append((_shown(batch.events), batch.indices, batch.types))
+            answers.append((shown(batch.events), batch.indices, batch.types))
         batch = parser.finish()
-        answers.append(("finish", _shown(batch.events), batch.indices, batch.types))
+        answers.append(("finish", shown(batch.events), batch.indices, batch.types))
     except StreamRejected as rejection:
         kept = rejection.kept
         answers.append(
@@ -68,7 +56,7 @@ def _outcome(core: str, reads: list[bytes], options: Options) -> list[Any]:
                 rejection.event_index,
                 rejection.pointer,
                 rejection.spec,
-                None if kept is None else (_shown(kept.events), kept.indices, kept.types),
+                None if kept is None else (shown(kept.events), kept.indices, kept.types),
             )
         )
     ctx = parser.ctx
