@@ -131,9 +131,9 @@ struct Checks {
 impl Checks {
     #[new]
     fn new(rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Self> {
-        Ok(Checks {
-            checks: checks::Checks::from_plan(rows, events)?,
-        })
+        let built = guarded("enforce", || checks::Checks::from_plan(rows, events))
+            .map_err(InternalError::new_err)?;
+        Ok(Checks { checks: built? })
     }
 
     /// The position of the first event that is not clean (`len(events)` if none), and, for
