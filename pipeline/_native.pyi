@@ -31,3 +31,14 @@ class Checks:
         before it with a member the check does not look into, how many events follow it."""
     def clean(self, event: Any, kind: Any) -> bool:
         """Whether ``event`` of type ``kind`` is clean."""
+
+def state_probe(
+    snapshot: bytes | None,
+    patches: list[bytes],
+    max_state_bytes: int,
+    max_patch_work: int,
+    max_depth: int,
+) -> bytes | None:
+    """The native state mirror (``native/src/patch.rs``) over a snapshot and patches given as
+    JSON: the state as JSON, or ``None`` when it cannot vouch for a step; the probe
+    ``tests/test_native_state.py`` drives against the Python reference."""

@@ -3,7 +3,8 @@
 //! The native core so far (issue 36): parse's framing of SSE and JSON lines ([`framing`]) and
 //! enforce's fast check of each event ([`checks`]). The Python implementation stays the
 //! reference (`stages/parse.py`, `stages/enforce.py`), and runs when this module is not built
-//! or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`).
+//! or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`). [`patch`] mirrors the
+//! Conversation's state document for the judge (reached from Python only by [`state_probe`]).
 //!
 //! A panic never crosses into Python as PyO3's `PanicException` (a `BaseException` that would
 //! slip past the engine's handling of a stage's bug): every entry point runs under
@@ -11,6 +12,7 @@
 
 pub mod checks;
 pub mod framing;
+pub mod patch;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -186,11 +188,51 @@ impl Checks {
     }
 }
 
+/// The probe the differential test drives (`tests/test_native_state.py`): the state after
+/// `snapshot` (when given) and then each of `patches`, each read as JSON by serde_json, as
+/// [`patch::State`] holds it, serialised; `None` when the mirror is unsure at any step.
+#[pyfunction]
+fn state_probe(
+    snapshot: Option<&[u8]>,
+    patches: Vec<Vec<u8>>,
+    max_state_bytes: usize,
+    max_patch_work: usize,
+    max_depth: usize,
+) -> PyResult<Option<Vec<u8>>> {
+    let read = |text: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(text)
+            .map_err(|error| format!("state_probe reads JSON: {error}"))
+    };
+    let probed = guarded("state", || -> Result<Option<Vec<u8>>, String> {
+        let mut state = patch::State::new(patch::StateLimits {
+            max_state_bytes,
+            max_patch_work,
+            max_depth,
+        });
+        if let Some(snapshot) = snapshot
+            && state.take(&read(snapshot)?).is_err()
+        {
+            return Ok(None);
+        }
+        for delta in &patches {
+            if state.patch(&read(delta)?).is_err() {
+                return Ok(None);
+            }
+        }
+        serde_json::to_vec(state.document())
+            .map(Some)
+            .map_err(|error| error.to_string())
+    })
+    .map_err(InternalError::new_err)?;
+    probed.map_err(PyValueError::new_err)
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add_class::<Framer>()?;
     module.add_class::<Checks>()?;
+    module.add_function(wrap_pyfunction!(state_probe, module)?)?;
     module.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())
 }
