@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::Value;
 
 /// The JSON kind of a Python value as the decoder makes it: exact types only, as the reference's
 /// `type(x) is str` tests (a `bool` is not an `int`; a subclass is no kind).
@@ -31,26 +32,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(value: &Bound<'_, PyAny>) -> Kind {
-        if value.is_exact_instance_of::<PyString>() {
-            Kind::Str
-        } else if value.is_exact_instance_of::<PyDict>() {
-            Kind::Dict
-        } else if value.is_exact_instance_of::<PyInt>() {
-            Kind::Int
-        } else if value.is_exact_instance_of::<PyList>() {
-            Kind::List
-        } else if value.is_exact_instance_of::<PyBool>() {
-            Kind::Bool
-        } else if value.is_none() {
-            Kind::Null
-        } else if value.is_exact_instance_of::<PyFloat>() {
-            Kind::Float
-        } else {
-            Kind::Other
-        }
-    }
-
     fn named(name: &str) -> PyResult<Kind> {
         Ok(match name {
             "str" => Kind::Str,
@@ -196,7 +177,7 @@ impl Checks {
     }
 
     /// The check of one event of the type whose node is `node`.
-    pub fn event(&self, node: usize, event: &Bound<'_, PyAny>) -> Verdict {
+    pub fn event<V: Json>(&self, node: usize, event: &V) -> Verdict {
         let Node::Object(object) = &self.nodes[node] else {
             return Verdict::NotClean; // from_plan holds every event's node to be an object
         };
@@ -212,47 +193,35 @@ impl Checks {
         }
     }
 
-    fn check(&self, node: usize, value: &Bound<'_, PyAny>) -> bool {
+    fn check<V: Json>(&self, node: usize, value: &V) -> bool {
         match &self.nodes[node] {
-            Node::Str => value.is_exact_instance_of::<PyString>(),
-            Node::Bool => value.is_exact_instance_of::<PyBool>(),
-            Node::OpenObject => value.is_exact_instance_of::<PyDict>(),
-            Node::Any { nullable } => *nullable || !value.is_none(),
-            Node::Integer { minimum, maximum } => {
-                value.is_exact_instance_of::<PyInt>()
-                    && value
-                        .extract::<i64>()
-                        .is_ok_and(|number| *minimum <= number && number <= *maximum)
-            }
-            Node::Const(expected) => exact_str(value).is_some_and(|text| text == expected),
-            Node::ClosedSet(values) => {
-                exact_str(value).is_some_and(|text| values.iter().any(|known| known == text))
-            }
-            Node::Pointer => exact_str(value).is_some_and(is_json_pointer),
-            Node::List { item, min_items } => {
-                let Ok(list) = value.cast_exact::<PyList>() else {
-                    return false;
-                };
-                list.len() >= *min_items && list.iter().all(|element| self.check(*item, &element))
-            }
+            Node::Str => value.kind() == Kind::Str,
+            Node::Bool => value.kind() == Kind::Bool,
+            Node::OpenObject => value.kind() == Kind::Dict,
+            Node::Any { nullable } => *nullable || value.kind() != Kind::Null,
+            Node::Integer { minimum, maximum } => value
+                .integer()
+                .is_some_and(|number| *minimum <= number && number <= *maximum),
+            Node::Const(expected) => value.text().is_some_and(|text| text == expected),
+            Node::ClosedSet(values) => value
+                .text()
+                .is_some_and(|text| values.iter().any(|known| known == text)),
+            Node::Pointer => value.text().is_some_and(is_json_pointer),
+            Node::List { item, min_items } => value
+                .elements(*min_items, |element| self.check(*item, element))
+                .unwrap_or(false),
             Node::Object(object) => self.object(object, value, &mut false),
-            Node::Union { key, members } => {
-                let Ok(dict) = value.cast_exact::<PyDict>() else {
-                    return false;
-                };
-                let Ok(Some(tag)) = dict.get_item(key.as_str()) else {
-                    return false;
-                };
-                let Some(tag) = exact_str(&tag) else {
-                    return false;
-                };
-                match members.iter().find(|(known, _)| known == tag) {
-                    Some((_, member)) => self.check(*member, value),
-                    None => false,
-                }
-            }
+            Node::Union { key, members } => value
+                .member_text(key, |tag| {
+                    members
+                        .iter()
+                        .find(|(known, _)| known == tag)
+                        .map(|(_, member)| *member)
+                })
+                .flatten()
+                .is_some_and(|member| self.check(member, value)),
             Node::Alternatives(by_kind) => {
-                let kind = Kind::of(value);
+                let kind = value.kind();
                 by_kind
                     .iter()
                     .find(|(each, _)| *each == kind)
@@ -264,40 +233,157 @@ impl Checks {
     /// An object: every required member present, every member present described (unless the
     /// object is open) and clean. `opened` is set when an event's check passes a member it does
     /// not look into.
-    fn object(&self, object: &Object, value: &Bound<'_, PyAny>, opened: &mut bool) -> bool {
-        let Ok(dict) = value.cast_exact::<PyDict>() else {
-            return false;
-        };
+    fn object<V: Json>(&self, object: &Object, value: &V, opened: &mut bool) -> bool {
         let mut seen = 0u64;
-        for (key, member) in dict.iter() {
-            let position = key
-                .cast_exact::<PyString>()
-                .ok()
-                .and_then(|key| key.to_str().ok().and_then(|name| object.field(name)));
-            let Some(position) = position else {
+        let all_clean = value.members(|name, member| {
+            let Some(position) = name.and_then(|name| object.field(name)) else {
                 if !object.is_open {
                     return false; // a member the schema does not describe: the walk strips it
                 }
                 *opened |= object.tells_opens;
-                continue;
+                return true;
             };
             seen |= 1 << position;
             if object.skip == Some(position) {
-                continue;
+                return true;
             }
             let field = &object.fields[position];
-            if !self.check(field.node, &member) {
+            if !self.check(field.node, member) {
                 return false;
             }
             if object.tells_opens {
                 *opened |= match &field.opens {
                     Opens::Never => false,
                     Opens::Always => true,
-                    Opens::When(kinds) => kinds.contains(&Kind::of(&member)),
+                    Opens::When(kinds) => kinds.contains(&member.kind()),
                 };
             }
+            true
+        });
+        all_clean == Some(true) && seen & object.required == object.required
+    }
+}
+
+/// What the checks read of a JSON value, whoever decoded it: the Python objects orjson made
+/// (enforce's check of a batch) or the native decoder's values (the judge, `judge.rs`). Both
+/// answer alike for the same JSON text, so one set of checks serves both.
+pub trait Json {
+    /// The value's JSON kind, as the reference's exact `type(x) is ...` tests tell it.
+    fn kind(&self) -> Kind;
+    /// The text of a string (`None` for anything else, and for a string with a lone surrogate,
+    /// which equals no name the schema has).
+    fn text(&self) -> Option<&str>;
+    /// An integer that fits 64 signed bits (`None` for anything else).
+    fn integer(&self) -> Option<i64>;
+    /// Whether a list has at least `min_items` elements and `check` passes each (`None`: not a
+    /// list); the first failure ends the walk.
+    fn elements(&self, min_items: usize, check: impl FnMut(&Self) -> bool) -> Option<bool>;
+    /// Each member of an object, its name `None` when it is not a string, until `visit` says
+    /// `false` (`None`: not an object; `Some(false)`: a visit said stop).
+    fn members(&self, visit: impl FnMut(Option<&str>, &Self) -> bool) -> Option<bool>;
+    /// `read` of the text of the object's member `key`, when it is a string.
+    fn member_text<R>(&self, key: &str, read: impl FnOnce(&str) -> R) -> Option<R>;
+}
+
+impl Json for Bound<'_, PyAny> {
+    fn kind(&self) -> Kind {
+        if self.is_exact_instance_of::<PyString>() {
+            Kind::Str
+        } else if self.is_exact_instance_of::<PyDict>() {
+            Kind::Dict
+        } else if self.is_exact_instance_of::<PyInt>() {
+            Kind::Int
+        } else if self.is_exact_instance_of::<PyList>() {
+            Kind::List
+        } else if self.is_exact_instance_of::<PyBool>() {
+            Kind::Bool
+        } else if self.is_none() {
+            Kind::Null
+        } else if self.is_exact_instance_of::<PyFloat>() {
+            Kind::Float
+        } else {
+            Kind::Other
         }
-        seen & object.required == object.required
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.cast_exact::<PyString>().ok()?.to_str().ok()
+    }
+
+    fn integer(&self) -> Option<i64> {
+        if self.is_exact_instance_of::<PyInt>() {
+            self.extract::<i64>().ok()
+        } else {
+            None
+        }
+    }
+
+    fn elements(&self, min_items: usize, mut check: impl FnMut(&Self) -> bool) -> Option<bool> {
+        let list = self.cast_exact::<PyList>().ok()?;
+        Some(list.len() >= min_items && list.iter().all(|element| check(&element)))
+    }
+
+    fn members(&self, mut visit: impl FnMut(Option<&str>, &Self) -> bool) -> Option<bool> {
+        let dict = self.cast_exact::<PyDict>().ok()?;
+        for (key, member) in dict.iter() {
+            let name = key
+                .cast_exact::<PyString>()
+                .ok()
+                .and_then(|key| key.to_str().ok());
+            if !visit(name, &member) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    fn member_text<R>(&self, key: &str, read: impl FnOnce(&str) -> R) -> Option<R> {
+        let dict = self.cast_exact::<PyDict>().ok()?;
+        let member = dict.get_item(key).ok()??;
+        member.text().map(read)
+    }
+}
+
+impl Json for serde_json::Value {
+    fn kind(&self) -> Kind {
+        match self {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            // As orjson reads it: an integer literal within 64 bits is an int, anything else a
+            // float. (Literals orjson and serde_json read differently, `-0` and integers past
+            // 64 bits, never reach here: the judge leaves such frames to the reference.)
+            Value::Number(number) if number.is_i64() || number.is_u64() => Kind::Int,
+            Value::Number(_) => Kind::Float,
+            Value::String(_) => Kind::Str,
+            Value::Array(_) => Kind::List,
+            Value::Object(_) => Kind::Dict,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn integer(&self) -> Option<i64> {
+        self.as_i64()
+    }
+
+    fn elements(&self, min_items: usize, check: impl FnMut(&Self) -> bool) -> Option<bool> {
+        let list = self.as_array()?;
+        Some(list.len() >= min_items && list.iter().all(check))
+    }
+
+    fn members(&self, mut visit: impl FnMut(Option<&str>, &Self) -> bool) -> Option<bool> {
+        let object = self.as_object()?;
+        Some(
+            object
+                .iter()
+                .all(|(name, member)| visit(Some(name), member)),
+        )
+    }
+
+    fn member_text<R>(&self, key: &str, read: impl FnOnce(&str) -> R) -> Option<R> {
+        self.get(key)?.as_str().map(read)
     }
 }
 
@@ -352,12 +438,6 @@ fn nested_in_itself(nodes: &[Node]) -> Option<usize> {
         }
     }
     None
-}
-
-/// The text of an exact `str` (`None` for anything else, and for a string with a lone surrogate,
-/// which equals no name the schema has).
-fn exact_str<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
-    value.cast_exact::<PyString>().ok()?.to_str().ok()
 }
 
 /// RFC 6901: empty, or `/`-prefixed reference tokens with `~` only as `~0` or `~1`.
