@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::Value;
 
 /// The JSON kind of a Python value as the decoder makes it: exact types only, as the reference's
 /// `type(x) is str` tests (a `bool` is not an `int`; a subclass is no kind).
@@ -265,7 +264,7 @@ impl Checks {
 }
 
 /// What the checks read of a JSON value, whoever decoded it: the Python objects orjson made
-/// (enforce's check of a batch) or the native decoder's values (the judge, `judge.rs`). Both
+/// (enforce's check of a batch) or the judge's decoded values (`decode.rs`). Both
 /// answer alike for the same JSON text, so one set of checks serves both.
 pub trait Json {
     /// The value's JSON kind, as the reference's exact `type(x) is ...` tests tell it.
@@ -341,49 +340,6 @@ impl Json for Bound<'_, PyAny> {
         let dict = self.cast_exact::<PyDict>().ok()?;
         let member = dict.get_item(key).ok()??;
         member.text().map(read)
-    }
-}
-
-impl Json for serde_json::Value {
-    fn kind(&self) -> Kind {
-        match self {
-            Value::Null => Kind::Null,
-            Value::Bool(_) => Kind::Bool,
-            // As orjson reads it: an integer literal within 64 bits is an int, anything else a
-            // float. (Literals orjson and serde_json read differently, `-0` and integers past
-            // 64 bits, never reach here: the judge leaves such frames to the reference.)
-            Value::Number(number) if number.is_i64() || number.is_u64() => Kind::Int,
-            Value::Number(_) => Kind::Float,
-            Value::String(_) => Kind::Str,
-            Value::Array(_) => Kind::List,
-            Value::Object(_) => Kind::Dict,
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        self.as_str()
-    }
-
-    fn integer(&self) -> Option<i64> {
-        self.as_i64()
-    }
-
-    fn elements(&self, min_items: usize, check: impl FnMut(&Self) -> bool) -> Option<bool> {
-        let list = self.as_array()?;
-        Some(list.len() >= min_items && list.iter().all(check))
-    }
-
-    fn members(&self, mut visit: impl FnMut(Option<&str>, &Self) -> bool) -> Option<bool> {
-        let object = self.as_object()?;
-        Some(
-            object
-                .iter()
-                .all(|(name, member)| visit(Some(name), member)),
-        )
-    }
-
-    fn member_text<R>(&self, key: &str, read: impl FnOnce(&str) -> R) -> Option<R> {
-        self.get(key)?.as_str().map(read)
     }
 }
 

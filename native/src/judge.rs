@@ -21,9 +21,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
-
 use crate::checks::{Checks, Verdict};
+use crate::decode::{Decoded, Members, member};
 use crate::framing::{Framer, Framing, each_payload, sse_event_bound};
 
 /// Why the judge left a stream to the reference (for tests and for `--explain`-style curiosity:
@@ -85,6 +84,14 @@ enum Known {
     Carrier,
 }
 
+/// The kinds of item a delta continues.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Family {
+    Text,
+    Reasoning,
+    Call,
+}
+
 /// The rules' state for one stream.
 struct Stream {
     limits: Limits,
@@ -108,6 +115,12 @@ struct Stream {
     /// `_new_calls`, `_args` and `_ends`).
     run_calls: Vec<(String, String, bool)>,
     run_call_at: HashMap<String, usize>,
+    /// The item the last delta went to, known to be open (and, for a call, its place in
+    /// `run_calls`): deltas come in runs to one item, and this spares each its lookups. Let go
+    /// whenever an item closes.
+    recent: Option<(Family, String, usize)>,
+    /// The last event's type and its check's node.
+    last_type: Option<(String, usize)>,
     /// Characters of text and arguments this run streamed (lint's text budget).
     run_chars: usize,
     /// Characters the Conversation holds (`max_conversation_chars`).
@@ -153,6 +166,8 @@ impl Judge {
                 steps: HashSet::new(),
                 run_calls: Vec::new(),
                 run_call_at: HashMap::new(),
+                recent: None,
+                last_type: None,
                 run_chars: 0,
                 conversation_chars: 0,
                 notes: Vec::new(),
@@ -259,58 +274,17 @@ fn is_blank(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
-/// Whether a payload may nest past `max_depth` (each level opens with `[` or `{` outside a
-/// string, so no more openers than the limit cannot: parse's own first test counts them all),
-/// or holds a number orjson and serde_json read differently: `-0` (an int to orjson, a float
-/// here) or an integer of 19 digits or more (one that may be past 64 bits, which parse warns
-/// of). Only the bytes outside strings are numbers; the scan steps over strings whole.
-fn needs_reference(payload: &[u8], max_depth: usize) -> bool {
-    let mut openers = 0usize;
-    let mut digits = 0usize;
-    let mut after_minus = false;
-    let mut minus_zero = false;
-    let mut at = 0;
-    while at < payload.len() {
-        let byte = payload[at];
-        at += 1;
-        if byte.is_ascii_digit() {
-            digits += 1;
-            if digits >= 19 {
-                return true;
-            }
-            minus_zero = after_minus && byte == b'0';
-            after_minus = false;
-            continue;
-        }
-        if minus_zero && !matches!(byte, b'.' | b'e' | b'E') {
-            return true;
-        }
-        minus_zero = false;
-        digits = 0;
-        after_minus = byte == b'-';
-        match byte {
-            b'[' | b'{' => openers += 1,
-            b'"' => at = string_end(payload, at),
-            _ => {}
-        }
-    }
-    minus_zero || openers > max_depth
-}
-
-/// The position just past the string whose text starts at `at` (its closing quote found past
-/// any escaped one), or the end of `payload` for a string that does not end.
-fn string_end(payload: &[u8], mut at: usize) -> usize {
-    while let Some(found) = memchr::memchr2(b'"', b'\\', &payload[at..]) {
-        at += found;
-        if payload[at] == b'"' {
-            return at + 1;
-        }
-        at += 2; // a backslash and the byte it escapes
-        if at >= payload.len() {
-            break;
-        }
-    }
-    payload.len()
+/// Whether a payload may nest past `max_depth`: each level takes two bytes and opens with `[`
+/// or `{`, so a payload no longer than twice the limit, or with no more openers than the limit,
+/// cannot (parse's own first tests; a `[` inside a string counts too, which errs on the safe
+/// side).
+fn may_nest_too_deep(payload: &[u8], max_depth: usize) -> bool {
+    payload.len() / 2 > max_depth
+        && payload
+            .iter()
+            .filter(|byte| matches!(byte, b'[' | b'{'))
+            .count()
+            > max_depth
 }
 
 /// One frame: decoded, checked as enforce checks it, and followed.
@@ -326,22 +300,29 @@ fn frame(
     if !payload.is_empty() && payload.iter().all(|byte| is_blank(*byte)) {
         return Ok(()); // a blank JSON line, or a data field of blanks: no frame
     }
-    if needs_reference(payload, stream.limits.max_depth) {
-        return Err("a frame that may nest too deep or hold a number orjson reads otherwise");
+    if may_nest_too_deep(payload, stream.limits.max_depth) {
+        return Err("a frame that may nest past max_depth");
     }
-    let Ok(value) = serde_json::from_slice::<Value>(payload) else {
-        return Err("a frame that is not JSON as the reference reads it");
+    let Some(value) = Decoded::read(payload) else {
+        return Err("a frame that is not JSON as the reference reads it alike");
     };
     let index = *read;
     *read += 1;
-    let Value::Object(event) = &value else {
+    let Some(event) = value.as_object() else {
         return Err("a frame that is not an object");
     };
-    let Some(kind) = event.get("type").and_then(Value::as_str) else {
+    let Some(kind) = member(event, "type").and_then(Decoded::as_str) else {
         return Err("an event without a string type");
     };
-    let Some((_, node)) = checks.event_node(kind) else {
-        return Err("an event type enforce does not know");
+    let node = match &stream.last_type {
+        Some((known, node)) if known == kind => *node, // deltas come in runs of one type
+        _ => {
+            let Some((_, node)) = checks.event_node(kind) else {
+                return Err("an event type enforce does not know");
+            };
+            stream.last_type = Some((kind.to_owned(), node));
+            node
+        }
     };
     if checks.event(node, &value) == Verdict::NotClean {
         return Err("an event enforce's check does not pass");
@@ -349,12 +330,11 @@ fn frame(
     stream.event(kind, event, payload, index)
 }
 
-fn text<'a>(event: &'a Map<String, Value>, field: &str) -> Result<&'a str, Unsure> {
+fn text<'a>(event: &'a Members<'_>, field: &str) -> Result<&'a str, Unsure> {
     // enforce's check has passed: a required string is there. A miss is the judge's own
     // mistake about the schema, and the reference is the safe answer to it.
-    event
-        .get(field)
-        .and_then(Value::as_str)
+    member(event, field)
+        .and_then(Decoded::as_str)
         .ok_or("a member the judge expected to be a string")
 }
 
@@ -368,16 +348,16 @@ impl Stream {
     fn event(
         &mut self,
         kind: &str,
-        event: &Map<String, Value>,
+        event: &Members<'_>,
         payload: &[u8],
         index: usize,
     ) -> Result<(), Unsure> {
         // compat (stages/compat.py): a retired null is translated with a warning.
-        if event.get("rawEvent") == Some(&Value::Null) {
+        if member(event, "rawEvent").is_some_and(Decoded::is_null) {
             return Err("a rawEvent sent as null (compat translates it)");
         }
         // Attribution (verify, lint, the Conversation): subagents are not followed here.
-        if event.contains_key("subagentRunId") {
+        if member(event, "subagentRunId").is_some() {
             return Err("an event attributed to a subagent");
         }
         if kind == "RUN_STARTED" {
@@ -408,9 +388,8 @@ impl Stream {
                 Ok(())
             }
             "TEXT_MESSAGE_START" => {
-                let role = event
-                    .get("role")
-                    .and_then(Value::as_str)
+                let role = member(event, "role")
+                    .and_then(Decoded::as_str)
                     .unwrap_or("assistant");
                 self.message_start(
                     text(event, "messageId")?,
@@ -423,17 +402,22 @@ impl Stream {
                 self.message_start(text(event, "messageId")?, Known::Reasoning)
             }
             "TEXT_MESSAGE_CONTENT" | "REASONING_MESSAGE_CONTENT" => {
-                let open = if kind == "TEXT_MESSAGE_CONTENT" {
-                    &self.open_text
+                let (family, open) = if kind == "TEXT_MESSAGE_CONTENT" {
+                    (Family::Text, &self.open_text)
                 } else {
-                    &self.open_reasoning
+                    (Family::Reasoning, &self.open_reasoning)
                 };
-                if !open.contains(text(event, "messageId")?) {
-                    return Err("a delta to a message that is not open");
+                let message = text(event, "messageId")?;
+                if !self.is_recent(family, message) {
+                    if !open.contains(message) {
+                        return Err("a delta to a message that is not open");
+                    }
+                    self.recent = Some((family, message.to_owned(), 0));
                 }
                 self.streamed(chars(text(event, "delta")?))
             }
             "TEXT_MESSAGE_END" | "REASONING_MESSAGE_END" => {
+                self.recent = None;
                 let open = if kind == "TEXT_MESSAGE_END" {
                     &mut self.open_text
                 } else {
@@ -462,17 +446,28 @@ impl Stream {
             "TOOL_CALL_START" => self.call_start(event),
             "TOOL_CALL_ARGS" => {
                 let call = text(event, "toolCallId")?;
-                if !self.open_calls.contains(call) {
-                    return Err("arguments to a call that is not open");
-                }
+                let at = match &self.recent {
+                    Some((Family::Call, recent, at)) if recent == call => *at,
+                    _ => {
+                        if !self.open_calls.contains(call) {
+                            return Err("arguments to a call that is not open");
+                        }
+                        // Every open call was started in this run, so it has its place.
+                        let at = *self
+                            .run_call_at
+                            .get(call)
+                            .ok_or("an open call without its place in the run")?;
+                        self.recent = Some((Family::Call, call.to_owned(), at));
+                        at
+                    }
+                };
                 let delta = text(event, "delta")?;
                 self.streamed(chars(delta))?;
-                if let Some(&at) = self.run_call_at.get(call) {
-                    self.run_calls[at].1.push_str(delta);
-                }
+                self.run_calls[at].1.push_str(delta);
                 Ok(())
             }
             "TOOL_CALL_END" => {
+                self.recent = None;
                 let call = text(event, "toolCallId")?;
                 if !self.open_calls.remove(call) {
                     return Err("the end of a call that is not open");
@@ -488,15 +483,15 @@ impl Stream {
         }
     }
 
-    fn run_started(&mut self, event: &Map<String, Value>) -> Result<(), Unsure> {
+    fn run_started(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
         if self.phase == Phase::Active {
             return Err("a run started inside a run"); // verify.nested-run
         }
-        if event.contains_key("input") {
+        if member(event, "input").is_some() {
             return Err("a run that echoes its input"); // compat, verify and lint read it
         }
         // compat's version negotiation: only versions it is quiet about.
-        if let Some(version) = event.get("protocolVersion") {
+        if let Some(version) = member(event, "protocolVersion") {
             let quiet = version
                 .as_str()
                 .is_some_and(|version| self.quiet_versions.iter().any(|known| known == version));
@@ -527,7 +522,7 @@ impl Stream {
 
     fn run_finished(
         &mut self,
-        event: &Map<String, Value>,
+        event: &Members<'_>,
         payload: &[u8],
         index: usize,
     ) -> Result<(), Unsure> {
@@ -541,14 +536,14 @@ impl Stream {
             return Err("a run finished with items open");
         }
         // compat's retired nulls; lint's and verify's outcomes: only success, nothing pending.
-        if event.get("result") == Some(&Value::Null) {
+        if member(event, "result").is_some_and(Decoded::is_null) {
             return Err("a result sent as null");
         }
-        if let Some(outcome) = event.get("outcome") {
-            let success = outcome.get("type").and_then(Value::as_str) == Some("success");
+        if let Some(outcome) = member(event, "outcome") {
+            let success = outcome.get("type").and_then(Decoded::as_str) == Some("success");
             let nothing_pending = match outcome.get("pendingToolCallIds") {
                 None => true,
-                Some(Value::Array(named)) => named.is_empty(),
+                Some(Decoded::List(named)) => named.is_empty(),
                 Some(_) => false,
             };
             if !(success && nothing_pending) {
@@ -557,19 +552,19 @@ impl Stream {
         }
         // lint.run-identity: the finish names the run it ends.
         let (run_id, thread_id) = self.run.as_ref().ok_or("a finish without its run")?;
-        if event.get("runId").and_then(Value::as_str) != Some(run_id)
-            || event.get("threadId").and_then(Value::as_str) != Some(thread_id)
+        if member(event, "runId").and_then(Decoded::as_str) != Some(run_id)
+            || member(event, "threadId").and_then(Decoded::as_str) != Some(thread_id)
         {
             return Err("a finish naming another run");
         }
         self.end_run(event)?;
-        let outcome = event.contains_key("outcome").then(|| payload.to_vec());
+        let outcome = member(event, "outcome").map(|_| payload.to_vec());
         self.notes.push(RunNote::Finished { index, outcome });
         self.phase = Phase::Finished;
         Ok(())
     }
 
-    fn run_error(&mut self, event: &Map<String, Value>, index: usize) -> Result<(), Unsure> {
+    fn run_error(&mut self, event: &Members<'_>, index: usize) -> Result<(), Unsure> {
         if !self.open_calls.is_empty() {
             // lint keeps a call open past its run's error, and judges its result by it.
             return Err("a run error with tool calls open");
@@ -583,8 +578,8 @@ impl Stream {
 
     /// What lint's `_end_run` judges (usage, each call's arguments), and the run's state let go
     /// (verify's `_close_run_state`, lint's `_reset_run`).
-    fn end_run(&mut self, event: &Map<String, Value>) -> Result<(), Unsure> {
-        if let Some(usage) = event.get("usage") {
+    fn end_run(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
+        if let Some(usage) = member(event, "usage") {
             usage_adds_up(usage)?;
         }
         for (_, arguments, ended) in &self.run_calls {
@@ -599,8 +594,14 @@ impl Stream {
         self.steps.clear();
         self.run_calls.clear();
         self.run_call_at.clear();
+        self.recent = None;
         self.run_chars = 0;
         Ok(())
+    }
+
+    /// Whether `id` is the item of `family` the last delta went to (so it is open).
+    fn is_recent(&self, family: Family, id: &str) -> bool {
+        matches!(&self.recent, Some((known, recent, _)) if *known == family && recent == id)
     }
 
     /// verify's `_make_room`: one more open item within `max_open_items`.
@@ -656,14 +657,14 @@ impl Stream {
         Ok(())
     }
 
-    fn call_start(&mut self, event: &Map<String, Value>) -> Result<(), Unsure> {
+    fn call_start(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
         let call_id = text(event, "toolCallId")?;
         if self.calls.contains_key(call_id) {
             return Err("a tool call id met before"); // verify, lint.reopen-disagrees
         }
-        let parent = match event.get("parentMessageId") {
+        let parent = match member(event, "parentMessageId") {
             None => call_id,
-            Some(Value::String(parent)) => parent.as_str(),
+            Some(Decoded::Str(parent)) => parent,
             Some(_) => return Err("a parentMessageId that is not a string"), // compat's null
         };
         // The Conversation hangs a call on an assistant message, or makes one to carry it.
@@ -686,10 +687,10 @@ impl Stream {
         Ok(())
     }
 
-    fn call_result(&mut self, event: &Map<String, Value>) -> Result<(), Unsure> {
+    fn call_result(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
         let call_id = text(event, "toolCallId")?;
         let message_id = text(event, "messageId")?;
-        let content = content_chars(event.get("content"))?;
+        let content = content_chars(member(event, "content"))?;
         // lint: a result before its call ends, for a call nothing started, a second one.
         if self.open_calls.contains(call_id) {
             return Err("a tool result before its call ended");
@@ -717,22 +718,20 @@ impl Stream {
 
 /// What a tool result's content counts against `max_conversation_chars` (the Conversation's
 /// `_text_chars`): a string's characters; for a list of content parts, its JSON text's bytes as
-/// orjson writes them, bounded here from above (serde_json's compact text, doubled: the two
-/// writers differ at most in how they spell a number). Parts compat would change — a retired
+/// orjson writes them (bounded from above: `Decoded::written_bound`). Parts compat would change — a retired
 /// `binary` part, a `metadata` sent as null — are the reference's to translate.
-fn content_chars(content: Option<&Value>) -> Result<usize, Unsure> {
+fn content_chars(content: Option<&Decoded<'_>>) -> Result<usize, Unsure> {
     match content {
-        Some(Value::String(text)) => Ok(chars(text)),
-        Some(Value::Array(parts)) => {
-            let retired = parts.iter().any(|part| {
-                part.get("type").and_then(Value::as_str) == Some("binary")
-                    || part.get("metadata") == Some(&Value::Null)
+        Some(Decoded::Str(text)) => Ok(chars(text)),
+        Some(parts @ Decoded::List(items)) => {
+            let retired = items.iter().any(|part| {
+                part.get("type").and_then(Decoded::as_str) == Some("binary")
+                    || part.get("metadata").is_some_and(Decoded::is_null)
             });
             if retired {
                 return Err("a content part compat translates");
             }
-            let written = serde_json::to_vec(parts).map_err(|_| "content that does not write")?;
-            Ok(2 * written.len() + 32)
+            Ok(parts.written_bound())
         }
         _ => Err("a tool result's content the judge does not follow"),
     }
@@ -740,7 +739,7 @@ fn content_chars(content: Option<&Value>) -> Result<usize, Unsure> {
 
 /// lint's token usage rules (`_check_usage`): each entry's parts within their totals, and the
 /// total the sum of input and output, where every count named is an integer.
-fn usage_adds_up(usage: &Value) -> Result<(), Unsure> {
+fn usage_adds_up(usage: &Decoded<'_>) -> Result<(), Unsure> {
     const RULES: [(&[&str], &str); 4] = [
         (&["cachedInputTokens"], "inputTokens"),
         (&["cacheWriteInputTokens"], "inputTokens"),
@@ -750,17 +749,11 @@ fn usage_adds_up(usage: &Value) -> Result<(), Unsure> {
         ),
         (&["reasoningTokens"], "outputTokens"),
     ];
-    let Value::Array(entries) = usage else {
+    let Decoded::List(entries) = usage else {
         return Ok(()); // lint reads a list only
     };
     for entry in entries {
-        let count = |name: &str| -> Option<i128> {
-            let number = entry.get(name)?;
-            number
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| number.as_u64().map(i128::from))
-        };
+        let count = |name: &str| entry.get(name).and_then(Decoded::count);
         for (parts, whole) in RULES {
             let counted: Option<Vec<i128>> = parts.iter().map(|part| count(part)).collect();
             if let (Some(counted), Some(total)) = (counted, count(whole))
@@ -781,63 +774,46 @@ fn usage_adds_up(usage: &Value) -> Result<(), Unsure> {
     Ok(())
 }
 
-/// Whether lint's `orjson.loads` surely reads `text` as a JSON document: serde_json reads it,
-/// and it holds no number the two read differently (a run of 19 digits, `-0`; nesting past
-/// serde_json's 128 levels fails here first, so deeper text is the reference's to judge).
+/// Whether lint's `orjson.loads` surely reads `text` as a JSON document: the judge's decoder
+/// reads it (which refuses what the two read differently; nesting past serde_json's 128 levels
+/// fails here first, so deeper text is the reference's to judge).
 fn is_json_document(text: &str) -> bool {
-    !needs_reference(text.as_bytes(), usize::MAX) && serde_json::from_str::<Value>(text).is_ok()
+    Decoded::read(text.as_bytes()).is_some()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{is_json_document, needs_reference, usage_adds_up};
-    use serde_json::json;
+    use super::{is_json_document, may_nest_too_deep, usage_adds_up};
+    use crate::decode::Decoded;
+
+    fn usage(text: &str) -> Decoded<'_> {
+        Decoded::read(text.as_bytes()).unwrap()
+    }
 
     #[test]
-    fn numbers_orjson_reads_otherwise_go_to_the_reference() {
-        for odd in [
-            &b"{\"a\":-0}"[..],
-            b"[-0]",
-            b"-0",
-            b"1234567890123456789",
-            b"{\"a\":[1234567890123456789]}",
-        ] {
-            assert!(needs_reference(odd, 128), "{odd:?}");
-        }
-        for plain in [
-            &b"{\"a\":-0.5}"[..],
-            b"[-0e1]",
-            b"-10",
-            b"123456789012345678",
-            b"[1]",
-            br#"{"threadId":"thread-0"}"#,
-            br#"{"a":"1234567890123456789"}"#,
-            br#"{"a":"x\"-0"}"#,
-            br#"["[[[["]"#,
-        ] {
-            assert!(!needs_reference(plain, 128), "{plain:?}");
-        }
-        assert!(needs_reference(b"[[[1]]]", 2));
-        assert!(!needs_reference(b"[[[1]]]", 3));
+    fn nesting() {
+        assert!(may_nest_too_deep(b"[[[1]]]", 2));
+        assert!(!may_nest_too_deep(b"[[[1]]]", 3));
         assert!(
-            needs_reference(b"[\"\\\\\",-0]", 3),
-            "a string ending in an escaped backslash"
+            !may_nest_too_deep(b"[[[1]]]", 4),
+            "too short to nest past the limit"
         );
     }
 
     #[test]
     fn usage_that_does_not_add_up() {
+        let fine = r#"[{"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}]"#;
+        assert!(usage_adds_up(&usage(fine)).is_ok());
+        let total = r#"[{"inputTokens": 3, "outputTokens": 4, "totalTokens": 8}]"#;
+        assert!(usage_adds_up(&usage(total)).is_err());
+        let cached = r#"[{"inputTokens": 3, "cachedInputTokens": 4}]"#;
+        assert!(usage_adds_up(&usage(cached)).is_err());
+        let float = r#"[{"inputTokens": 3.0, "cachedInputTokens": 4}]"#;
         assert!(
-            usage_adds_up(&json!([{"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}]))
-                .is_ok()
+            usage_adds_up(&usage(float)).is_ok(),
+            "lint counts integers only"
         );
-        assert!(
-            usage_adds_up(&json!([{"inputTokens": 3, "outputTokens": 4, "totalTokens": 8}]))
-                .is_err()
-        );
-        assert!(usage_adds_up(&json!([{"inputTokens": 3, "cachedInputTokens": 4}])).is_err());
-        assert!(usage_adds_up(&json!([{"inputTokens": 3.0, "cachedInputTokens": 4}])).is_ok());
-        assert!(usage_adds_up(&json!("not a list")).is_ok());
+        assert!(usage_adds_up(&usage(r#""not a list""#)).is_ok());
     }
 
     #[test]

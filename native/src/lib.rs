@@ -10,6 +10,7 @@
 //! [`guarded`], and a panic becomes [`InternalError`] naming the stage.
 
 pub mod checks;
+pub mod decode;
 pub mod framing;
 pub mod judge;
 
