@@ -32,6 +32,31 @@ class Checks:
     def clean(self, event: Any, kind: Any) -> bool:
         """Whether ``event`` of type ``kind`` is clean."""
 
+class Judge:
+    """The judge of one stream (``native/src/judge.rs``, ``pipeline/_engine/judge.py``)."""
+
+    def __init__(
+        self,
+        framing: str,
+        rows: list[tuple[Any, ...]],
+        events: dict[str, int],
+        limits: tuple[int, int, int, int, int, int, int],
+        quiet_versions: list[str],
+    ) -> None: ...
+    def feed(self, chunk: bytes) -> None:
+        """One read, from the stream's first frame on."""
+    def finish(self) -> bool:
+        """The end of the stream: whether it was clean to its end."""
+    @property
+    def unsure(self) -> str | None:
+        """Why the judge left the stream to the pipeline (``None`` while it has not)."""
+    @property
+    def read(self) -> int:
+        """Frames decoded so far."""
+    def take_runs(self) -> list[tuple[Any, ...]]:
+        """The runs noted since the last call: ``("started", runId, threadId)``,
+        ``("finished", index, frame or None)``, ``("failed", index, message)``."""
+
 def state_probe(
     snapshot: bytes | None,
     patches: list[bytes],

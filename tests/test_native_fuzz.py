@@ -2,10 +2,12 @@
 
 Each target in ``native/fuzz/fuzz_targets`` runs for :data:`FUZZ_SECONDS`, seeded from the
 corpus: the conformance streams (``AGUI_SPEC_DIR``) in both delimited framings and the
-recorded streams in ``examples/``, each cut into random reads with empty reads among them.
-A target's assertions are its invariants (``framer``: no panic, no more held than the limit,
-the same payloads however the stream is cut); libFuzzer stops at the first input that breaks
-one and writes it, and the test fails naming it.
+recorded streams in ``examples/``, each cut into random reads with empty reads among them
+(``decode``: each event's JSON alone). A target's assertions are its invariants (``framer``:
+no panic, no more held than the limit, the same payloads however the stream is cut;
+``decode``: the judge's decoder reads what serde_json reads, alike, less what it refuses;
+``judge``: the same answer, count and runs however the stream is cut); libFuzzer stops at the
+first input that breaks one and writes it, and the test fails naming it.
 
 cargo fuzz builds with flags of the nightly compiler (the sanitizer, coverage counters);
 ``RUSTC_BOOTSTRAP=1`` lets the machine's stable toolchain accept them, so no nightly is
@@ -23,9 +25,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from agui_pipeline.testing.workload import encode_sse, events
 
 from tests import streams
 from tests.conftest import ROOT, spec_artifacts, unavailable
+from tests.cores import native_module
 
 FUZZ_SECONDS = 60
 """How long each target runs (libFuzzer's -max_total_time), its build apart."""
@@ -78,6 +82,52 @@ def _streams() -> list[tuple[str, bytes, str]]:
     return found
 
 
+JUDGE_LIMITS = ("frame", "depth", "open", "text", "conversation", "items", "runs")
+"""The judge target's header bytes after the framing, in order (``fuzz_targets/judge.rs``)."""
+
+JUDGE_ROOMY = (255, 255, 255, 255, 255, 255, 255)
+"""The judge target's limits in its header (after the framing byte), none of them near a
+stream of the corpus: max_frame_bytes 65,026, max_depth 255, max_text_chars and
+max_conversation_chars 65,025, the counts 255 (``fuzz_targets/judge.rs``)."""
+
+
+JUDGE_SMALL = (range(1, 41), range(13), range(13), range(1, 41), range(1, 41), range(13), range(4))
+"""Small values of the same header bytes, which a stream of the corpus may meet: a frame of
+at most 1,601 bytes, up to 1,600 characters of text, up to 12 items, up to 3 runs."""
+
+
+def _judge_limits(header: bytes) -> tuple[int, ...]:
+    """The limits the judge target reads from ``header`` (its bytes after the framing), in
+    the order ``_native.Judge`` takes them: the target's rule, restated for the test that holds
+    its seeds to reach a clean answer."""
+    frame, depth, open_items, text, conversation, items, runs = header
+    return (frame**2 + 1, depth, open_items, text**2, conversation**2, items, runs)
+
+
+DECODE_EDGES = {
+    # Every escape (each control character, the short ones, a surrogate pair), raw non-ASCII.
+    "escapes": b'["'
+    + "".join(f"\\u{code:04x}" for code in range(0x20)).encode()
+    + b'\\"\\\\\\/\\b\\f\\n\\r\\t\\u007f\\ud83d\\ude00\xc3\xa9"]',
+    # The integers at 64 bits' edges, floats up to the decoder's bound; and past them.
+    "numbers": b"[0,-1,9223372036854775807,-9223372036854775808,9223372036854775808,"
+    b"18446744073709551615,0.5,-9.2233720368547748e18,1.7976931348623157e308,5e-324,1E+2]",
+    "refused numbers": b"[18446744073709551616,-9223372036854775809,1e19,-0,-0.0]",
+    # An object past the size where the decoder looks for a repeated name by a set.
+    "wide": b'{"a":0,"b":1,"c":2,"d":3,"e":4,"f":5,"g":6,"h":7,"i":8,"j":{"k":[null,true,false]}}',
+}
+"""Seeds for the decoder's own rules, which the corpus frames seldom reach: libFuzzer rarely
+writes a ``\\u001f`` escape or a tenth member of one object by chance."""
+
+
+def _workload() -> dict[str, bytes]:
+    """The benchmark workload's first 300 events as SSE; and without its state events, which
+    the judge leaves to the pipeline so far, the same run: a stream it judges clean."""
+    workload = events(300)
+    stateless = [event for event in workload if not event["type"].startswith("STATE_")]
+    return {"workload": encode_sse(workload), "workload.stateless": encode_sse(stateless)}
+
+
 def _seeds(target: str) -> dict[str, bytes]:
     """Each target's seed inputs, from the corpus, in the target's input format."""
     draw = random.Random(36)
@@ -88,7 +138,49 @@ def _seeds(target: str) -> dict[str, bytes]:
             for name, data, framing in _streams()
             for limit in (255, draw.randint(1, 40))
         }
+    if target == "decode":
+        # Each event's JSON, as the standard library writes it (orjson cannot write integers
+        # past 64 bits, which the corpus holds).
+        frames = {
+            json.dumps(event).encode()
+            for path in spec_artifacts().corpus.glob("*.json")
+            for event in json.loads(path.read_bytes())["stream"]
+        }
+        seeds = {f"frame.{number}": frame for number, frame in enumerate(sorted(frames))}
+        return {**seeds, **DECODE_EDGES}
+    if target == "judge":
+        # The header: the framing, then the limits: roomy (JUDGE_ROOMY), all small, and roomy
+        # but one, for each limit (a byte of the header is seldom what libFuzzer changes in an
+        # input of kilobytes, and the first small limit a stream meets hides the others).
+        inputs = [*_streams(), *((name, data, "sse") for name, data in _workload().items())]
+        seeds = {}
+        for name, data, framing in inputs:
+            small = [draw.choice(values) for values in JUDGE_SMALL]
+            headers = {"roomy": JUDGE_ROOMY, "small": small}
+            for at, limit in enumerate(JUDGE_LIMITS):
+                headers[f"tight-{limit}"] = [*JUDGE_ROOMY[:at], small[at], *JUDGE_ROOMY[at + 1 :]]
+            for label, limits in headers.items():
+                header = bytes([framing == "jsonl", *limits])
+                seeds[f"{name}.{label}"] = header + _reads(data, draw)
+        return seeds
     raise AssertionError(f"no seeds for the fuzz target {target!r}: add them here")
+
+
+def _target_env(target: str, directory: Path) -> dict[str, str]:
+    """What a target reads besides its input: the judge, enforce's plan and the protocol
+    versions compat is quiet about, in a file (``fuzz_targets/judge.rs``), each row of the
+    plan a JSON array."""
+    if target != "judge":
+        return {}
+    from agui_pipeline._engine.judge import _quiet_versions
+    from agui_pipeline.stages._checks import native_plan
+
+    rows, kinds = native_plan()
+    plan = directory / "judge-plan.json"
+    plan.write_text(
+        json.dumps({"rows": rows, "events": kinds, "quiet_versions": _quiet_versions()})
+    )
+    return {"AGUI_JUDGE_PLAN": str(plan)}
 
 
 @pytest.mark.spec
@@ -98,11 +190,29 @@ def test_every_target_has_seeds_from_the_corpus() -> None:
         assert len(_seeds(target)) > 50, target
 
 
+def test_the_judge_seeds_reach_a_clean_answer() -> None:
+    """The judge target compares counts and runs only where both answers are clean: the
+    stateless workload, under the roomy limits, must be one (else the comparison is vacuous).
+    Judged here by the extension with the plan and versions the target's file holds and the
+    limits its header gives, in the seed's reads."""
+    from agui_pipeline._engine.judge import _quiet_versions
+    from agui_pipeline.stages._checks import native_plan
+
+    native = native_module()
+    limits = _judge_limits(bytes(JUDGE_ROOMY))
+    judge = native.Judge("sse", *native_plan(), limits, _quiet_versions())
+    data = _workload()["workload.stateless"]
+    for start in range(0, len(data), 200):
+        judge.feed(data[start : start + 200])
+    assert judge.finish(), judge.unsure
+    assert judge.read == data.count(b"data: ") and len(judge.take_runs()) == 2
+
+
 @pytest.mark.slow
 @pytest.mark.spec
 @pytest.mark.parametrize("target", TARGETS)
 def test_cargo_fuzz_finds_nothing(target: str, tmp_path: Path) -> None:
-    env = _cargo_fuzz()
+    env = {**_cargo_fuzz(), **_target_env(target, tmp_path)}
     seeds = tmp_path / "seeds"
     seeds.mkdir()
     for name, data in _seeds(target).items():

@@ -11,10 +11,15 @@
 //! when it is built, so no value can drive the recursion past the plan's own depth).
 
 use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde::de::{
+    self, Deserialize, DeserializeOwned, Deserializer, IgnoredAny, SeqAccess, Visitor,
+};
 
 /// The JSON kind of a Python value as the decoder makes it: exact types only, as the reference's
 /// `type(x) is str` tests (a `bool` is not an `int`; a subclass is no kind).
@@ -31,27 +36,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(value: &Bound<'_, PyAny>) -> Kind {
-        if value.is_exact_instance_of::<PyString>() {
-            Kind::Str
-        } else if value.is_exact_instance_of::<PyDict>() {
-            Kind::Dict
-        } else if value.is_exact_instance_of::<PyInt>() {
-            Kind::Int
-        } else if value.is_exact_instance_of::<PyList>() {
-            Kind::List
-        } else if value.is_exact_instance_of::<PyBool>() {
-            Kind::Bool
-        } else if value.is_none() {
-            Kind::Null
-        } else if value.is_exact_instance_of::<PyFloat>() {
-            Kind::Float
-        } else {
-            Kind::Other
-        }
-    }
-
-    fn named(name: &str) -> PyResult<Kind> {
+    fn named(name: &str) -> Result<Kind, String> {
         Ok(match name {
             "str" => Kind::Str,
             "bool" => Kind::Bool,
@@ -60,27 +45,27 @@ impl Kind {
             "list" => Kind::List,
             "dict" => Kind::Dict,
             "NoneType" => Kind::Null,
-            other => return Err(PyValueError::new_err(format!("no JSON kind {other:?}"))),
+            other => return Err(format!("no JSON kind {other:?}")),
         })
     }
 }
 
 /// When a member, clean, may hold what the check did not look into.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Opens {
     Never,
     Always,
     When(Vec<Kind>),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Field {
     name: String,
     node: usize,
     opens: Opens,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Object {
     fields: Vec<Field>,
     /// One bit per required field, by position in `fields`.
@@ -98,7 +83,7 @@ impl Object {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Node {
     Str,
     Bool,
@@ -125,8 +110,9 @@ enum Node {
     Alternatives(Vec<(Kind, usize)>),
 }
 
-/// The checks of every event type, built from the reference's plan.
-#[derive(Debug)]
+/// The checks of every event type, built from the reference's plan. (Clone: a judge owns its
+/// checks, and the fuzz target builds them once for the two judges of every input.)
+#[derive(Clone, Debug)]
 pub struct Checks {
     nodes: Vec<Node>,
     events: HashMap<String, usize>,
@@ -142,18 +128,41 @@ pub enum Verdict {
 
 impl Checks {
     /// The checks from `rows` (`native_plan`'s: one tuple per node, referring to others by
-    /// position) and `events`, each event type's object node.
+    /// position) and `events`, each event type's node: the tuples read ([`Row`]), then
+    /// [`Checks::from_rows`].
     pub fn from_plan(rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Checks> {
-        let mut nodes = Vec::with_capacity(rows.len());
-        for row in rows.iter() {
-            nodes.push(node_of(row.cast::<PyTuple>()?)?);
-        }
+        let rows = rows
+            .iter()
+            .map(|row| {
+                let tuple = row.cast::<PyTuple>()?;
+                read_row(&mut TupleItems { tuple, at: 0 })
+            })
+            .collect::<PyResult<Vec<Row>>>()?;
+        let events = events
+            .iter()
+            .map(|(kind, id)| Ok((kind.extract::<String>()?, id.extract::<usize>()?)))
+            .collect::<PyResult<Vec<(String, usize)>>>()?;
+        Checks::from_rows(rows, events).map_err(PyValueError::new_err)
+    }
+
+    /// The checks from the plan's rows and each event type's node, or why the plan cannot be
+    /// checked with: a node it lacks, a union member or an event that is not an object, a node
+    /// that holds itself (a value could then drive the recursion past any stack), a kind or a
+    /// discriminator it does not know, an object of more than 64 fields.
+    pub fn from_rows(
+        rows: Vec<Row>,
+        events: impl IntoIterator<Item = (String, usize)>,
+    ) -> Result<Checks, String> {
+        let nodes = rows
+            .into_iter()
+            .map(node_of)
+            .collect::<Result<Vec<Node>, String>>()?;
         let count = nodes.len();
         let within = |id: usize| {
             if id < count {
                 Ok(())
             } else {
-                Err(PyValueError::new_err(format!("the plan has no node {id}")))
+                Err(format!("the plan has no node {id}"))
             }
         };
         for node in &nodes {
@@ -165,22 +174,21 @@ impl Checks {
                     .iter()
                     .any(|(_, id)| !matches!(nodes[*id], Node::Object(_)))
             {
-                return Err(PyValueError::new_err("a union member is not an object"));
+                return Err("a union member is not an object".to_owned());
             }
         }
         if let Some(node) = nested_in_itself(&nodes) {
-            return Err(PyValueError::new_err(format!(
+            return Err(format!(
                 "the plan's node {node} holds itself: the checks would recurse without end"
-            )));
+            ));
         }
         let mut by_type = HashMap::new();
-        for (kind, id) in events.iter() {
-            let id: usize = id.extract()?;
+        for (kind, id) in events {
             within(id)?;
             if !matches!(nodes[id], Node::Object(_)) {
-                return Err(PyValueError::new_err("an event's node is not an object"));
+                return Err("an event's node is not an object".to_owned());
             }
-            by_type.insert(kind.extract::<String>()?, id);
+            by_type.insert(kind, id);
         }
         Ok(Checks {
             nodes,
@@ -196,7 +204,7 @@ impl Checks {
     }
 
     /// The check of one event of the type whose node is `node`.
-    pub fn event(&self, node: usize, event: &Bound<'_, PyAny>) -> Verdict {
+    pub fn event<V: Json>(&self, node: usize, event: &V) -> Verdict {
         let Node::Object(object) = &self.nodes[node] else {
             return Verdict::NotClean; // from_plan holds every event's node to be an object
         };
@@ -212,47 +220,35 @@ impl Checks {
         }
     }
 
-    fn check(&self, node: usize, value: &Bound<'_, PyAny>) -> bool {
+    fn check<V: Json>(&self, node: usize, value: &V) -> bool {
         match &self.nodes[node] {
-            Node::Str => value.is_exact_instance_of::<PyString>(),
-            Node::Bool => value.is_exact_instance_of::<PyBool>(),
-            Node::OpenObject => value.is_exact_instance_of::<PyDict>(),
-            Node::Any { nullable } => *nullable || !value.is_none(),
-            Node::Integer { minimum, maximum } => {
-                value.is_exact_instance_of::<PyInt>()
-                    && value
-                        .extract::<i64>()
-                        .is_ok_and(|number| *minimum <= number && number <= *maximum)
-            }
-            Node::Const(expected) => exact_str(value).is_some_and(|text| text == expected),
-            Node::ClosedSet(values) => {
-                exact_str(value).is_some_and(|text| values.iter().any(|known| known == text))
-            }
-            Node::Pointer => exact_str(value).is_some_and(is_json_pointer),
-            Node::List { item, min_items } => {
-                let Ok(list) = value.cast_exact::<PyList>() else {
-                    return false;
-                };
-                list.len() >= *min_items && list.iter().all(|element| self.check(*item, &element))
-            }
+            Node::Str => value.kind() == Kind::Str,
+            Node::Bool => value.kind() == Kind::Bool,
+            Node::OpenObject => value.kind() == Kind::Dict,
+            Node::Any { nullable } => *nullable || value.kind() != Kind::Null,
+            Node::Integer { minimum, maximum } => value
+                .integer()
+                .is_some_and(|number| *minimum <= number && number <= *maximum),
+            Node::Const(expected) => value.text().is_some_and(|text| text == expected),
+            Node::ClosedSet(values) => value
+                .text()
+                .is_some_and(|text| values.iter().any(|known| known == text)),
+            Node::Pointer => value.text().is_some_and(is_json_pointer),
+            Node::List { item, min_items } => value
+                .elements(*min_items, |element| self.check(*item, element))
+                .unwrap_or(false),
             Node::Object(object) => self.object(object, value, &mut false),
-            Node::Union { key, members } => {
-                let Ok(dict) = value.cast_exact::<PyDict>() else {
-                    return false;
-                };
-                let Ok(Some(tag)) = dict.get_item(key.as_str()) else {
-                    return false;
-                };
-                let Some(tag) = exact_str(&tag) else {
-                    return false;
-                };
-                match members.iter().find(|(known, _)| known == tag) {
-                    Some((_, member)) => self.check(*member, value),
-                    None => false,
-                }
-            }
+            Node::Union { key, members } => value
+                .member_text(key, |tag| {
+                    members
+                        .iter()
+                        .find(|(known, _)| known == tag)
+                        .map(|(_, member)| *member)
+                })
+                .flatten()
+                .is_some_and(|member| self.check(member, value)),
             Node::Alternatives(by_kind) => {
-                let kind = Kind::of(value);
+                let kind = value.kind();
                 by_kind
                     .iter()
                     .find(|(each, _)| *each == kind)
@@ -264,40 +260,114 @@ impl Checks {
     /// An object: every required member present, every member present described (unless the
     /// object is open) and clean. `opened` is set when an event's check passes a member it does
     /// not look into.
-    fn object(&self, object: &Object, value: &Bound<'_, PyAny>, opened: &mut bool) -> bool {
-        let Ok(dict) = value.cast_exact::<PyDict>() else {
-            return false;
-        };
+    fn object<V: Json>(&self, object: &Object, value: &V, opened: &mut bool) -> bool {
         let mut seen = 0u64;
-        for (key, member) in dict.iter() {
-            let position = key
-                .cast_exact::<PyString>()
-                .ok()
-                .and_then(|key| key.to_str().ok().and_then(|name| object.field(name)));
-            let Some(position) = position else {
+        let all_clean = value.members(|name, member| {
+            let Some(position) = name.and_then(|name| object.field(name)) else {
                 if !object.is_open {
                     return false; // a member the schema does not describe: the walk strips it
                 }
                 *opened |= object.tells_opens;
-                continue;
+                return true;
             };
             seen |= 1 << position;
             if object.skip == Some(position) {
-                continue;
+                return true;
             }
             let field = &object.fields[position];
-            if !self.check(field.node, &member) {
+            if !self.check(field.node, member) {
                 return false;
             }
             if object.tells_opens {
                 *opened |= match &field.opens {
                     Opens::Never => false,
                     Opens::Always => true,
-                    Opens::When(kinds) => kinds.contains(&Kind::of(&member)),
+                    Opens::When(kinds) => kinds.contains(&member.kind()),
                 };
             }
+            true
+        });
+        all_clean == Some(true) && seen & object.required == object.required
+    }
+}
+
+/// What the checks read of a JSON value, whoever decoded it: the Python objects orjson made
+/// (enforce's check of a batch) or the judge's decoded values (`decode.rs`). Both
+/// answer alike for the same JSON text, so one set of checks serves both.
+pub trait Json {
+    /// The value's JSON kind, as the reference's exact `type(x) is ...` tests tell it.
+    fn kind(&self) -> Kind;
+    /// The text of a string (`None` for anything else, and for a string with a lone surrogate,
+    /// which equals no name the schema has).
+    fn text(&self) -> Option<&str>;
+    /// An integer that fits 64 signed bits (`None` for anything else).
+    fn integer(&self) -> Option<i64>;
+    /// Whether a list has at least `min_items` elements and `check` passes each (`None`: not a
+    /// list); the first failure ends the walk.
+    fn elements(&self, min_items: usize, check: impl FnMut(&Self) -> bool) -> Option<bool>;
+    /// Each member of an object, its name `None` when it is not a string, until `visit` says
+    /// `false` (`None`: not an object; `Some(false)`: a visit said stop).
+    fn members(&self, visit: impl FnMut(Option<&str>, &Self) -> bool) -> Option<bool>;
+    /// `read` of the text of the object's member `key`, when it is a string.
+    fn member_text<R>(&self, key: &str, read: impl FnOnce(&str) -> R) -> Option<R>;
+}
+
+impl Json for Bound<'_, PyAny> {
+    fn kind(&self) -> Kind {
+        if self.is_exact_instance_of::<PyString>() {
+            Kind::Str
+        } else if self.is_exact_instance_of::<PyDict>() {
+            Kind::Dict
+        } else if self.is_exact_instance_of::<PyInt>() {
+            Kind::Int
+        } else if self.is_exact_instance_of::<PyList>() {
+            Kind::List
+        } else if self.is_exact_instance_of::<PyBool>() {
+            Kind::Bool
+        } else if self.is_none() {
+            Kind::Null
+        } else if self.is_exact_instance_of::<PyFloat>() {
+            Kind::Float
+        } else {
+            Kind::Other
         }
-        seen & object.required == object.required
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.cast_exact::<PyString>().ok()?.to_str().ok()
+    }
+
+    fn integer(&self) -> Option<i64> {
+        if self.is_exact_instance_of::<PyInt>() {
+            self.extract::<i64>().ok()
+        } else {
+            None
+        }
+    }
+
+    fn elements(&self, min_items: usize, mut check: impl FnMut(&Self) -> bool) -> Option<bool> {
+        let list = self.cast_exact::<PyList>().ok()?;
+        Some(list.len() >= min_items && list.iter().all(|element| check(&element)))
+    }
+
+    fn members(&self, mut visit: impl FnMut(Option<&str>, &Self) -> bool) -> Option<bool> {
+        let dict = self.cast_exact::<PyDict>().ok()?;
+        for (key, member) in dict.iter() {
+            let name = key
+                .cast_exact::<PyString>()
+                .ok()
+                .and_then(|key| key.to_str().ok());
+            if !visit(name, &member) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    fn member_text<R>(&self, key: &str, read: impl FnOnce(&str) -> R) -> Option<R> {
+        let dict = self.cast_exact::<PyDict>().ok()?;
+        let member = dict.get_item(key).ok()??;
+        member.text().map(read)
     }
 }
 
@@ -354,12 +424,6 @@ fn nested_in_itself(nodes: &[Node]) -> Option<usize> {
     None
 }
 
-/// The text of an exact `str` (`None` for anything else, and for a string with a lone surrogate,
-/// which equals no name the schema has).
-fn exact_str<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
-    value.cast_exact::<PyString>().ok()?.to_str().ok()
-}
-
 /// RFC 6901: empty, or `/`-prefixed reference tokens with `~` only as `~0` or `~1`.
 fn is_json_pointer(text: &str) -> bool {
     if text.is_empty() {
@@ -373,48 +437,200 @@ fn is_json_pointer(text: &str) -> bool {
             .all(|(at, byte)| *byte != b'~' || matches!(bytes.get(at + 1), Some(b'0' | b'1')))
 }
 
-fn node_of(row: &Bound<'_, PyTuple>) -> PyResult<Node> {
-    let tag: String = row.get_item(0)?.extract()?;
-    let at = |position: usize| row.get_item(position);
+/// One row of the plan, as `native_plan` writes it: a tuple whose first item names the node
+/// and whose others are its parameters, nodes it holds named by position. The same shape is
+/// read from Python's tuples (`from_plan`) and, through serde, from JSON arrays (the fuzz
+/// targets load the plan from a file so): [`read_row`] states it once for both.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Row {
+    /// `("str",)`
+    Str,
+    /// `("bool",)`
+    Bool,
+    /// `("open_object",)`
+    OpenObject,
+    /// `("pointer",)`
+    Pointer,
+    /// `("any", nullable)`
+    Any { nullable: bool },
+    /// `("integer", minimum, maximum)`
+    Integer { minimum: i64, maximum: i64 },
+    /// `("const", value)`
+    Const(String),
+    /// `("closed_set", [value, ...])`
+    ClosedSet(Vec<String>),
+    /// `("list", item, min_items)`
+    List { item: usize, min_items: usize },
+    /// `("union", key, [(tag, node), ...])`
+    Union {
+        key: String,
+        members: Vec<(String, usize)>,
+    },
+    /// `("alternatives", [(kind name, node), ...])`
+    Alternatives(Vec<(String, usize)>),
+    /// `("object", is_open, tells_opens, skip, [field, ...])`
+    Object {
+        is_open: bool,
+        tells_opens: bool,
+        skip: Option<String>,
+        fields: Vec<FieldRow>,
+    },
+}
+
+/// An object's field in the plan: `(name, node, required, opens)`, where `opens` is `None`
+/// when the member may always hold what the check does not look into, else the kinds by name
+/// with which it may (none: never).
+pub type FieldRow = (String, usize, bool, Option<Vec<String>>);
+
+/// A row's items in order, wherever they are stored.
+trait RowItems {
+    type Error;
+    /// The next item, read as `T`.
+    fn next<T: RowItem>(&mut self) -> Result<T, Self::Error>;
+    /// A row whose first item names no node.
+    fn no_node(tag: &str) -> Self::Error;
+}
+
+/// What a row's item is read as: the same types from Python and from serde.
+trait RowItem: DeserializeOwned + for<'py> pyo3::conversion::FromPyObjectOwned<'py> {}
+
+impl<T: DeserializeOwned + for<'py> pyo3::conversion::FromPyObjectOwned<'py>> RowItem for T {}
+
+/// The row's shape: its first item names the node, the others follow in the node's order.
+/// Items past them are not read (as `from_plan` always did).
+fn read_row<I: RowItems>(items: &mut I) -> Result<Row, I::Error> {
+    let tag: String = items.next()?;
     Ok(match tag.as_str() {
-        "str" => Node::Str,
-        "bool" => Node::Bool,
-        "open_object" => Node::OpenObject,
-        "pointer" => Node::Pointer,
-        "any" => Node::Any {
-            nullable: at(1)?.extract()?,
+        "str" => Row::Str,
+        "bool" => Row::Bool,
+        "open_object" => Row::OpenObject,
+        "pointer" => Row::Pointer,
+        "any" => Row::Any {
+            nullable: items.next()?,
         },
-        "integer" => Node::Integer {
-            minimum: at(1)?.extract()?,
-            maximum: at(2)?.extract()?,
+        "integer" => Row::Integer {
+            minimum: items.next()?,
+            maximum: items.next()?,
         },
-        "const" => Node::Const(at(1)?.extract()?),
-        "closed_set" => Node::ClosedSet(at(1)?.extract()?),
-        "list" => Node::List {
-            item: at(1)?.extract()?,
-            min_items: at(2)?.extract()?,
+        "const" => Row::Const(items.next()?),
+        "closed_set" => Row::ClosedSet(items.next()?),
+        "list" => Row::List {
+            item: items.next()?,
+            min_items: items.next()?,
         },
-        "union" => Node::Union {
-            key: at(1)?.extract()?,
-            members: at(2)?.extract()?,
+        "union" => Row::Union {
+            key: items.next()?,
+            members: items.next()?,
         },
-        "alternatives" => {
-            let by_kind: Vec<(String, usize)> = at(1)?.extract()?;
-            Node::Alternatives(
-                by_kind
-                    .into_iter()
-                    .map(|(kind, node)| Ok((Kind::named(&kind)?, node)))
-                    .collect::<PyResult<_>>()?,
-            )
-        }
-        "object" => {
-            // ("object", is_open, tells_opens, skip, [(name, node, required, opens)])
-            let is_open: bool = at(1)?.extract()?;
-            let tells_opens: bool = at(2)?.extract()?;
-            let skip: Option<String> = at(3)?.extract()?;
-            let rows: Vec<(String, usize, bool, Option<Vec<String>>)> = at(4)?.extract()?;
+        "alternatives" => Row::Alternatives(items.next()?),
+        "object" => Row::Object {
+            is_open: items.next()?,
+            tells_opens: items.next()?,
+            skip: items.next()?,
+            fields: items.next()?,
+        },
+        other => return Err(I::no_node(other)),
+    })
+}
+
+/// A Python tuple's items.
+struct TupleItems<'a, 'py> {
+    tuple: &'a Bound<'py, PyTuple>,
+    at: usize,
+}
+
+impl RowItems for TupleItems<'_, '_> {
+    type Error = PyErr;
+
+    fn next<T: RowItem>(&mut self) -> PyResult<T> {
+        let item = self.tuple.get_item(self.at)?;
+        self.at += 1;
+        item.extract::<T>().map_err(Into::into)
+    }
+
+    fn no_node(tag: &str) -> PyErr {
+        PyValueError::new_err(format!("no node {tag:?}"))
+    }
+}
+
+/// A serde sequence's items (a JSON array's).
+struct SeqItems<'de, A: SeqAccess<'de>> {
+    seq: A,
+    at: usize,
+    of: PhantomData<&'de ()>,
+}
+
+impl<'de, A: SeqAccess<'de>> RowItems for SeqItems<'de, A> {
+    type Error = A::Error;
+
+    fn next<T: RowItem>(&mut self) -> Result<T, A::Error> {
+        let item = self
+            .seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(self.at, &"a longer row of the plan"));
+        self.at += 1;
+        item
+    }
+
+    fn no_node(tag: &str) -> A::Error {
+        de::Error::custom(format!("no node {tag:?}"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(RowVisitor)
+    }
+}
+
+struct RowVisitor;
+
+impl<'de> Visitor<'de> for RowVisitor {
+    type Value = Row;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a row of the plan: an array whose first item names the node")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Row, A::Error> {
+        let mut items = SeqItems {
+            seq,
+            at: 0,
+            of: PhantomData,
+        };
+        let row = read_row(&mut items)?;
+        while items.seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(row)
+    }
+}
+
+/// A row's node, its kinds and discriminator known, its fields within the bits of `required`.
+fn node_of(row: Row) -> Result<Node, String> {
+    Ok(match row {
+        Row::Str => Node::Str,
+        Row::Bool => Node::Bool,
+        Row::OpenObject => Node::OpenObject,
+        Row::Pointer => Node::Pointer,
+        Row::Any { nullable } => Node::Any { nullable },
+        Row::Integer { minimum, maximum } => Node::Integer { minimum, maximum },
+        Row::Const(value) => Node::Const(value),
+        Row::ClosedSet(values) => Node::ClosedSet(values),
+        Row::List { item, min_items } => Node::List { item, min_items },
+        Row::Union { key, members } => Node::Union { key, members },
+        Row::Alternatives(by_kind) => Node::Alternatives(
+            by_kind
+                .into_iter()
+                .map(|(kind, node)| Ok((Kind::named(&kind)?, node)))
+                .collect::<Result<_, String>>()?,
+        ),
+        Row::Object {
+            is_open,
+            tells_opens,
+            skip,
+            fields: rows,
+        } => {
             if rows.len() > 64 {
-                return Err(PyValueError::new_err("an object of more than 64 fields"));
+                return Err("an object of more than 64 fields".to_owned());
             }
             let mut fields = Vec::with_capacity(rows.len());
             let mut required = 0u64;
@@ -429,7 +645,7 @@ fn node_of(row: &Bound<'_, PyTuple>) -> PyResult<Node> {
                         kinds
                             .iter()
                             .map(|kind| Kind::named(kind))
-                            .collect::<PyResult<_>>()?,
+                            .collect::<Result<_, String>>()?,
                     ),
                 };
                 fields.push(Field { name, node, opens });
@@ -443,19 +659,112 @@ fn node_of(row: &Bound<'_, PyTuple>) -> PyResult<Node> {
             };
             let skip = match skip {
                 None => None,
-                Some(name) => Some(object.field(&name).ok_or_else(|| {
-                    PyValueError::new_err(format!("the discriminator {name:?} is not a field"))
-                })?),
+                Some(name) => Some(
+                    object
+                        .field(&name)
+                        .ok_or_else(|| format!("the discriminator {name:?} is not a field"))?,
+                ),
             };
             Node::Object(Object { skip, ..object })
         }
-        other => return Err(PyValueError::new_err(format!("no node {other:?}"))),
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_json_pointer;
+    use super::{Checks, Row, Verdict, is_json_pointer};
+    use crate::decode::Decoded;
+
+    fn rows(json: &str) -> Vec<Row> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn built(json: &str, events: &[(&str, usize)]) -> Result<Checks, String> {
+        let events = events.iter().map(|(kind, id)| ((*kind).to_owned(), *id));
+        Checks::from_rows(rows(json), events)
+    }
+
+    #[test]
+    fn a_plan_read_from_json_arrays_checks_as_its_tuples_would() {
+        // native_plan's rows, as json.dumps writes its tuples; an item past a row's shape is
+        // not read (nor is it from a tuple).
+        let plan = r#"[
+            ["object", false, true, "type", [["type", 1, true, []], ["n", 2, false, ["dict"]],
+                                             ["any", 3, false, null]]],
+            ["const", "PING", "ignored"],
+            ["alternatives", [["int", 4], ["dict", 5]]],
+            ["any", true],
+            ["integer", 0, 9],
+            ["open_object"]
+        ]"#;
+        let checks = built(plan, &[("PING", 0)]).unwrap();
+        let (name, node) = checks.event_node("PING").unwrap();
+        assert_eq!((name, node), ("PING", 0));
+        let verdict = |frame: &str| checks.event(node, &Decoded::read(frame.as_bytes()).unwrap());
+        assert_eq!(verdict(r#"{"type":"PING","n":3}"#), Verdict::Clean);
+        assert_eq!(
+            verdict(r#"{"type":"PING","n":{}}"#),
+            Verdict::CleanWithOpenMembers
+        );
+        assert_eq!(
+            verdict(r#"{"type":"PING","any":1}"#),
+            Verdict::CleanWithOpenMembers
+        );
+        assert_eq!(verdict(r#"{"type":"PING","n":10}"#), Verdict::NotClean);
+        assert_eq!(verdict(r#"{"n":1}"#), Verdict::NotClean, "type is required");
+        assert_eq!(verdict(r#"{"type":"PING","m":1}"#), Verdict::NotClean);
+    }
+
+    #[test]
+    fn a_plan_it_could_not_check_with_is_refused() {
+        for (plan, refusal) in [
+            (r#"[["list", 0, 0]]"#, "holds itself"),
+            (r#"[["list", 1, 0], ["list", 0, 0]]"#, "holds itself"),
+            (r#"[["list", 5, 0]]"#, "no node 5"),
+            (
+                r#"[["union", "type", [["A", 1]]], ["str"]]"#,
+                "not an object",
+            ),
+            (
+                r#"[["alternatives", [["set", 0]]]]"#,
+                "no JSON kind \"set\"",
+            ),
+            (
+                r#"[["object", false, false, "kind", [["type", 0, true, []]]]]"#,
+                "the discriminator \"kind\" is not a field",
+            ),
+        ] {
+            let error = built(plan, &[]).unwrap_err();
+            assert!(error.contains(refusal), "{plan}: {error}");
+        }
+        let fields = (0..65)
+            .map(|at| format!(r#"["f{at}", 0, false, []]"#))
+            .collect::<Vec<_>>()
+            .join(",");
+        let wide = format!(r#"[["object", false, false, null, [{fields}]]]"#);
+        assert!(
+            built(&wide, &[])
+                .unwrap_err()
+                .contains("more than 64 fields")
+        );
+        assert!(
+            built(r#"[["str"]]"#, &[("A", 0)])
+                .unwrap_err()
+                .contains("not an object")
+        );
+        assert!(
+            built(r#"[["str"]]"#, &[("A", 1)])
+                .unwrap_err()
+                .contains("no node 1")
+        );
+        let error = serde_json::from_str::<Vec<Row>>(r#"[["no such node"]]"#).unwrap_err();
+        assert!(
+            error.to_string().contains("no node \"no such node\""),
+            "{error}"
+        );
+        let error = serde_json::from_str::<Vec<Row>>(r#"[["integer", 0]]"#).unwrap_err();
+        assert!(error.to_string().contains("invalid length 2"), "{error}");
+    }
 
     #[test]
     fn json_pointers() {

@@ -11,7 +11,9 @@
 //! [`guarded`], and a panic becomes [`InternalError`] naming the stage.
 
 pub mod checks;
+pub mod decode;
 pub mod framing;
+pub mod judge;
 pub mod patch;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -23,6 +25,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::checks::Verdict;
 use crate::framing::{FrameTooLarge, Framing, each_payload};
+use crate::judge::RunNote;
 
 create_exception!(
     _native,
@@ -227,11 +230,114 @@ fn state_probe(
     probed.map_err(PyValueError::new_err)
 }
 
+/// A run noted by the judge, as Python reads it: `("started", runId, threadId)`,
+/// `("finished", index, frame or None)` (the frame when it carries an outcome), or
+/// `("failed", index, message)`.
+#[derive(IntoPyObject)]
+enum Note<'py> {
+    Started(&'static str, String, String),
+    Finished(&'static str, usize, Option<Bound<'py, PyBytes>>),
+    Failed(&'static str, usize, String),
+}
+
+/// The judge of one stream (`judge.rs`): `feed` each read, then `finish`; clean, or `unsure`
+/// says why the reference must judge it.
+#[pyclass(module = "agui_pipeline._native")]
+struct Judge {
+    judge: judge::Judge,
+}
+
+#[pymethods]
+impl Judge {
+    /// `limits`: max_frame_bytes, max_depth, max_open_items, max_text_chars,
+    /// max_conversation_chars, max_items, max_run_ids; `quiet_versions`: the protocolVersion
+    /// values compat is quiet about.
+    #[new]
+    fn new(
+        framing: &str,
+        rows: &Bound<'_, PyList>,
+        events: &Bound<'_, PyDict>,
+        limits: (usize, usize, usize, usize, usize, usize, usize),
+        quiet_versions: Vec<String>,
+    ) -> PyResult<Self> {
+        let framing = match framing {
+            "sse" => Framing::Sse,
+            "jsonl" => Framing::JsonLines,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "the judge reads 'sse' or 'jsonl', not {other:?}"
+                )));
+            }
+        };
+        let checks = guarded("judge", || checks::Checks::from_plan(rows, events))
+            .map_err(InternalError::new_err)??;
+        let (max_frame_bytes, max_depth, max_open_items, max_text_chars) =
+            (limits.0, limits.1, limits.2, limits.3);
+        let (max_conversation_chars, max_items, max_run_ids) = (limits.4, limits.5, limits.6);
+        let limits = judge::Limits {
+            max_frame_bytes,
+            max_depth,
+            max_open_items,
+            max_text_chars,
+            max_conversation_chars,
+            max_items,
+            max_run_ids,
+        };
+        Ok(Judge {
+            judge: judge::Judge::new(framing, checks, limits, quiet_versions),
+        })
+    }
+
+    /// One read of the stream, from its first frame on.
+    fn feed(&mut self, chunk: &[u8]) -> PyResult<()> {
+        let judge = &mut self.judge;
+        guarded("judge", || judge.feed(chunk)).map_err(InternalError::new_err)
+    }
+
+    /// The end of the stream: whether it was clean to the end.
+    fn finish(&mut self) -> PyResult<bool> {
+        let judge = &mut self.judge;
+        guarded("judge", || judge.finish()).map_err(InternalError::new_err)
+    }
+
+    /// Why the judge left the stream to the reference (`None` while it has not).
+    #[getter]
+    fn unsure(&self) -> Option<&'static str> {
+        self.judge.unsure()
+    }
+
+    /// Frames decoded so far.
+    #[getter]
+    fn read(&self) -> usize {
+        self.judge.read()
+    }
+
+    /// The runs noted since the last call, in order.
+    fn take_runs<'py>(&mut self, py: Python<'py>) -> Vec<Note<'py>> {
+        self.judge
+            .take_notes()
+            .into_iter()
+            .map(|note| match note {
+                RunNote::Started { run_id, thread_id } => {
+                    Note::Started("started", run_id, thread_id)
+                }
+                RunNote::Finished { index, outcome } => Note::Finished(
+                    "finished",
+                    index,
+                    outcome.map(|frame| PyBytes::new(py, &frame)),
+                ),
+                RunNote::Failed { index, message } => Note::Failed("failed", index, message),
+            })
+            .collect()
+    }
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add_class::<Framer>()?;
     module.add_class::<Checks>()?;
+    module.add_class::<Judge>()?;
     module.add_function(wrap_pyfunction!(state_probe, module)?)?;
     module.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())

@@ -69,6 +69,9 @@ class CheckSettings:
     transport: str = "httpx"
     middleware: tuple[str, ...] = ()
     """The stage factories to insert, as ``MODULE:FACTORY`` (each process loads them itself)."""
+    conversation: bool = False
+    """Whether the report shows each stream's Conversation (``--conversation``): then every
+    stream is read by the pipeline, which builds it, never by the native judge alone."""
 
 
 @dataclass(slots=True)
@@ -140,7 +143,9 @@ def _run_source(
     body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
         before = stamp(stream_file) if stream_file is not None else None
-        result = _drain(pipeline, source, body, outgoing)
+        result = _judged(pipeline, source, settings, body) or _drain(
+            pipeline, source, body, outgoing
+        )
         if stream_file is None:
             return result, None, None
         return result, stream_file, before if stamp(stream_file) == before else CHANGED
@@ -280,6 +285,18 @@ def _drain(
     result = incremental.close()
     result.events = []  # as drain(): the report needs no events
     return result
+
+
+def _judged(
+    pipeline: Pipeline, source: Source, settings: CheckSettings, run_input: dict[str, Any] | None
+) -> RunResult | None:
+    """A stream file the native judge finds clean, judged without building its events
+    (``_engine/judge.py``); ``None`` for the pipeline to read it."""
+    if not isinstance(source, Path) or run_input is not None or settings.conversation:
+        return None
+    from agui_pipeline._engine.judge import judge_file
+
+    return judge_file(pipeline, source)
 
 
 def _fixture(path: Path) -> Fixture | None:

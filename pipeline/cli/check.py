@@ -371,6 +371,7 @@ def _settings(args: argparse.Namespace, out: TextIO) -> Settings:
         max_duration=args.max_duration,
         transport=args.transport,
         middleware=tuple(args.middleware),
+        conversation=args.conversation,
     )
     return Settings(
         check=check,

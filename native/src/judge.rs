@@ -1,0 +1,826 @@
+//! The judge: a whole stream read in Rust, for a caller that asks only for the verdict.
+//!
+//! `check FILE` wants the verdict, the diagnostics and the counters, never the events, so the
+//! Python objects the pipeline builds per event are its whole cost. The judge frames, decodes
+//! and follows the stream here and answers one of two things: the stream is clean — it
+//! completes, and no stage of the reference pipeline (parse, compat, enforce, expand, verify,
+//! lint, metadata, the Conversation) would say anything about it — with its counters and its
+//! runs; or it is unsure, and the caller runs the reference over the stream from its start.
+//!
+//! So the judge words no diagnostic and never decides a verdict other than "completed": every
+//! finding, warning or rejection comes from the reference, and a stream the judge is unsure of
+//! costs the judge's pass on top of the reference's. Each rule below is the reference's rule
+//! restricted to what the judge follows, and wherever following a rule exactly would take more
+//! than that (subagents, snapshots, chunks, retired shapes, a run input, an id used twice), the
+//! judge is unsure instead: it may give up on a clean stream, never pass one that is not.
+//! Where each rule lives in the reference is named beside it.
+//!
+//! Everything it keeps is bounded by the pipeline's limits: items by `max_items`, open ones by
+//! `max_open_items`, runs' ids by `max_run_ids`, a run's text by `max_text_chars`, the state by
+//! `max_state_bytes` (past any of them it is unsure, and the reference says what happens).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::checks::{Checks, Verdict};
+use crate::decode::{Decoded, Members, member};
+use crate::framing::{Framer, Framing, each_payload, sse_event_bound};
+
+/// Why the judge left a stream to the reference (for tests and for `--explain`-style curiosity:
+/// never a diagnostic).
+pub type Unsure = &'static str;
+
+/// The pipeline's limits the judge keeps to (`Limits` in `pipeline/options.py`).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_frame_bytes: usize,
+    pub max_depth: usize,
+    pub max_open_items: usize,
+    pub max_text_chars: usize,
+    pub max_conversation_chars: usize,
+    pub max_items: usize,
+    pub max_run_ids: usize,
+}
+
+/// What the caller records of a run (verify's `RunRecord`), in stream order.
+#[derive(Debug, PartialEq)]
+pub enum RunNote {
+    Started {
+        run_id: String,
+        thread_id: String,
+    },
+    /// `RUN_FINISHED` at `index`; `outcome` is its frame when it carries one (the caller reads
+    /// the outcome from it: one per run, not per event).
+    Finished {
+        index: usize,
+        outcome: Option<Vec<u8>>,
+    },
+    Failed {
+        index: usize,
+        message: String,
+    },
+}
+
+/// Where the stream stands with respect to its runs (verify's `Phase`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    BeforeFirst,
+    Active,
+    Finished,
+    Errored,
+}
+
+/// What an id names, as far as the judge follows it: the union of what verify, lint and the
+/// Conversation record under a message id.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Known {
+    /// A text message; whether its role is `assistant` (the Conversation hangs calls only there).
+    Text {
+        assistant: bool,
+    },
+    Reasoning,
+    /// A tool message a `TOOL_CALL_RESULT` minted.
+    Tool,
+    /// A message only a tool call named as its parent (an assistant message to the Conversation).
+    Carrier,
+}
+
+/// The kinds of item a delta continues.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Family {
+    Text,
+    Reasoning,
+    Call,
+}
+
+/// The rules' state for one stream.
+struct Stream {
+    limits: Limits,
+    quiet_versions: Vec<String>,
+    phase: Phase,
+    run: Option<(String, String)>,
+    first_thread: Option<String>,
+    run_ids: HashSet<String>,
+    messages: HashMap<String, Known>,
+    /// Every tool call the stream started → whether a result answered it.
+    calls: HashMap<String, bool>,
+    /// Messages and tool calls recorded, against `max_items` (verify's `_new_item`; the judge
+    /// counts every id it records, a superset of verify's).
+    items: usize,
+    open_text: HashSet<String>,
+    open_reasoning: HashSet<String>,
+    open_spans: HashSet<String>,
+    open_calls: HashSet<String>,
+    steps: HashSet<String>,
+    /// This run's calls in order, with their argument text and whether they ended (lint's
+    /// `_new_calls`, `_args` and `_ends`).
+    run_calls: Vec<(String, String, bool)>,
+    run_call_at: HashMap<String, usize>,
+    /// The item the last delta went to, known to be open (and, for a call, its place in
+    /// `run_calls`): deltas come in runs to one item, and this spares each its lookups. Let go
+    /// whenever an item closes.
+    recent: Option<(Family, String, usize)>,
+    /// The last event's type and its check's node.
+    last_type: Option<(String, usize)>,
+    /// Characters of text and arguments this run streamed (lint's text budget).
+    run_chars: usize,
+    /// Characters the Conversation holds (`max_conversation_chars`).
+    conversation_chars: usize,
+    notes: Vec<RunNote>,
+}
+
+/// The judge of one stream.
+pub struct Judge {
+    framer: Framer,
+    framing: Framing,
+    checks: Checks,
+    stream: Stream,
+    read: usize,
+    unsure: Option<Unsure>,
+}
+
+impl Judge {
+    pub fn new(
+        framing: Framing,
+        checks: Checks,
+        limits: Limits,
+        quiet_versions: Vec<String>,
+    ) -> Judge {
+        Judge {
+            framer: Framer::new(framing, limits.max_frame_bytes),
+            framing,
+            checks,
+            stream: Stream {
+                limits,
+                quiet_versions,
+                phase: Phase::BeforeFirst,
+                run: None,
+                first_thread: None,
+                run_ids: HashSet::new(),
+                messages: HashMap::new(),
+                calls: HashMap::new(),
+                items: 0,
+                open_text: HashSet::new(),
+                open_reasoning: HashSet::new(),
+                open_spans: HashSet::new(),
+                open_calls: HashSet::new(),
+                steps: HashSet::new(),
+                run_calls: Vec::new(),
+                run_call_at: HashMap::new(),
+                recent: None,
+                last_type: None,
+                run_chars: 0,
+                conversation_chars: 0,
+                notes: Vec::new(),
+            },
+            read: 0,
+            unsure: None,
+        }
+    }
+
+    /// Why the judge gave up on the stream, once it has.
+    pub fn unsure(&self) -> Option<Unsure> {
+        self.unsure
+    }
+
+    /// Frames decoded so far (the `read` counter; on a clean stream every one is delivered).
+    pub fn read(&self) -> usize {
+        self.read
+    }
+
+    /// The runs noted since the last call.
+    pub fn take_notes(&mut self) -> Vec<RunNote> {
+        std::mem::take(&mut self.stream.notes)
+    }
+
+    /// One read of the stream (its bytes from the first frame on: the caller has taken the
+    /// byte order mark off and told the framing, as parse's `_start` does).
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if self.unsure.is_some() {
+            return;
+        }
+        let Judge {
+            framer,
+            framing,
+            checks,
+            stream,
+            read,
+            ..
+        } = self;
+        let framing = *framing;
+        let (judged, too_large) = framer.feed(chunk, |region| {
+            frames(framing, region, checks, stream, read)
+        });
+        if let Some(Err(unsure)) = judged {
+            self.unsure = Some(unsure);
+        } else if too_large.is_some() {
+            self.unsure = Some("a frame over max_frame_bytes");
+        }
+    }
+
+    /// The end of the stream: whether it was clean to its end.
+    pub fn finish(&mut self) -> bool {
+        if self.unsure.is_none() {
+            let rest = self.framer.take_rest();
+            let ends = if rest.iter().all(|byte| b" \t\r\n".contains(byte)) {
+                Ok(())
+            } else if self.framing == Framing::JsonLines {
+                // The last line needs no newline (parse's `finish`).
+                let Judge {
+                    checks,
+                    stream,
+                    read,
+                    ..
+                } = self;
+                frame(&rest, checks, stream, read)
+            } else {
+                Err("an SSE event the stream ended inside")
+            };
+            let closed = matches!(self.stream.phase, Phase::Finished | Phase::Errored);
+            let ended = ends.and(if closed {
+                Ok(())
+            } else {
+                Err("a stream that ends with a run active or before any run")
+            });
+            if let Err(unsure) = ended {
+                self.unsure = Some(unsure);
+            }
+        }
+        self.unsure.is_none()
+    }
+}
+
+/// The frames of one read's complete region.
+fn frames(
+    framing: Framing,
+    region: &[u8],
+    checks: &Checks,
+    stream: &mut Stream,
+    read: &mut usize,
+) -> Result<(), Unsure> {
+    if framing == Framing::Sse && region.len() > sse_event_bound(stream.limits.max_frame_bytes) {
+        return Err("a read whose SSE events may be over the limit as sent");
+    }
+    let mut judged = Ok(());
+    each_payload(framing, region, |payload| {
+        if judged.is_ok() {
+            judged = frame(payload, checks, stream, read);
+        }
+    });
+    judged
+}
+
+/// Bytes Python's `bytes.isspace` calls blank: a frame of only these is skipped.
+fn is_blank(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// Whether a payload may nest past `max_depth`: each level takes two bytes and opens with `[`
+/// or `{`, so a payload no longer than twice the limit, or with no more openers than the limit,
+/// cannot (parse's own first tests; a `[` inside a string counts too, which errs on the safe
+/// side).
+fn may_nest_too_deep(payload: &[u8], max_depth: usize) -> bool {
+    payload.len() / 2 > max_depth
+        && payload
+            .iter()
+            .filter(|byte| matches!(byte, b'[' | b'{'))
+            .count()
+            > max_depth
+}
+
+/// One frame: decoded, checked as enforce checks it, and followed.
+fn frame(
+    payload: &[u8],
+    checks: &Checks,
+    stream: &mut Stream,
+    read: &mut usize,
+) -> Result<(), Unsure> {
+    if payload.len() > stream.limits.max_frame_bytes {
+        return Err("a frame over max_frame_bytes");
+    }
+    if !payload.is_empty() && payload.iter().all(|byte| is_blank(*byte)) {
+        return Ok(()); // a blank JSON line, or a data field of blanks: no frame
+    }
+    if may_nest_too_deep(payload, stream.limits.max_depth) {
+        return Err("a frame that may nest past max_depth");
+    }
+    let Some(value) = Decoded::read(payload) else {
+        return Err("a frame that is not JSON as the reference reads it alike");
+    };
+    let index = *read;
+    *read += 1;
+    let Some(event) = value.as_object() else {
+        return Err("a frame that is not an object");
+    };
+    let Some(kind) = member(event, "type").and_then(Decoded::as_str) else {
+        return Err("an event without a string type");
+    };
+    let node = match &stream.last_type {
+        Some((known, node)) if known == kind => *node, // deltas come in runs of one type
+        _ => {
+            let Some((_, node)) = checks.event_node(kind) else {
+                return Err("an event type enforce does not know");
+            };
+            stream.last_type = Some((kind.to_owned(), node));
+            node
+        }
+    };
+    if checks.event(node, &value) == Verdict::NotClean {
+        return Err("an event enforce's check does not pass");
+    }
+    stream.event(kind, event, payload, index)
+}
+
+fn text<'a>(event: &'a Members<'_>, field: &str) -> Result<&'a str, Unsure> {
+    // enforce's check has passed: a required string is there. A miss is the judge's own
+    // mistake about the schema, and the reference is the safe answer to it.
+    member(event, field)
+        .and_then(Decoded::as_str)
+        .ok_or("a member the judge expected to be a string")
+}
+
+/// Characters of a string as Python counts them (code points).
+fn chars(text: &str) -> usize {
+    text.chars().count()
+}
+
+impl Stream {
+    /// One event enforce passed clean.
+    fn event(
+        &mut self,
+        kind: &str,
+        event: &Members<'_>,
+        payload: &[u8],
+        index: usize,
+    ) -> Result<(), Unsure> {
+        // compat (stages/compat.py): a retired null is translated with a warning.
+        if member(event, "rawEvent").is_some_and(Decoded::is_null) {
+            return Err("a rawEvent sent as null (compat translates it)");
+        }
+        // Attribution (verify, lint, the Conversation): subagents are not followed here.
+        if member(event, "subagentRunId").is_some() {
+            return Err("an event attributed to a subagent");
+        }
+        if kind == "RUN_STARTED" {
+            return self.run_started(event);
+        }
+        if self.phase != Phase::Active {
+            // verify's `_between_runs`: only a run's start or error, outside a run.
+            // (A RUN_ERROR before the first run, or after a finish, is one verify admits; the
+            // judge leaves it to the reference all the same.)
+            return Err("an event outside a run");
+        }
+        match kind {
+            "RUN_FINISHED" => self.run_finished(event, payload, index),
+            "RUN_ERROR" => self.run_error(event, index),
+            "STEP_STARTED" => {
+                let name = text(event, "stepName")?;
+                if self.steps.contains(name) {
+                    return Err("a step started twice");
+                }
+                self.make_room()?;
+                self.steps.insert(name.to_owned());
+                Ok(())
+            }
+            "STEP_FINISHED" => {
+                if !self.steps.remove(text(event, "stepName")?) {
+                    return Err("a step finished that is not open");
+                }
+                Ok(())
+            }
+            "TEXT_MESSAGE_START" => {
+                let role = member(event, "role")
+                    .and_then(Decoded::as_str)
+                    .unwrap_or("assistant");
+                self.message_start(
+                    text(event, "messageId")?,
+                    Known::Text {
+                        assistant: role == "assistant",
+                    },
+                )
+            }
+            "REASONING_MESSAGE_START" => {
+                self.message_start(text(event, "messageId")?, Known::Reasoning)
+            }
+            "TEXT_MESSAGE_CONTENT" | "REASONING_MESSAGE_CONTENT" => {
+                let (family, open) = if kind == "TEXT_MESSAGE_CONTENT" {
+                    (Family::Text, &self.open_text)
+                } else {
+                    (Family::Reasoning, &self.open_reasoning)
+                };
+                let message = text(event, "messageId")?;
+                if !self.is_recent(family, message) {
+                    if !open.contains(message) {
+                        return Err("a delta to a message that is not open");
+                    }
+                    self.recent = Some((family, message.to_owned(), 0));
+                }
+                self.streamed(chars(text(event, "delta")?))
+            }
+            "TEXT_MESSAGE_END" | "REASONING_MESSAGE_END" => {
+                self.recent = None;
+                let open = if kind == "TEXT_MESSAGE_END" {
+                    &mut self.open_text
+                } else {
+                    &mut self.open_reasoning
+                };
+                if !open.remove(text(event, "messageId")?) {
+                    return Err("the end of a message that is not open");
+                }
+                Ok(())
+            }
+            "REASONING_START" => {
+                let span = text(event, "messageId")?;
+                if self.open_spans.contains(span) {
+                    return Err("a reasoning span opened twice");
+                }
+                self.make_room()?;
+                self.open_spans.insert(span.to_owned());
+                Ok(())
+            }
+            "REASONING_END" => {
+                if !self.open_spans.remove(text(event, "messageId")?) {
+                    return Err("the end of a reasoning span that is not open");
+                }
+                Ok(())
+            }
+            "TOOL_CALL_START" => self.call_start(event),
+            "TOOL_CALL_ARGS" => {
+                let call = text(event, "toolCallId")?;
+                let at = match &self.recent {
+                    Some((Family::Call, recent, at)) if recent == call => *at,
+                    _ => {
+                        if !self.open_calls.contains(call) {
+                            return Err("arguments to a call that is not open");
+                        }
+                        // Every open call was started in this run, so it has its place.
+                        let at = *self
+                            .run_call_at
+                            .get(call)
+                            .ok_or("an open call without its place in the run")?;
+                        self.recent = Some((Family::Call, call.to_owned(), at));
+                        at
+                    }
+                };
+                let delta = text(event, "delta")?;
+                self.streamed(chars(delta))?;
+                self.run_calls[at].1.push_str(delta);
+                Ok(())
+            }
+            "TOOL_CALL_END" => {
+                self.recent = None;
+                let call = text(event, "toolCallId")?;
+                if !self.open_calls.remove(call) {
+                    return Err("the end of a call that is not open");
+                }
+                if let Some(&at) = self.run_call_at.get(call) {
+                    self.run_calls[at].2 = true;
+                }
+                Ok(())
+            }
+            "TOOL_CALL_RESULT" => self.call_result(event),
+            "CUSTOM" | "RAW" => Ok(()),
+            _ => Err("an event type the judge does not follow"),
+        }
+    }
+
+    fn run_started(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
+        if self.phase == Phase::Active {
+            return Err("a run started inside a run"); // verify.nested-run
+        }
+        if member(event, "input").is_some() {
+            return Err("a run that echoes its input"); // compat, verify and lint read it
+        }
+        // compat's version negotiation: only versions it is quiet about.
+        if let Some(version) = member(event, "protocolVersion") {
+            let quiet = version
+                .as_str()
+                .is_some_and(|version| self.quiet_versions.iter().any(|known| known == version));
+            if !quiet {
+                return Err("a protocolVersion compat may warn of");
+            }
+        }
+        let run_id = text(event, "runId")?;
+        let thread_id = text(event, "threadId")?;
+        // lint: a runId reused, the thread changed.
+        if self.run_ids.len() >= self.limits.max_run_ids || !self.run_ids.insert(run_id.to_owned())
+        {
+            return Err("a runId seen before, or more runs than max_run_ids");
+        }
+        match &self.first_thread {
+            None => self.first_thread = Some(thread_id.to_owned()),
+            Some(first) if first != thread_id => return Err("a run on another thread"),
+            Some(_) => {}
+        }
+        self.run = Some((run_id.to_owned(), thread_id.to_owned()));
+        self.phase = Phase::Active;
+        self.notes.push(RunNote::Started {
+            run_id: run_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+        });
+        Ok(())
+    }
+
+    fn run_finished(
+        &mut self,
+        event: &Members<'_>,
+        payload: &[u8],
+        index: usize,
+    ) -> Result<(), Unsure> {
+        // verify.open-at-finish
+        if !(self.open_text.is_empty()
+            && self.open_reasoning.is_empty()
+            && self.open_spans.is_empty()
+            && self.open_calls.is_empty()
+            && self.steps.is_empty())
+        {
+            return Err("a run finished with items open");
+        }
+        // compat's retired nulls; lint's and verify's outcomes: only success, nothing pending.
+        if member(event, "result").is_some_and(Decoded::is_null) {
+            return Err("a result sent as null");
+        }
+        if let Some(outcome) = member(event, "outcome") {
+            let success = outcome.get("type").and_then(Decoded::as_str) == Some("success");
+            let nothing_pending = match outcome.get("pendingToolCallIds") {
+                None => true,
+                Some(Decoded::List(named)) => named.is_empty(),
+                Some(_) => false,
+            };
+            if !(success && nothing_pending) {
+                return Err("an outcome other than a plain success");
+            }
+        }
+        // lint.run-identity: the finish names the run it ends.
+        let (run_id, thread_id) = self.run.as_ref().ok_or("a finish without its run")?;
+        if member(event, "runId").and_then(Decoded::as_str) != Some(run_id)
+            || member(event, "threadId").and_then(Decoded::as_str) != Some(thread_id)
+        {
+            return Err("a finish naming another run");
+        }
+        self.end_run(event)?;
+        let outcome = member(event, "outcome").map(|_| payload.to_vec());
+        self.notes.push(RunNote::Finished { index, outcome });
+        self.phase = Phase::Finished;
+        Ok(())
+    }
+
+    fn run_error(&mut self, event: &Members<'_>, index: usize) -> Result<(), Unsure> {
+        if !self.open_calls.is_empty() {
+            // lint keeps a call open past its run's error, and judges its result by it.
+            return Err("a run error with tool calls open");
+        }
+        let message = text(event, "message")?.to_owned();
+        self.end_run(event)?;
+        self.notes.push(RunNote::Failed { index, message });
+        self.phase = Phase::Errored;
+        Ok(())
+    }
+
+    /// What lint's `_end_run` judges (usage, each call's arguments), and the run's state let go
+    /// (verify's `_close_run_state`, lint's `_reset_run`).
+    fn end_run(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
+        if let Some(usage) = member(event, "usage") {
+            usage_adds_up(usage)?;
+        }
+        for (_, arguments, ended) in &self.run_calls {
+            if *ended && !arguments.is_empty() && !is_json_document(arguments) {
+                return Err("a call whose arguments lint may find are not JSON");
+            }
+        }
+        self.open_text.clear();
+        self.open_reasoning.clear();
+        self.open_spans.clear();
+        self.open_calls.clear();
+        self.steps.clear();
+        self.run_calls.clear();
+        self.run_call_at.clear();
+        self.recent = None;
+        self.run_chars = 0;
+        Ok(())
+    }
+
+    /// Whether `id` is the item of `family` the last delta went to (so it is open).
+    fn is_recent(&self, family: Family, id: &str) -> bool {
+        matches!(&self.recent, Some((known, recent, _)) if *known == family && recent == id)
+    }
+
+    /// verify's `_make_room`: one more open item within `max_open_items`.
+    fn make_room(&self) -> Result<(), Unsure> {
+        let open = self.open_text.len()
+            + self.open_reasoning.len()
+            + self.open_spans.len()
+            + self.open_calls.len()
+            + self.steps.len();
+        if open >= self.limits.max_open_items {
+            return Err("more items open than max_open_items");
+        }
+        Ok(())
+    }
+
+    /// One more id recorded, within `max_items`.
+    fn new_item(&mut self) -> Result<(), Unsure> {
+        self.items += 1;
+        if self.items > self.limits.max_items {
+            return Err("more messages and tool calls than max_items");
+        }
+        Ok(())
+    }
+
+    /// Text streamed into an item: lint's budget for the run (`max_text_chars`, which also
+    /// bounds each item's text, as every item lives in one run here) and the Conversation's.
+    fn streamed(&mut self, count: usize) -> Result<(), Unsure> {
+        self.run_chars += count;
+        self.conversation_chars += count;
+        if self.run_chars > self.limits.max_text_chars
+            || self.conversation_chars > self.limits.max_conversation_chars
+        {
+            return Err("more text than max_text_chars or max_conversation_chars");
+        }
+        Ok(())
+    }
+
+    fn message_start(&mut self, message_id: &str, known: Known) -> Result<(), Unsure> {
+        // An id met before (a reopened message, one a tool call named, a reuse) is judged by
+        // rules the judge does not follow: verify's owners, lint's reuse, the Conversation's.
+        if self.messages.contains_key(message_id) {
+            return Err("a message id met before");
+        }
+        self.make_room()?;
+        self.new_item()?;
+        self.messages.insert(message_id.to_owned(), known);
+        let open = if known == Known::Reasoning {
+            &mut self.open_reasoning
+        } else {
+            &mut self.open_text
+        };
+        open.insert(message_id.to_owned());
+        Ok(())
+    }
+
+    fn call_start(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
+        let call_id = text(event, "toolCallId")?;
+        if self.calls.contains_key(call_id) {
+            return Err("a tool call id met before"); // verify, lint.reopen-disagrees
+        }
+        let parent = match member(event, "parentMessageId") {
+            None => call_id,
+            Some(Decoded::Str(parent)) => parent,
+            Some(_) => return Err("a parentMessageId that is not a string"), // compat's null
+        };
+        // The Conversation hangs a call on an assistant message, or makes one to carry it.
+        match self.messages.get(parent) {
+            None => {
+                self.new_item()?;
+                self.messages.insert(parent.to_owned(), Known::Carrier);
+            }
+            Some(Known::Carrier | Known::Text { assistant: true }) => {}
+            Some(_) => return Err("a tool call whose parent is not an assistant message"),
+        }
+        self.make_room()?;
+        self.new_item()?;
+        self.calls.insert(call_id.to_owned(), false);
+        self.open_calls.insert(call_id.to_owned());
+        self.run_call_at
+            .insert(call_id.to_owned(), self.run_calls.len());
+        self.run_calls
+            .push((call_id.to_owned(), String::new(), false));
+        Ok(())
+    }
+
+    fn call_result(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
+        let call_id = text(event, "toolCallId")?;
+        let message_id = text(event, "messageId")?;
+        let content = content_chars(member(event, "content"))?;
+        // lint: a result before its call ends, for a call nothing started, a second one.
+        if self.open_calls.contains(call_id) {
+            return Err("a tool result before its call ended");
+        }
+        let Some(answered) = self.calls.get_mut(call_id) else {
+            return Err("a tool result for a call the stream did not start");
+        };
+        if *answered {
+            return Err("a second tool result for one call");
+        }
+        *answered = true;
+        // lint.message-id-reused: a result always mints a message of its own.
+        if self.messages.contains_key(message_id) {
+            return Err("a tool result under a message id met before");
+        }
+        self.new_item()?;
+        self.messages.insert(message_id.to_owned(), Known::Tool);
+        self.conversation_chars += content;
+        if self.conversation_chars > self.limits.max_conversation_chars {
+            return Err("more text than max_conversation_chars");
+        }
+        Ok(())
+    }
+}
+
+/// What a tool result's content counts against `max_conversation_chars` (the Conversation's
+/// `_text_chars`): a string's characters; for a list of content parts, its JSON text's bytes as
+/// orjson writes them (bounded from above: `Decoded::written_bound`). Parts compat would change — a retired
+/// `binary` part, a `metadata` sent as null — are the reference's to translate.
+fn content_chars(content: Option<&Decoded<'_>>) -> Result<usize, Unsure> {
+    match content {
+        Some(Decoded::Str(text)) => Ok(chars(text)),
+        Some(parts @ Decoded::List(items)) => {
+            let retired = items.iter().any(|part| {
+                part.get("type").and_then(Decoded::as_str) == Some("binary")
+                    || part.get("metadata").is_some_and(Decoded::is_null)
+            });
+            if retired {
+                return Err("a content part compat translates");
+            }
+            Ok(parts.written_bound())
+        }
+        _ => Err("a tool result's content the judge does not follow"),
+    }
+}
+
+/// lint's token usage rules (`_check_usage`): each entry's parts within their totals, and the
+/// total the sum of input and output, where every count named is an integer.
+fn usage_adds_up(usage: &Decoded<'_>) -> Result<(), Unsure> {
+    const RULES: [(&[&str], &str); 4] = [
+        (&["cachedInputTokens"], "inputTokens"),
+        (&["cacheWriteInputTokens"], "inputTokens"),
+        (
+            &["cachedInputTokens", "cacheWriteInputTokens"],
+            "inputTokens",
+        ),
+        (&["reasoningTokens"], "outputTokens"),
+    ];
+    let Decoded::List(entries) = usage else {
+        return Ok(()); // lint reads a list only
+    };
+    for entry in entries {
+        let count = |name: &str| entry.get(name).and_then(Decoded::count);
+        for (parts, whole) in RULES {
+            let counted: Option<Vec<i128>> = parts.iter().map(|part| count(part)).collect();
+            if let (Some(counted), Some(total)) = (counted, count(whole))
+                && counted.iter().sum::<i128>() > total
+            {
+                return Err("token usage that does not add up");
+            }
+        }
+        if let (Some(input), Some(output), Some(total)) = (
+            count("inputTokens"),
+            count("outputTokens"),
+            count("totalTokens"),
+        ) && input + output != total
+        {
+            return Err("token usage that does not add up");
+        }
+    }
+    Ok(())
+}
+
+/// Whether lint's `orjson.loads` surely reads `text` as a JSON document: the judge's decoder
+/// reads it (which refuses what the two read differently; nesting past serde_json's 128 levels
+/// fails here first, so deeper text is the reference's to judge).
+fn is_json_document(text: &str) -> bool {
+    Decoded::read(text.as_bytes()).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_json_document, may_nest_too_deep, usage_adds_up};
+    use crate::decode::Decoded;
+
+    fn usage(text: &str) -> Decoded<'_> {
+        Decoded::read(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn nesting() {
+        assert!(may_nest_too_deep(b"[[[1]]]", 2));
+        assert!(!may_nest_too_deep(b"[[[1]]]", 3));
+        assert!(
+            !may_nest_too_deep(b"[[[1]]]", 4),
+            "too short to nest past the limit"
+        );
+    }
+
+    #[test]
+    fn usage_that_does_not_add_up() {
+        let fine = r#"[{"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}]"#;
+        assert!(usage_adds_up(&usage(fine)).is_ok());
+        let total = r#"[{"inputTokens": 3, "outputTokens": 4, "totalTokens": 8}]"#;
+        assert!(usage_adds_up(&usage(total)).is_err());
+        let cached = r#"[{"inputTokens": 3, "cachedInputTokens": 4}]"#;
+        assert!(usage_adds_up(&usage(cached)).is_err());
+        let float = r#"[{"inputTokens": 3.0, "cachedInputTokens": 4}]"#;
+        assert!(
+            usage_adds_up(&usage(float)).is_ok(),
+            "lint counts integers only"
+        );
+        assert!(usage_adds_up(&usage(r#""not a list""#)).is_ok());
+    }
+
+    #[test]
+    fn argument_text() {
+        assert!(is_json_document("{\"city\": \"Bern\"}"));
+        assert!(is_json_document(" [1, 2] "));
+        assert!(!is_json_document("{\"city\": "));
+        assert!(!is_json_document("[-0]"));
+    }
+}

@@ -1,0 +1,147 @@
+"""Judge mode: a stream file read by the native core when only its verdict is wanted.
+
+``check FILE`` reports the verdict, the diagnostics, the counters and the runs, never the
+events, and building the events is most of what the pipeline costs. The native core's judge
+(``native/src/judge.rs``) reads such a stream without a Python object per event and answers
+one of two things: the stream is clean — it completes, and no stage of the pipeline would
+say anything about it — or it is unsure, and the pipeline reads the stream from its start,
+as it always did. Every diagnostic, and every verdict but "completed", still comes from the
+pipeline: the judge only spares a clean stream the cost of its events, and costs a stream it
+is unsure of its own pass on top (``docs/performance.md``, "Judge mode").
+
+It judges only where nothing asks for more than the verdict: the default decoder and stages,
+no capabilities declaration, peer version, run input, handler or sink, SSE or JSON lines,
+and a caller that keeps neither the events nor the Conversation (the result has none).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from agui_pipeline import _cores
+from agui_pipeline._engine.order import default_decoder, default_stages
+from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
+from agui_pipeline._engine.sources import iter_chunks_sync
+from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version
+from agui_pipeline.options import Limits
+from agui_pipeline.stage import RunRecord, RunStatus, StreamContext
+
+if TYPE_CHECKING:
+    from agui_pipeline._engine.pipeline import Pipeline
+    from agui_pipeline._native import Judge
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def judge_file(pipeline: Pipeline, path: Path) -> RunResult | None:
+    """The result of the stream in ``path`` when the native judge finds it clean; ``None``
+    when the pipeline must read it (no native core, a pipeline that asks for more, or a
+    stream the judge is unsure of)."""
+    native = _cores.native
+    if native is None or not judges(pipeline):
+        return None
+    ctx = pipeline.context()
+    judge: Judge | None = None
+    head = b""
+    run: RunRecord | None = None
+    for chunk in iter_chunks_sync(path):
+        if judge is None:
+            head += chunk
+            if len(head) < len(_BOM) and _BOM.startswith(head):
+                continue  # a byte order mark may be arriving
+            data = head.removeprefix(_BOM)
+            framing = pipeline.options.framing or _detected(data[:1])
+            if framing is None:
+                return None
+            ctx.transport = framing  # as parse names a file's framing
+            judge = native.Judge(framing, *_plan(), _limits(ctx.limits), _quiet_versions())
+            chunk = data
+        judge.feed(chunk)
+        run = _record(ctx, judge.take_runs(), run)
+        if judge.unsure is not None:
+            return None
+    if judge is None or not judge.finish():
+        return None
+    _record(ctx, judge.take_runs(), run)
+    ctx.counters.read = ctx.counters.delivered = judge.read
+    return result_of(ctx, Verdict(Outcome.COMPLETED), [])
+
+
+def judges(pipeline: Pipeline) -> bool:
+    """Whether the judge can stand in for ``pipeline``: nothing in it asks for more than the
+    verdict, and its framing (if set) is one the judge reads."""
+    options = pipeline.options
+    return (
+        pipeline.decoder is default_decoder()
+        and pipeline.stage_factories == [stage for _, stage in default_stages()]
+        and options.framing in (None, "sse", "jsonl")
+        and options.capabilities is None
+        and options.peer_max_protocol_version is None
+        and options.handlers is None
+        and not options.sinks
+    )
+
+
+def _detected(first: bytes) -> str | None:
+    """The framing parse detects from a stream's first byte (``Parse._detect``), where the
+    judge takes it on: a stream that opens with a blank is the pipeline's to read."""
+    if first == b"{":
+        return "jsonl"
+    if first == b":" or first.isalpha():
+        return "sse"
+    return None
+
+
+@cache
+def _plan() -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+    """enforce's checks as the native core builds its own (``stages/_checks.py``)."""
+    from agui_pipeline.stages._checks import native_plan
+
+    return native_plan()
+
+
+def _limits(limits: Limits) -> tuple[int, int, int, int, int, int, int]:
+    return (
+        limits.max_frame_bytes,
+        limits.max_depth,
+        limits.max_open_items,
+        limits.max_text_chars,
+        limits.max_conversation_chars,
+        limits.max_items,
+        limits.max_run_ids,
+    )
+
+
+@cache
+def _quiet_versions() -> list[str]:
+    """``protocolVersion`` values compat's negotiation says nothing of (``Compat._negotiate``):
+    the judge leaves any other to the pipeline."""
+    quiet = []
+    for version in ("1.0", PROTOCOL_VERSION):
+        parsed = parse_version(version)
+        if parsed is not None and parsed <= SPOKEN:
+            quiet.append(version)
+    return quiet
+
+
+def _record(
+    ctx: StreamContext, notes: list[tuple[Any, ...]], run: RunRecord | None
+) -> RunRecord | None:
+    """The runs the judge noted, recorded as verify records them; the run open now."""
+    for note in notes:
+        if note[0] == "started":
+            run = RunRecord(note[1], note[2])
+            ctx.record_run(run)
+            continue
+        assert run is not None, "the judge noted a run's end before its start"
+        if note[0] == "finished":
+            run.status = RunStatus.FINISHED
+            run.outcome = None if note[2] is None else orjson.loads(note[2])["outcome"]
+        else:
+            run.status = RunStatus.ERROR
+            run.error = note[2]
+        run.ended_at = note[1]
+    return run

@@ -1,0 +1,206 @@
+"""Judge mode against the pipeline: a stream the native judge calls clean is one the pipeline
+completes without a word, with the same counters and runs.
+
+The judge (``native/src/judge.rs``, ``pipeline/_engine/judge.py``) stands in for the whole
+pipeline when ``check`` wants only the verdict. It never words a diagnostic: it answers
+"clean" or leaves the stream to the pipeline. So the one way it can be wrong is to call a
+stream clean that the pipeline would say something about, or to count it otherwise; each
+input here is judged both ways and compared. The inputs are those of the whole-pipeline
+differential tier (``tests/test_core_differential.py``): the conformance corpus, the shipped
+streams, and random streams, valid and broken, under small limits. Streams the judge must
+find clean (the benchmark workload, a plain run) are held to that, so the comparison is
+never vacuous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from agui_pipeline import Pipeline
+from agui_pipeline._checking.source import _drain
+from agui_pipeline._engine.judge import judge_file, judges
+from agui_pipeline._engine.result import RunResult
+from agui_pipeline.batch import Batch
+from agui_pipeline.events import AnyEvent
+from agui_pipeline.options import Limits
+from agui_pipeline.stage import Stage
+from agui_pipeline.testing.conformance import load_fixture
+from agui_pipeline.testing.workload import encode_jsonl, encode_sse, events
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import streams
+from tests.conftest import corpus_paths
+from tests.cores import native_module, shown
+from tests.test_core_differential import SHIPPED, SMALL_LIMITS, framing_pieces, random_input
+
+
+@pytest.fixture(autouse=True)
+def _native() -> None:
+    native_module()  # skips (full tier: fails) without the native core
+
+
+def seen(result: RunResult) -> dict[str, Any]:
+    """Everything ``check`` reports of a result, by part."""
+    return {
+        "verdict": shown(result.verdict.to_dict()),
+        "diagnostics": [shown(d.to_dict()) for d in result.diagnostics],
+        "suppressed": result.suppressed,
+        "counters": asdict(result.counters),
+        "transport": result.transport,
+        "runs": [shown((run.to_dict(), run.ended_at, run.superseded)) for run in result.runs],
+        "run counts": result.run_counts,
+    }
+
+
+def judged_alike(path: Path, pipeline: Pipeline) -> bool:
+    """Judge ``path`` and read it through ``pipeline``; when the judge calls it clean, the
+    two results must agree. Whether the judge did."""
+    judged = judge_file(pipeline, path)
+    if judged is None:
+        return False
+    read = _drain(pipeline, path, None, [])
+    assert seen(judged) == seen(read), f"the judge called {path.name} clean"
+    assert judged.verdict.completed and not judged.diagnostics
+    return True
+
+
+def test_the_workload_is_judged_clean(tmp_path: Path) -> None:
+    """The benchmark workload, as SSE and as JSON lines: the judge finds it clean, with the
+    pipeline's counters and runs (what makes the comparisons below worth running)."""
+    workload = events(3000)
+    for name, data in (("w.sse", encode_sse(workload)), ("w.jsonl", encode_jsonl(workload))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert judged_alike(path, Pipeline()), f"the judge was unsure of {name}"
+
+
+def test_a_pipeline_that_asks_for_more_is_never_judged() -> None:
+    assert judges(Pipeline())
+    assert judges(Pipeline(conversation=False, limits=Limits(max_depth=9)))
+    for asks in (
+        Pipeline(capabilities={"tools": {"supported": True}}),
+        Pipeline(peer_max_protocol_version="0.0.57"),
+        Pipeline(sinks=[_Sink()]),
+        Pipeline(handlers={"RUN_STARTED": lambda event: None}),
+        Pipeline(framing="json"),
+        Pipeline(middleware=[_Passing]),
+        Pipeline().without("lint"),
+    ):
+        assert not judges(asks), asks.stage_names
+
+
+class _Passing(Stage):
+    name = "passing"
+
+    async def process(self, batch: Batch) -> Batch:
+        return batch
+
+
+class _Sink:
+    async def write(self, events: Sequence[AnyEvent]) -> None:
+        pass
+
+
+@pytest.mark.parametrize("path", corpus_paths())
+def test_the_corpus_judged_clean_is_clean(path: Path, tmp_path: Path) -> None:
+    """Each fixture's stream, as SSE and JSON lines, under the default limits and each small
+    one (a fixture with a run input is still judged here: only the stream is the judge's)."""
+    fixture = load_fixture(path)
+    frames = [orjson.dumps(event) for event in fixture.stream]
+    for framing in ("sse", "jsonl"):
+        stream = tmp_path / f"stream.{framing}"
+        stream.write_bytes(streams.join_frames(frames, framing))
+        for limits in (Limits(), *SMALL_LIMITS):
+            judged_alike(stream, Pipeline(limits=limits))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_the_shipped_streams_judged_clean_are_clean(path: Path) -> None:
+    for limits in (Limits(), *SMALL_LIMITS):
+        judged_alike(path, Pipeline(limits=limits))
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    drawn=st.one_of(random_input(), random_input(), random_input(), framing_pieces()),
+    limits=st.sampled_from([Limits(), Limits(), Limits(max_patch_work=64), *SMALL_LIMITS]),
+)
+def test_random_streams_judged_clean_are_clean(
+    drawn: tuple[str, bytes, bool], limits: Limits, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, data, _ = drawn
+    path = tmp_path_factory.mktemp("judge") / "stream"
+    path.write_bytes(data)
+    judged_alike(path, Pipeline(limits=limits))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "a result before its call ends",
+        "a second result",
+        "a step finished twice",
+        "a run id reused",
+        "arguments that are not JSON",
+        "a rawEvent sent as null",
+        "an unknown member",
+    ],
+)
+def test_a_plain_run_broken_is_left_to_the_pipeline(change: str, tmp_path: Path) -> None:
+    """A plain run is judged clean; each break of it, one the pipeline reports, is not."""
+    plain = _plain_run()
+    path = tmp_path / "plain.sse"
+    path.write_bytes(encode_sse(plain))
+    assert judged_alike(path, Pipeline())
+    broken = _broken(plain, change)
+    path.write_bytes(encode_sse(broken))
+    assert judge_file(Pipeline(), path) is None, change
+    read = _drain(Pipeline(), path, None, [])
+    assert read.diagnostics or not read.verdict.completed, f"the pipeline is silent on {change}"
+
+
+def _plain_run() -> list[dict[str, Any]]:
+    run = {"threadId": "t", "runId": "r"}
+    call = {"toolCallId": "c"}
+    return [
+        {"type": "RUN_STARTED", **run},
+        {"type": "STEP_STARTED", "stepName": "s"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "TOOL_CALL_START", **call, "toolCallName": "f", "parentMessageId": "m"},
+        {"type": "TOOL_CALL_ARGS", **call, "delta": '{"a": 1}'},
+        {"type": "TOOL_CALL_END", **call},
+        {"type": "TOOL_CALL_RESULT", **call, "messageId": "tm", "content": "ok"},
+        {"type": "STEP_FINISHED", "stepName": "s"},
+        {"type": "RUN_FINISHED", **run},
+    ]
+
+
+def _broken(plain: list[dict[str, Any]], change: str) -> list[dict[str, Any]]:
+    events = [dict(event) for event in plain]
+    if change == "a result before its call ends":
+        events[7], events[8] = events[8], events[7]
+    elif change == "a second result":
+        events.insert(9, {**events[8], "messageId": "tm2"})
+    elif change == "a step finished twice":
+        events.insert(9, dict(events[9]))
+    elif change == "a run id reused":
+        events += [dict(events[0]), dict(events[-1])]
+    elif change == "arguments that are not JSON":
+        events[6]["delta"] = '{"a": '
+    elif change == "a rawEvent sent as null":
+        events[3]["rawEvent"] = None
+    elif change == "an unknown member":
+        events[3]["colour"] = "blue"
+    return events
