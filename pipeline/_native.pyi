@@ -40,7 +40,7 @@ class Judge:
         framing: str,
         rows: list[tuple[Any, ...]],
         events: dict[str, int],
-        limits: tuple[int, int, int, int, int, int, int],
+        limits: tuple[int, int, int, int, int, int, int, int, int],
         quiet_versions: list[str],
     ) -> None: ...
     def feed(self, chunk: bytes) -> None:

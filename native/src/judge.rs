@@ -21,9 +21,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde_json::Value;
+
 use crate::checks::{Checks, Verdict};
 use crate::decode::{Decoded, Members, member};
 use crate::framing::{Framer, Framing, each_payload, sse_event_bound};
+use crate::patch::{State, StateLimits};
 
 /// Why the judge left a stream to the reference (for tests and for `--explain`-style curiosity:
 /// never a diagnostic).
@@ -39,6 +42,8 @@ pub struct Limits {
     pub max_conversation_chars: usize,
     pub max_items: usize,
     pub max_run_ids: usize,
+    pub max_state_bytes: usize,
+    pub max_patch_work: usize,
 }
 
 /// What the caller records of a run (verify's `RunRecord`), in stream order.
@@ -126,6 +131,8 @@ struct Stream {
     /// Characters the Conversation holds (`max_conversation_chars`).
     conversation_chars: usize,
     notes: Vec<RunNote>,
+    /// The Conversation's state, as the reference holds it (`patch.rs`).
+    state: State,
 }
 
 /// The judge of one stream.
@@ -171,6 +178,11 @@ impl Judge {
                 run_chars: 0,
                 conversation_chars: 0,
                 notes: Vec::new(),
+                state: State::new(StateLimits {
+                    max_state_bytes: limits.max_state_bytes,
+                    max_patch_work: limits.max_patch_work,
+                    max_depth: limits.max_depth,
+                }),
             },
             read: 0,
             unsure: None,
@@ -478,6 +490,7 @@ impl Stream {
                 Ok(())
             }
             "TOOL_CALL_RESULT" => self.call_result(event),
+            "STATE_SNAPSHOT" | "STATE_DELTA" => self.state_event(kind, payload),
             "CUSTOM" | "RAW" => Ok(()),
             _ => Err("an event type the judge does not follow"),
         }
@@ -685,6 +698,26 @@ impl Stream {
         self.run_calls
             .push((call_id.to_owned(), String::new(), false));
         Ok(())
+    }
+
+    /// The Conversation's state (`PatchedDocuments.take_state`, `patch_state`): a snapshot
+    /// taken, a patch applied, as the reference would, or unsure. The state is kept as
+    /// serde_json's value, so the frame is read again as one (state events are few).
+    fn state_event(&mut self, kind: &str, payload: &[u8]) -> Result<(), Unsure> {
+        let Ok(Value::Object(event)) = serde_json::from_slice::<Value>(payload) else {
+            return Err("a state event serde_json does not read as an object");
+        };
+        let applied = if kind == "STATE_SNAPSHOT" {
+            event
+                .get("snapshot")
+                .map(|snapshot| self.state.take(snapshot))
+        } else {
+            event.get("delta").map(|delta| self.state.patch(delta))
+        };
+        match applied {
+            Some(Ok(())) => Ok(()),
+            _ => Err("a state change the reference must make"),
+        }
     }
 
     fn call_result(&mut self, event: &Members<'_>) -> Result<(), Unsure> {

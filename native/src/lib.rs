@@ -250,14 +250,25 @@ struct Judge {
 #[pymethods]
 impl Judge {
     /// `limits`: max_frame_bytes, max_depth, max_open_items, max_text_chars,
-    /// max_conversation_chars, max_items, max_run_ids; `quiet_versions`: the protocolVersion
+    /// max_conversation_chars, max_items, max_run_ids, max_state_bytes, max_patch_work;
+    /// `quiet_versions`: the protocolVersion
     /// values compat is quiet about.
     #[new]
     fn new(
         framing: &str,
         rows: &Bound<'_, PyList>,
         events: &Bound<'_, PyDict>,
-        limits: (usize, usize, usize, usize, usize, usize, usize),
+        limits: (
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+            usize,
+        ),
         quiet_versions: Vec<String>,
     ) -> PyResult<Self> {
         let framing = match framing {
@@ -274,6 +285,7 @@ impl Judge {
         let (max_frame_bytes, max_depth, max_open_items, max_text_chars) =
             (limits.0, limits.1, limits.2, limits.3);
         let (max_conversation_chars, max_items, max_run_ids) = (limits.4, limits.5, limits.6);
+        let (max_state_bytes, max_patch_work) = (limits.7, limits.8);
         let limits = judge::Limits {
             max_frame_bytes,
             max_depth,
@@ -282,6 +294,8 @@ impl Judge {
             max_conversation_chars,
             max_items,
             max_run_ids,
+            max_state_bytes,
+            max_patch_work,
         };
         Ok(Judge {
             judge: judge::Judge::new(framing, checks, limits, quiet_versions),

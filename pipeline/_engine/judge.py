@@ -103,7 +103,7 @@ def _plan() -> tuple[list[tuple[Any, ...]], dict[str, int]]:
     return native_plan()
 
 
-def _limits(limits: Limits) -> tuple[int, int, int, int, int, int, int]:
+def _limits(limits: Limits) -> tuple[int, int, int, int, int, int, int, int, int]:
     return (
         limits.max_frame_bytes,
         limits.max_depth,
@@ -112,6 +112,8 @@ def _limits(limits: Limits) -> tuple[int, int, int, int, int, int, int]:
         limits.max_conversation_chars,
         limits.max_items,
         limits.max_run_ids,
+        limits.max_state_bytes,
+        limits.max_patch_work,
     )
 
 

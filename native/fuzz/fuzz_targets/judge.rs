@@ -14,7 +14,8 @@
 //! The input is a header and the reads. The header's eight bytes: the framing (bit 0: SSE or
 //! JSON lines), then the limits: max_frame_bytes (its square plus one: 1 to 65,026 bytes),
 //! max_depth, max_open_items, max_text_chars (its square), max_conversation_chars (its
-//! square), max_items and max_run_ids. Then each read is a length byte (0: an empty read)
+//! square), max_items and max_run_ids; the framing byte's other seven bits, when not all zero,
+//! make max_state_bytes (their square) and max_patch_work (their cube) small. Then each read is a length byte (0: an empty read)
 //! followed by that many bytes, as in the framer target.
 //!
 //! enforce's plan comes from the file `AGUI_JUDGE_PLAN` names (tests/test_native_fuzz.py
@@ -172,6 +173,15 @@ fuzz_target!(|data: &[u8]| {
         max_conversation_chars: squared(conversation),
         max_items: usize::from(*items),
         max_run_ids: usize::from(*runs),
+        // The framing byte's other bits: 0, the default limits; else small ones that trip.
+        max_state_bytes: match kind >> 1 {
+            0 => 16 << 20,
+            small => usize::from(small).pow(2),
+        },
+        max_patch_work: match kind >> 1 {
+            0 => 256 << 20,
+            small => usize::from(small).pow(3),
+        },
     };
     let mut reads = Vec::new();
     let mut rest = rest;
