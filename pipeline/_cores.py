@@ -3,10 +3,12 @@
 The native core is the extension module ``agui_pipeline._native`` (the crate in ``native/``),
 built by ``pip install`` when a Rust toolchain is present. The Python implementation stays
 the reference: it runs where the extension is not built, and everywhere when
-``AGUI_PIPELINE_PURE=1`` is set. So far two pieces are native: parse's framing of SSE and
-JSON lines (``stages/parse.py``, :func:`~agui_pipeline.stages.parse.native_framer`), and
-enforce's fast check of each event (``stages/enforce.py``; an event it does not pass is
-judged by the reference's walk). A stage reads :data:`native` when it is built.
+``AGUI_PIPELINE_PURE=1`` is set. Native so far: parse's framing of SSE and JSON lines
+(``stages/parse.py``, :func:`~agui_pipeline.stages.parse.native_framer`), enforce's fast
+check of each event (``stages/enforce.py``; an event it does not pass is judged by the
+reference's walk), and judge mode, a whole stream file read natively when ``check`` wants
+only its verdict (``_engine/judge.py``; a stream it is unsure of is read by the pipeline).
+A stage reads :data:`native` when it is built.
 ``agui-pipeline --version`` says which core is active (:data:`ACTIVE`).
 """
 

@@ -1,10 +1,11 @@
 //! The native core of agui-pipeline, imported as `agui_pipeline._native`.
 //!
-//! The native core so far (issue 36): parse's framing of SSE and JSON lines ([`framing`]) and
-//! enforce's fast check of each event ([`checks`]). The Python implementation stays the
-//! reference (`stages/parse.py`, `stages/enforce.py`), and runs when this module is not built
-//! or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`). [`patch`] mirrors the
-//! Conversation's state document for the judge (reached from Python only by [`state_probe`]).
+//! The native core so far (issue 36): parse's framing of SSE and JSON lines ([`framing`]),
+//! enforce's fast check of each event ([`checks`]), and the judge ([`judge`]): a whole stream
+//! read here when `check` wants only its verdict, decoded by [`decode`], its state followed by
+//! [`patch`] (whose mirror the differential test also reaches through [`state_probe`]). The
+//! Python implementation stays the reference (`stages/`, `pipeline/_engine/judge.py`), and
+//! runs when this module is not built or `AGUI_PIPELINE_PURE=1` is set (`pipeline/_cores.py`).
 //!
 //! A panic never crosses into Python as PyO3's `PanicException` (a `BaseException` that would
 //! slip past the engine's handling of a stage's bug): every entry point runs under
