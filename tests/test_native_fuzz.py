@@ -96,12 +96,15 @@ JUDGE_SMALL = (range(1, 41), range(13), range(13), range(1, 41), range(1, 41), r
 at most 1,601 bytes, up to 1,600 characters of text, up to 12 items, up to 3 runs."""
 
 
-def _judge_limits(header: bytes) -> tuple[int, ...]:
-    """The limits the judge target reads from ``header`` (its bytes after the framing), in
-    the order ``_native.Judge`` takes them: the target's rule, restated for the test that holds
-    its seeds to reach a clean answer."""
+def _judge_limits(framing: int, header: bytes) -> tuple[int, ...]:
+    """The limits the judge target reads from its framing byte and ``header`` (its bytes after
+    the framing), in the order ``_native.Judge`` takes them: the target's rule, restated for
+    the test that holds its seeds to reach a clean answer. The seeds' framing byte is 0 or 1:
+    the state's limits are the defaults."""
     frame, depth, open_items, text, conversation, items, runs = header
-    return (frame**2 + 1, depth, open_items, text**2, conversation**2, items, runs)
+    state = framing >> 1
+    state_limits = (16 << 20, 256 << 20) if state == 0 else (state**2, state**3)
+    return (frame**2 + 1, depth, open_items, text**2, conversation**2, items, runs, *state_limits)
 
 
 DECODE_EDGES = {
@@ -199,7 +202,7 @@ def test_the_judge_seeds_reach_a_clean_answer() -> None:
     from agui_pipeline.stages._checks import native_plan
 
     native = native_module()
-    limits = _judge_limits(bytes(JUDGE_ROOMY))
+    limits = _judge_limits(0, bytes(JUDGE_ROOMY))
     judge = native.Judge("sse", *native_plan(), limits, _quiet_versions())
     data = _workload()["workload.stateless"]
     for start in range(0, len(data), 200):
