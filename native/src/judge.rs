@@ -89,12 +89,16 @@ enum Known {
     Carrier,
 }
 
-/// The kinds of item a delta continues.
+/// The kinds of item a run opens and closes (verify's open-item dicts), each with its set of
+/// open ids in `Stream::open`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Family {
+enum Item {
     Text,
     Reasoning,
     Call,
+    /// A reasoning span (`REASONING_START`): it namespaces nothing.
+    Span,
+    Step,
 }
 
 /// The rules' state for one stream.
@@ -111,11 +115,8 @@ struct Stream {
     /// Messages and tool calls recorded, against `max_items` (verify's `_new_item`; the judge
     /// counts every id it records, a superset of verify's).
     items: usize,
-    open_text: HashSet<String>,
-    open_reasoning: HashSet<String>,
-    open_spans: HashSet<String>,
-    open_calls: HashSet<String>,
-    steps: HashSet<String>,
+    /// The ids open in this run, by `Item` (what `max_open_items` counts).
+    open: [HashSet<String>; 5],
     /// This run's calls in order, with their argument text and whether they ended (lint's
     /// `_new_calls`, `_args` and `_ends`).
     run_calls: Vec<(String, String, bool)>,
@@ -123,7 +124,7 @@ struct Stream {
     /// The item the last delta went to, known to be open (and, for a call, its place in
     /// `run_calls`): deltas come in runs to one item, and this spares each its lookups. Let go
     /// whenever an item closes.
-    recent: Option<(Family, String, usize)>,
+    recent: Option<(Item, String, usize)>,
     /// The last event's type and its check's node.
     last_type: Option<(String, usize)>,
     /// Characters of text and arguments this run streamed (lint's text budget).
@@ -166,11 +167,7 @@ impl Judge {
                 messages: HashMap::new(),
                 calls: HashMap::new(),
                 items: 0,
-                open_text: HashSet::new(),
-                open_reasoning: HashSet::new(),
-                open_spans: HashSet::new(),
-                open_calls: HashSet::new(),
-                steps: HashSet::new(),
+                open: Default::default(),
                 run_calls: Vec::new(),
                 run_call_at: HashMap::new(),
                 recent: None,
@@ -384,21 +381,8 @@ impl Stream {
         match kind {
             "RUN_FINISHED" => self.run_finished(event, payload, index),
             "RUN_ERROR" => self.run_error(event, index),
-            "STEP_STARTED" => {
-                let name = text(event, "stepName")?;
-                if self.steps.contains(name) {
-                    return Err("a step started twice");
-                }
-                self.make_room()?;
-                self.steps.insert(name.to_owned());
-                Ok(())
-            }
-            "STEP_FINISHED" => {
-                if !self.steps.remove(text(event, "stepName")?) {
-                    return Err("a step finished that is not open");
-                }
-                Ok(())
-            }
+            "STEP_STARTED" => self.opened(Item::Step, text(event, "stepName")?),
+            "STEP_FINISHED" => self.closed(Item::Step, text(event, "stepName")?),
             "TEXT_MESSAGE_START" => {
                 let role = member(event, "role")
                     .and_then(Decoded::as_str)
@@ -414,54 +398,31 @@ impl Stream {
                 self.message_start(text(event, "messageId")?, Known::Reasoning)
             }
             "TEXT_MESSAGE_CONTENT" | "REASONING_MESSAGE_CONTENT" => {
-                let (family, open) = if kind == "TEXT_MESSAGE_CONTENT" {
-                    (Family::Text, &self.open_text)
+                let item = if kind == "TEXT_MESSAGE_CONTENT" {
+                    Item::Text
                 } else {
-                    (Family::Reasoning, &self.open_reasoning)
+                    Item::Reasoning
                 };
                 let message = text(event, "messageId")?;
-                if !self.is_recent(family, message) {
-                    if !open.contains(message) {
-                        return Err("a delta to a message that is not open");
+                if !self.is_recent(item, message) {
+                    if !self.open[item as usize].contains(message) {
+                        return Err("a delta to an item that is not open");
                     }
-                    self.recent = Some((family, message.to_owned(), 0));
+                    self.recent = Some((item, message.to_owned(), 0));
                 }
                 self.streamed(chars(text(event, "delta")?))
             }
-            "TEXT_MESSAGE_END" | "REASONING_MESSAGE_END" => {
-                self.recent = None;
-                let open = if kind == "TEXT_MESSAGE_END" {
-                    &mut self.open_text
-                } else {
-                    &mut self.open_reasoning
-                };
-                if !open.remove(text(event, "messageId")?) {
-                    return Err("the end of a message that is not open");
-                }
-                Ok(())
-            }
-            "REASONING_START" => {
-                let span = text(event, "messageId")?;
-                if self.open_spans.contains(span) {
-                    return Err("a reasoning span opened twice");
-                }
-                self.make_room()?;
-                self.open_spans.insert(span.to_owned());
-                Ok(())
-            }
-            "REASONING_END" => {
-                if !self.open_spans.remove(text(event, "messageId")?) {
-                    return Err("the end of a reasoning span that is not open");
-                }
-                Ok(())
-            }
+            "TEXT_MESSAGE_END" => self.closed(Item::Text, text(event, "messageId")?),
+            "REASONING_MESSAGE_END" => self.closed(Item::Reasoning, text(event, "messageId")?),
+            "REASONING_START" => self.opened(Item::Span, text(event, "messageId")?),
+            "REASONING_END" => self.closed(Item::Span, text(event, "messageId")?),
             "TOOL_CALL_START" => self.call_start(event),
             "TOOL_CALL_ARGS" => {
                 let call = text(event, "toolCallId")?;
                 let at = match &self.recent {
-                    Some((Family::Call, recent, at)) if recent == call => *at,
+                    Some((Item::Call, recent, at)) if recent == call => *at,
                     _ => {
-                        if !self.open_calls.contains(call) {
+                        if !self.open[Item::Call as usize].contains(call) {
                             return Err("arguments to a call that is not open");
                         }
                         // Every open call was started in this run, so it has its place.
@@ -469,7 +430,7 @@ impl Stream {
                             .run_call_at
                             .get(call)
                             .ok_or("an open call without its place in the run")?;
-                        self.recent = Some((Family::Call, call.to_owned(), at));
+                        self.recent = Some((Item::Call, call.to_owned(), at));
                         at
                     }
                 };
@@ -479,11 +440,8 @@ impl Stream {
                 Ok(())
             }
             "TOOL_CALL_END" => {
-                self.recent = None;
                 let call = text(event, "toolCallId")?;
-                if !self.open_calls.remove(call) {
-                    return Err("the end of a call that is not open");
-                }
+                self.closed(Item::Call, call)?;
                 if let Some(&at) = self.run_call_at.get(call) {
                     self.run_calls[at].2 = true;
                 }
@@ -540,12 +498,7 @@ impl Stream {
         index: usize,
     ) -> Result<(), Unsure> {
         // verify.open-at-finish
-        if !(self.open_text.is_empty()
-            && self.open_reasoning.is_empty()
-            && self.open_spans.is_empty()
-            && self.open_calls.is_empty()
-            && self.steps.is_empty())
-        {
+        if !self.open.iter().all(HashSet::is_empty) {
             return Err("a run finished with items open");
         }
         // compat's retired nulls; lint's and verify's outcomes: only success, nothing pending.
@@ -578,7 +531,7 @@ impl Stream {
     }
 
     fn run_error(&mut self, event: &Members<'_>, index: usize) -> Result<(), Unsure> {
-        if !self.open_calls.is_empty() {
+        if !self.open[Item::Call as usize].is_empty() {
             // lint keeps a call open past its run's error, and judges its result by it.
             return Err("a run error with tool calls open");
         }
@@ -600,11 +553,7 @@ impl Stream {
                 return Err("a call whose arguments lint may find are not JSON");
             }
         }
-        self.open_text.clear();
-        self.open_reasoning.clear();
-        self.open_spans.clear();
-        self.open_calls.clear();
-        self.steps.clear();
+        self.open.iter_mut().for_each(HashSet::clear);
         self.run_calls.clear();
         self.run_call_at.clear();
         self.recent = None;
@@ -613,17 +562,34 @@ impl Stream {
     }
 
     /// Whether `id` is the item of `family` the last delta went to (so it is open).
-    fn is_recent(&self, family: Family, id: &str) -> bool {
-        matches!(&self.recent, Some((known, recent, _)) if *known == family && recent == id)
+    fn is_recent(&self, item: Item, id: &str) -> bool {
+        matches!(&self.recent, Some((known, recent, _)) if *known == item && recent == id)
+    }
+
+    /// An item opened (verify's `_*_start`): not open already, and one more within
+    /// `max_open_items`.
+    fn opened(&mut self, item: Item, id: &str) -> Result<(), Unsure> {
+        if self.open[item as usize].contains(id) {
+            return Err("an item opened while it is open");
+        }
+        self.make_room()?;
+        self.open[item as usize].insert(id.to_owned());
+        Ok(())
+    }
+
+    /// An item closed (verify's `_*_end`): only while it is open. The last delta's item may be
+    /// the one closing, so it is let go.
+    fn closed(&mut self, item: Item, id: &str) -> Result<(), Unsure> {
+        self.recent = None;
+        if !self.open[item as usize].remove(id) {
+            return Err("the end of an item that is not open");
+        }
+        Ok(())
     }
 
     /// verify's `_make_room`: one more open item within `max_open_items`.
     fn make_room(&self) -> Result<(), Unsure> {
-        let open = self.open_text.len()
-            + self.open_reasoning.len()
-            + self.open_spans.len()
-            + self.open_calls.len()
-            + self.steps.len();
+        let open: usize = self.open.iter().map(HashSet::len).sum();
         if open >= self.limits.max_open_items {
             return Err("more items open than max_open_items");
         }
@@ -658,16 +624,14 @@ impl Stream {
         if self.messages.contains_key(message_id) {
             return Err("a message id met before");
         }
-        self.make_room()?;
         self.new_item()?;
         self.messages.insert(message_id.to_owned(), known);
-        let open = if known == Known::Reasoning {
-            &mut self.open_reasoning
+        let item = if known == Known::Reasoning {
+            Item::Reasoning
         } else {
-            &mut self.open_text
+            Item::Text
         };
-        open.insert(message_id.to_owned());
-        Ok(())
+        self.opened(item, message_id)
     }
 
     fn call_start(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
@@ -689,10 +653,9 @@ impl Stream {
             Some(Known::Carrier | Known::Text { assistant: true }) => {}
             Some(_) => return Err("a tool call whose parent is not an assistant message"),
         }
-        self.make_room()?;
         self.new_item()?;
         self.calls.insert(call_id.to_owned(), false);
-        self.open_calls.insert(call_id.to_owned());
+        self.opened(Item::Call, call_id)?;
         self.run_call_at
             .insert(call_id.to_owned(), self.run_calls.len());
         self.run_calls
@@ -725,7 +688,7 @@ impl Stream {
         let message_id = text(event, "messageId")?;
         let content = content_chars(member(event, "content"))?;
         // lint: a result before its call ends, for a call nothing started, a second one.
-        if self.open_calls.contains(call_id) {
+        if self.open[Item::Call as usize].contains(call_id) {
             return Err("a tool result before its call ended");
         }
         let Some(answered) = self.calls.get_mut(call_id) else {

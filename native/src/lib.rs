@@ -58,6 +58,17 @@ enum Fed<'py> {
     TooLarge(Bound<'py, PyList>, Bound<'py, PyBytes>, usize, bool),
 }
 
+/// The framing parse names `name`; `reader` is who refuses any other.
+fn framing_named(name: &str, reader: &str) -> PyResult<Framing> {
+    match name {
+        "sse" => Ok(Framing::Sse),
+        "jsonl" => Ok(Framing::JsonLines),
+        other => Err(PyValueError::new_err(format!(
+            "{reader} reads 'sse' or 'jsonl', not {other:?}"
+        ))),
+    }
+}
+
 /// parse's framer for one stream: `feed` a read, get its complete frames.
 #[pyclass(module = "agui_pipeline._native")]
 struct Framer {
@@ -69,15 +80,7 @@ struct Framer {
 impl Framer {
     #[new]
     fn new(framing: &str, max_frame_bytes: usize) -> PyResult<Self> {
-        let framing = match framing {
-            "sse" => Framing::Sse,
-            "jsonl" => Framing::JsonLines,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "the native framer reads 'sse' or 'jsonl', not {other:?}"
-                )));
-            }
-        };
+        let framing = framing_named(framing, "the native framer")?;
         Ok(Framer {
             framer: framing::Framer::new(framing, max_frame_bytes),
             framing,
@@ -272,21 +275,20 @@ impl Judge {
         ),
         quiet_versions: Vec<String>,
     ) -> PyResult<Self> {
-        let framing = match framing {
-            "sse" => Framing::Sse,
-            "jsonl" => Framing::JsonLines,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "the judge reads 'sse' or 'jsonl', not {other:?}"
-                )));
-            }
-        };
+        let framing = framing_named(framing, "the judge")?;
         let checks = guarded("judge", || checks::Checks::from_plan(rows, events))
             .map_err(InternalError::new_err)??;
-        let (max_frame_bytes, max_depth, max_open_items, max_text_chars) =
-            (limits.0, limits.1, limits.2, limits.3);
-        let (max_conversation_chars, max_items, max_run_ids) = (limits.4, limits.5, limits.6);
-        let (max_state_bytes, max_patch_work) = (limits.7, limits.8);
+        let (
+            max_frame_bytes,
+            max_depth,
+            max_open_items,
+            max_text_chars,
+            max_conversation_chars,
+            max_items,
+            max_run_ids,
+            max_state_bytes,
+            max_patch_work,
+        ) = limits;
         let limits = judge::Limits {
             max_frame_bytes,
             max_depth,

@@ -11,6 +11,10 @@
 use agui_native::framing::{Framer, Framing, each_payload, event_sent, sse_event_bound};
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../common/input.rs"]
+mod input;
+use input::{framing_of, reads_of};
+
 /// What the reads give: every payload, the bytes held at the end (`None` when a read was
 /// refused for its size, after checking the size it named), and whether a complete frame
 /// breaks the limit (which parse refuses once it has it whole).
@@ -89,19 +93,9 @@ fuzz_target!(|data: &[u8]| {
     let [kind, limit, rest @ ..] = data else {
         return;
     };
-    let framing = if kind & 1 == 0 {
-        Framing::Sse
-    } else {
-        Framing::JsonLines
-    };
+    let framing = framing_of(*kind);
     let max_frame = usize::from(*limit).pow(2) + 1;
-    let mut reads = Vec::new();
-    let mut rest = rest;
-    while let [length, tail @ ..] = rest {
-        let (read, after) = tail.split_at(usize::from(*length).min(tail.len()));
-        reads.push(read);
-        rest = after;
-    }
+    let reads = reads_of(rest);
     let cut = frame(framing, max_frame, &reads);
     let whole = frame(framing, max_frame, &[&reads.concat()]);
     match (&cut.rest, &whole.rest) {

@@ -31,6 +31,10 @@ use agui_native::decode::Decoded;
 use agui_native::framing::Framing;
 use agui_native::judge::{Judge, Limits, RunNote, Unsure};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "../common/input.rs"]
+mod input;
+use input::{framing_of, reads_of};
 use serde::Deserialize;
 
 /// The judge's reason for the one answer that may differ between pieces and whole (judge.rs).
@@ -159,11 +163,7 @@ fuzz_target!(|data: &[u8]| {
     else {
         return;
     };
-    let framing = if kind & 1 == 0 {
-        Framing::Sse
-    } else {
-        Framing::JsonLines
-    };
+    let framing = framing_of(*kind);
     let squared = |root: &u8| usize::from(*root).pow(2);
     let limits = Limits {
         max_frame_bytes: squared(frame) + 1,
@@ -183,13 +183,7 @@ fuzz_target!(|data: &[u8]| {
             small => usize::from(small).pow(3),
         },
     };
-    let mut reads = Vec::new();
-    let mut rest = rest;
-    while let [length, tail @ ..] = rest {
-        let (read, after) = tail.split_at(usize::from(*length).min(tail.len()));
-        reads.push(read);
-        rest = after;
-    }
+    let reads = reads_of(rest);
     let cut = judge(framing, limits, &reads);
     let whole = judge(framing, limits, &[&reads.concat()]);
     match (cut.unsure, whole.unsure) {
