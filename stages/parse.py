@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 FRAMINGS = ("sse", "jsonl", "json", "proto")
 _BLANK = b" \t\r\n"
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark, stripped from the start of a stream (and by judge mode)."""
 _loads = orjson.loads
 _DecodeError = orjson.JSONDecodeError
 
@@ -183,10 +184,10 @@ class Parse(Decoder):
         head += chunk
         fresh: bytes | bytearray = chunk
         if not self._past_bom:
-            if not at_end and len(head) < len(_BOM) and _BOM.startswith(head):
+            if not at_end and len(head) < len(BOM) and BOM.startswith(head):
                 return b""
-            if head.startswith(_BOM):
-                del head[: len(_BOM)]
+            if head.startswith(BOM):
+                del head[: len(BOM)]
             self._past_bom = True
             fresh = head
         if self.framing is None and not fresh.strip(_BLANK):
@@ -205,13 +206,8 @@ class Parse(Decoder):
 
     def _detect(self, data: bytes) -> None:
         first = data.lstrip(_BLANK)[:1]
-        if first == b"{":
-            self.framing = "jsonl"
-        elif first == b"[":
-            self.framing = "json"
-        elif first == b":" or first.isalpha():
-            self.framing = "sse"
-        else:
+        self.framing = framing_of(first)
+        if self.framing is None:
             raise StreamRejected(
                 PARSE_UNKNOWN_FRAMING(first=first),
                 event_index=0,
@@ -564,6 +560,17 @@ def native_framer(framing: str | None, max_frame: int) -> Framer | None:
         return None
     framer: Framer = _cores.native.Framer(framing, max_frame)
     return framer
+
+
+def framing_of(first: bytes) -> str | None:
+    """The framing a stream's first non-blank byte tells (``None``: none)."""
+    if first == b"{":
+        return "jsonl"
+    if first == b"[":
+        return "json"
+    if first == b":" or first.isalpha():
+        return "sse"
+    return None
 
 
 def sse_event_bound(max_frame: int) -> int:

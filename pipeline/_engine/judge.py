@@ -28,12 +28,11 @@ from agui_pipeline._engine.sources import iter_chunks_sync
 from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import RunRecord, RunStatus, StreamContext
+from agui_pipeline.stages.parse import BOM, framing_of
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.pipeline import Pipeline
     from agui_pipeline._native import Judge
-
-_BOM = b"\xef\xbb\xbf"
 
 
 def judge_file(pipeline: Pipeline, path: Path) -> RunResult | None:
@@ -50,11 +49,13 @@ def judge_file(pipeline: Pipeline, path: Path) -> RunResult | None:
     for chunk in iter_chunks_sync(path):
         if judge is None:
             head += chunk
-            if len(head) < len(_BOM) and _BOM.startswith(head):
+            if len(head) < len(BOM) and BOM.startswith(head):
                 continue  # a byte order mark may be arriving
-            data = head.removeprefix(_BOM)
-            framing = pipeline.options.framing or _detected(data[:1])
-            if framing is None:
+            data = head.removeprefix(BOM)
+            # parse's detection, from the first byte: a stream that opens with a blank, or a
+            # JSON array document, is the pipeline's to read.
+            framing = pipeline.options.framing or framing_of(data[:1])
+            if framing not in ("sse", "jsonl"):
                 return None
             ctx.transport = framing  # as parse names a file's framing
             judge = native.Judge(framing, *_plan(), _limits(ctx.limits), _quiet_versions())
@@ -83,16 +84,6 @@ def judges(pipeline: Pipeline) -> bool:
         and options.handlers is None
         and not options.sinks
     )
-
-
-def _detected(first: bytes) -> str | None:
-    """The framing parse detects from a stream's first byte (``Parse._detect``), where the
-    judge takes it on: a stream that opens with a blank is the pipeline's to read."""
-    if first == b"{":
-        return "jsonl"
-    if first == b":" or first.isalpha():
-        return "sse"
-    return None
 
 
 @cache
