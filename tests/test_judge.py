@@ -154,6 +154,11 @@ def test_random_streams_judged_clean_are_clean(
         "arguments that are not JSON",
         "a rawEvent sent as null",
         "an unknown member",
+        "usage that does not add up",
+        "a run finished with a step open",
+        "a call carried by a user message",
+        "a second run on another thread",
+        "content after the run",
     ],
 )
 def test_a_plain_run_broken_is_left_to_the_pipeline(change: str, tmp_path: Path) -> None:
@@ -203,4 +208,15 @@ def _broken(plain: list[dict[str, Any]], change: str) -> list[dict[str, Any]]:
         events[3]["rawEvent"] = None
     elif change == "an unknown member":
         events[3]["colour"] = "blue"
+    elif change == "usage that does not add up":
+        events[-1]["usage"] = [{"inputTokens": 3, "outputTokens": 4, "totalTokens": 8}]
+    elif change == "a run finished with a step open":
+        del events[9]
+    elif change == "a call carried by a user message":
+        events[2]["role"] = "user"
+    elif change == "a second run on another thread":
+        events += [{**events[0], "runId": "r2", "threadId": "t2"}, {**events[-1], "runId": "r2"}]
+        events[-1]["threadId"] = "t2"
+    elif change == "content after the run":
+        events.append(dict(events[3]))
     return events
