@@ -42,9 +42,14 @@ class Judge:
         events: dict[str, int],
         limits: tuple[int, int, int, int, int, int, int, int, int],
         quiet_versions: list[str],
+        delivers: bool,
     ) -> None: ...
     def feed(self, chunk: bytes) -> None:
         """One read, from the stream's first frame on."""
+    def take_payloads(self) -> bytes | None:
+        """For a judge made to deliver: the payloads of the events judged since the last
+        call, as one JSON array (``None``: none). Only what was taken while the judge is
+        sure may be delivered."""
     def finish(self) -> bool:
         """The end of the stream: whether it was clean to its end."""
     @property

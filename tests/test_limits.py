@@ -433,6 +433,7 @@ def test_the_child_process_measure_is_real() -> None:
         "max_document_bytes",
         "max_run_records",
         "max_run_ids",
+        "max_held_bytes",
         "max_decompression_ratio",
     ],
 )

@@ -134,6 +134,9 @@ struct Stream {
     notes: Vec<RunNote>,
     /// The Conversation's state, as the reference holds it (`patch.rs`).
     state: State,
+    /// For a caller that delivers the events: the payloads of the frames judged since it last
+    /// took them, as a JSON array being written (`[`, then each payload and a `,`).
+    payloads: Option<Vec<u8>>,
 }
 
 /// The judge of one stream.
@@ -152,6 +155,7 @@ impl Judge {
         checks: Checks,
         limits: Limits,
         quiet_versions: Vec<String>,
+        delivers: bool,
     ) -> Judge {
         Judge {
             framer: Framer::new(framing, limits.max_frame_bytes),
@@ -180,6 +184,7 @@ impl Judge {
                     max_patch_work: limits.max_patch_work,
                     max_depth: limits.max_depth,
                 }),
+                payloads: delivers.then(|| vec![b'[']),
             },
             read: 0,
             unsure: None,
@@ -194,6 +199,22 @@ impl Judge {
     /// Frames decoded so far (the `read` counter; on a clean stream every one is delivered).
     pub fn read(&self) -> usize {
         self.read
+    }
+
+    /// The payloads of the frames judged since the last call, as one JSON array, for a judge
+    /// made to deliver (`None` when there are none). Taken while the judge is sure, they are
+    /// the events the reference would deliver, in order, each as sent; once it is unsure they
+    /// are nothing the caller may deliver.
+    pub fn take_payloads(&mut self) -> Option<Vec<u8>> {
+        let payloads = self.stream.payloads.as_mut()?;
+        if payloads.len() == 1 {
+            return None;
+        }
+        let mut taken = std::mem::replace(payloads, vec![b'[']);
+        if let Some(last) = taken.last_mut() {
+            *last = b']'; // the comma after the last payload
+        }
+        Some(taken)
     }
 
     /// The runs noted since the last call.
@@ -336,7 +357,12 @@ fn frame(
     if checks.event(node, &value) == Verdict::NotClean {
         return Err("an event enforce's check does not pass");
     }
-    stream.event(kind, event, payload, index)
+    stream.event(kind, event, payload, index)?;
+    if let Some(payloads) = &mut stream.payloads {
+        payloads.extend_from_slice(payload);
+        payloads.push(b',');
+    }
+    Ok(())
 }
 
 fn text<'a>(event: &'a Members<'_>, field: &str) -> Result<&'a str, Unsure> {

@@ -256,7 +256,8 @@ impl Judge {
     /// `limits`: max_frame_bytes, max_depth, max_open_items, max_text_chars,
     /// max_conversation_chars, max_items, max_run_ids, max_state_bytes, max_patch_work;
     /// `quiet_versions`: the protocolVersion
-    /// values compat is quiet about.
+    /// values compat is quiet about; `delivers`: keep the judged events' payloads for
+    /// `take_payloads`.
     #[new]
     fn new(
         framing: &str,
@@ -274,6 +275,7 @@ impl Judge {
             usize,
         ),
         quiet_versions: Vec<String>,
+        delivers: bool,
     ) -> PyResult<Self> {
         let framing = framing_named(framing, "the judge")?;
         let checks = guarded("judge", || checks::Checks::from_plan(rows, events))
@@ -301,7 +303,7 @@ impl Judge {
             max_patch_work,
         };
         Ok(Judge {
-            judge: judge::Judge::new(framing, checks, limits, quiet_versions),
+            judge: judge::Judge::new(framing, checks, limits, quiet_versions, delivers),
         })
     }
 
@@ -327,6 +329,14 @@ impl Judge {
     #[getter]
     fn read(&self) -> usize {
         self.judge.read()
+    }
+
+    /// For a judge made to deliver, the events judged since the last call while it is sure:
+    /// their payloads as one JSON array (`None`: none).
+    fn take_payloads<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.judge
+            .take_payloads()
+            .map(|payloads| PyBytes::new(py, &payloads))
     }
 
     /// The runs noted since the last call, in order.

@@ -26,8 +26,8 @@ from typing import Any
 
 from agui_pipeline._engine.builtin import run_without_loop
 from agui_pipeline._engine.core import StagePlan
+from agui_pipeline._engine.deliver import open_session
 from agui_pipeline._engine.result import RunResult, Verdict, result_of
-from agui_pipeline._engine.session import Session
 from agui_pipeline.errors import UsageError
 from agui_pipeline.events import AnyEvent
 from agui_pipeline.subscribers import delivered
@@ -47,7 +47,7 @@ class Incremental:
 
     def __init__(self, pipeline: StagePlan, *, run_input: dict[str, Any] | None = None) -> None:
         self.context = pipeline.context(run_input)
-        self._session = Session(pipeline, self.context)
+        self._session = open_session(pipeline, self.context)
         self._closing: list[AnyEvent] = []
 
     @property

@@ -58,15 +58,15 @@ def judge_file(pipeline: Pipeline, path: Path) -> RunResult | None:
             if framing not in ("sse", "jsonl"):
                 return None
             ctx.transport = framing  # as parse names a file's framing
-            judge = native.Judge(framing, *_plan(), _limits(ctx.limits), _quiet_versions())
+            judge = new_judge(framing, ctx.limits, delivers=False)
             chunk = data
         judge.feed(chunk)
-        run = _record(ctx, judge.take_runs(), run)
+        run = record_runs(ctx, judge.take_runs(), run)
         if judge.unsure is not None:
             return None
     if judge is None or not judge.finish():
         return None
-    _record(ctx, judge.take_runs(), run)
+    record_runs(ctx, judge.take_runs(), run)
     ctx.counters.read = ctx.counters.delivered = judge.read
     return result_of(ctx, Verdict(Outcome.COMPLETED), [])
 
@@ -84,6 +84,16 @@ def judges(pipeline: Pipeline) -> bool:
         and options.handlers is None
         and not options.sinks
     )
+
+
+def new_judge(framing: str, limits: Limits, *, delivers: bool) -> Judge:
+    """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it keeps
+    the payloads of the events it passes, for deliver mode (``deliver.py``)."""
+    assert _cores.native is not None
+    judge: Judge = _cores.native.Judge(
+        framing, *_plan(), _limits(limits), _quiet_versions(), delivers
+    )
+    return judge
 
 
 @cache
@@ -120,7 +130,7 @@ def _quiet_versions() -> list[str]:
     return quiet
 
 
-def _record(
+def record_runs(
     ctx: StreamContext, notes: list[tuple[Any, ...]], run: RunRecord | None
 ) -> RunRecord | None:
     """The runs the judge noted, recorded as verify records them; the run open now."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agui_pipeline._engine.chain import Route
 from agui_pipeline._engine.contract import counted_process
 from agui_pipeline._engine.core import StagePlan, build
 from agui_pipeline._engine.faults import Ended, Fault, after_fault, through
@@ -59,6 +60,11 @@ class Session:
         except Exception as error:
             error.add_note(f"raised in the {self.decoder.name!r} stage (the decoder)")
             raise
+        return await self._carry(batch, route)
+
+    async def _carry(self, batch: Batch, route: Route) -> Batch:
+        """A read's decoded ``batch`` along ``route`` (the session's, or the part of it deliver
+        mode runs in Python), delivered: what the last stage passed."""
         position = 0
         segments, run_type, built_in = route.segments, route.run_type, route.built_in
         try:

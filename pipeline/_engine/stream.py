@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from agui_pipeline._engine.core import StagePlan
+from agui_pipeline._engine.deliver import open_session
 from agui_pipeline._engine.result import RunResult, Verdict, result_of
 from agui_pipeline._engine.session import Session
 from agui_pipeline._engine.sources import (
@@ -169,7 +170,7 @@ class EventStream:
 
     async def _run(self) -> AsyncGenerator[Batch, None]:
         ctx = self.context
-        session = self._session = Session(self._pipeline, ctx)
+        session = self._session = open_session(self._pipeline, ctx)
         feed = session.feed
         # Bytes in memory and files cannot stall: the clock only guards what can.
         clock = (

@@ -88,14 +88,31 @@ fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
         setup.checks.clone(),
         limits,
         setup.quiet_versions.clone(),
+        true,
     );
     let mut notes = Vec::new();
+    let mut delivered = 0;
+    let mut take = |judge: &mut Judge| {
+        if let Some(payloads) = judge.take_payloads() {
+            let events: Vec<serde_json::Value> =
+                serde_json::from_slice(&payloads).expect("the payloads taken are a JSON array");
+            assert!(!events.is_empty(), "an empty array of payloads taken");
+            delivered += events.len();
+        }
+    };
     for read in reads {
         judge.feed(read);
         notes.extend(judge.take_notes());
+        if judge.unsure().is_none() {
+            take(&mut judge);
+        }
     }
     let clean = judge.finish();
     notes.extend(judge.take_notes());
+    if clean {
+        take(&mut judge);
+        assert_eq!(delivered, judge.read(), "a clean stream delivers every frame it read");
+    }
     assert_eq!(
         clean,
         judge.unsure().is_none(),
