@@ -19,6 +19,7 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions --startup         # a whole `check` on 20 events
     python -m benchmarks.instructions --versus-sdk      # `check` and the SDK as processes
     python -m benchmarks.instructions --proto --upto parse   # the protobuf reader alone
+    python -m benchmarks.instructions --deliver         # a handler's pipeline, native and pure
 
 ``--live`` feeds the stream from an async generator, one SSE frame per read, and
 reads it event by event (``async for event in stream``): the engine's cost per
@@ -27,6 +28,11 @@ default idle window applies (a live source can stall); ``--source-timeout`` says
 the source bounds its own reads, as ``HttpAgent``'s body does; ``--backend trio`` runs
 it under trio instead of asyncio (a cancel scope per read there). ``--proto`` feeds
 the same events as HTTP + Protobuf frames (the ``proto`` extra), in 64 KiB reads.
+``--deliver`` measures delivery to a handler in process (issue 36's measure of deliver mode):
+``Pipeline(handlers={"*": handler})``, no declaration, in 64 KiB reads, with the Conversation
+(the default) and without it (``conversation=False``), each on the native core and on the pure
+one (``AGUI_PIPELINE_PURE=1``), beside the SDK's parse-only pass over the same frames in
+process (``TypeAdapter(Event).validate_json``).
 
 The pipeline is the one every figure is for (``suite.default_pipeline``:
 a full declaration for reconcile, the Conversation on); ``--upto STAGE``
@@ -47,6 +53,8 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from agui_pipeline import Pipeline
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,6 +67,7 @@ def _child(
     source_timeout: float | None,
     proto: bool,
     backend: str,
+    deliver: str | None,
 ) -> None:
     """What runs under valgrind: a short warm-up stream always (so the event loop's start
     and every first-call cost are in both runs), the workload's pass when ``measured``."""
@@ -67,7 +76,16 @@ def _child(
     from .suite import default_pipeline
     from .workload import chunks, encode_sse, events
 
+    if deliver == "sdk":
+        _sdk_child(path, measured)
+        return
     pipeline = default_pipeline()
+    if deliver is not None:
+
+        def handler(event: object) -> None:
+            """What a handler that looks at each event costs at least."""
+
+        pipeline = Pipeline(handlers={"*": handler}, conversation=deliver == "handler")
     names = pipeline.stage_names
     for later in reversed(names[names.index(upto) + 1 :]):
         pipeline = pipeline.without(later)
@@ -114,6 +132,23 @@ def _child(
     anyio.run(passes, backend=backend)
 
 
+def _sdk_child(path: Path, measured: bool) -> None:
+    """The SDK's parse-only pass in process: each frame's JSON validated into an event."""
+    from ag_ui.core import Event
+    from pydantic import TypeAdapter
+
+    from .workload import encode_sse, events
+
+    validate = TypeAdapter(Event).validate_json
+    warm_up = encode_sse(events(500, seed=1)).split(b"\n\n")[:-1]
+    reads = path.read_bytes().split(b"\n\n")[:-1]
+    for frame in warm_up:
+        validate(frame.removeprefix(b"data: "))
+    if measured:
+        for frame in reads:
+            validate(frame.removeprefix(b"data: "))
+
+
 def frames(body: bytes) -> list[bytes]:
     """Each SSE frame of ``body`` as its own read."""
     return [frame + b"\n\n" for frame in body.split(b"\n\n") if frame]
@@ -127,8 +162,15 @@ def proto_body(body: bytes) -> bytes:
     return encode_frames(orjson.loads(frame[len(b"data: ") :]) for frame in frames(body))
 
 
-def _instructions(path: Path, stages: list[str], measured: bool, reading: list[str]) -> int:
-    """Instructions callgrind counts for one child run (``reading``: how the child reads)."""
+def _instructions(
+    path: Path,
+    stages: list[str],
+    measured: bool,
+    reading: list[str],
+    env: dict[str, str] | None = None,
+) -> int:
+    """Instructions callgrind counts for one child run (``reading``: how the child reads;
+    ``env``: its environment, this process's by default)."""
     with tempfile.TemporaryDirectory() as scratch:
         command = (
             [
@@ -146,7 +188,7 @@ def _instructions(path: Path, stages: list[str], measured: bool, reading: list[s
             + (["--measured"] if measured else [])
             + reading
         )
-        env = dict(os.environ, PYTHONHASHSEED="0")
+        env = dict(os.environ if env is None else env, PYTHONHASHSEED="0")
         finished = subprocess.run(
             command, cwd=ROOT, env=env, capture_output=True, text=True, check=False
         )
@@ -230,6 +272,33 @@ def versus_sdk(path: Path) -> str:
     return "\n".join(lines)
 
 
+def delivery(path: Path) -> str:
+    """``--deliver``: instructions per event delivered to a handler in process, native and
+    pure, beside the SDK's parse-only pass in process."""
+    count = path.read_bytes().count(b"\n\n")
+    env = {name: value for name, value in os.environ.items() if name != "AGUI_PIPELINE_PURE"}
+    pure = {**env, "AGUI_PIPELINE_PURE": "1"}
+    contenders = {
+        "native core": (["--deliver", "handler"], env),
+        "pure core": (["--deliver", "handler"], pure),
+        "native core, no Conversation": (["--deliver", "bare"], env),
+        "pure core, no Conversation": (["--deliver", "bare"], pure),
+        "SDK parse-only": (["--deliver", "sdk"], env),
+    }
+    per_event = {}
+    for name, (reading, environment) in contenders.items():
+        baseline = _instructions(path, [], False, reading, environment)
+        total = _instructions(path, [], True, reading, environment)
+        per_event[name] = (total - baseline) / count
+    sdk = per_event["SDK parse-only"]
+    lines = [f"delivery to a handler in process, {count:,} events, 64 KiB reads ({path}):"]
+    lines += [
+        f"  {name}: {cost:,.0f} instructions/event ({cost / sdk:.2f}x the SDK's)"
+        for name, cost in per_event.items()
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=20_000)
@@ -254,6 +323,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--backend", choices=("asyncio", "trio"), default="asyncio", help="the event loop"
     )
+    parser.add_argument(
+        "--deliver",
+        nargs="?",
+        const="handler",
+        choices=("handler", "bare", "sdk"),
+        help="delivery to a handler in process, native and pure, beside the SDK's parse",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measured", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -268,6 +344,7 @@ def main(argv: list[str] | None = None) -> None:
             args.source_timeout,
             args.proto,
             args.backend,
+            args.deliver,
         )
         return
     if args.startup:
@@ -279,6 +356,9 @@ def main(argv: list[str] | None = None) -> None:
         path.write_bytes(encode_sse(events(args.events)))
     if args.versus_sdk:
         print(versus_sdk(path))
+        return
+    if args.deliver:
+        print(delivery(path))
         return
     count = path.read_bytes().count(b"\n\n")  # one blank line ends each SSE event
     if args.proto and args.live:

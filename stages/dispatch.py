@@ -95,9 +95,12 @@ class Dispatch(Stage):
             if not handlers:
                 continue
             if conversation is not None:
-                conversation.apply(
-                    Batch(events[applied : position + 1], indices[applied : position + 1])
-                )
+                if applied == position:  # every event handled: one at a time, no batch
+                    conversation.apply_event(event, indices[position])
+                else:
+                    conversation.apply(
+                        Batch(events[applied : position + 1], indices[applied : position + 1])
+                    )
                 applied = position + 1
             try:
                 for handler in handlers:

@@ -190,6 +190,13 @@ class Conversation:
 
     # -- applying -------------------------------------------------------------------
 
+    def apply_event(self, event: Event, index: int) -> None:
+        """Apply one delivered event, from frame ``index``: :meth:`apply` of a batch of it,
+        without the batch (dispatch keeps the Conversation one event ahead of a handler)."""
+        apply_one = self._apply.get(event["type"])
+        if apply_one is not None:
+            apply_one(event, index)
+
     def apply(self, batch: Batch) -> None:
         """Apply delivered events in order (synchronous; called by dispatch per batch)."""
         if len(batch.events) == 1:
