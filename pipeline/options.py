@@ -79,7 +79,7 @@ class Limits:
     max_run_ids: int = 100_000
     """runIds remembered to find a reused one (``lint.run-id-reused``): a reuse of a
     runId more than this many runs back is not seen."""
-    max_held_bytes: int = 16 * 1024 * 1024
+    max_held_bytes: int = 4 * 1024 * 1024
     """Bytes of a stream the native core's deliver mode holds so that the Python stages can
     take over where it stops being sure (``docs/performance.md``, "Deliver mode"); the read
     that would pass it is the Python stages', from there on. Never a verdict."""

@@ -14,7 +14,10 @@ The inputs: the conformance corpus (``AGUI_SPEC_DIR``), the streams in ``example
 ``tests/walkthrough/`` (with the capabilities declaration or run input beside them), and
 random streams, valid and broken, as SSE, JSON lines and a JSON array, in random reads (one
 byte a read, empty reads among them), some under small limits. Every input runs on both
-implementations of a run of built-in stages (``built_in_run``).
+implementations of a run of built-in stages (``built_in_run``). Where deliver mode applies (no
+declaration, run input or peer version: ``pipeline/_engine/deliver.py``), the native run is
+deliver mode's — the judge's events until it is unsure, the reference's after — and
+``tests/test_deliver.py`` checks that both paths are taken.
 """
 
 from __future__ import annotations
@@ -469,6 +472,7 @@ PIPELINES: dict[str, PipelineFactory] = {
     "default": Pipeline,
     "declared": lambda: Pipeline(capabilities=DECLARATION),
     "no conversation": lambda: Pipeline(conversation=False),
+    "a handler": lambda: Pipeline(handlers={"*": lambda event: None}),
     "an old peer": lambda: Pipeline(peer_max_protocol_version="0.0.57"),
 }
 

@@ -1,0 +1,286 @@
+"""Deliver mode (``pipeline/_engine/deliver.py``): the native judge reads a stream whose events
+go to application code while it is sure of it, and the Python stages take over where it stops.
+
+Each test runs a stream on the native core, watching which path each read took, and holds
+everything a consumer sees — events with their indices, verdict, diagnostics, counters, runs,
+the Conversation, what the handlers were handed — to the pure core's answer
+(``tests/test_core_differential.py`` compares the same over the corpus and random streams).
+A test that says the judge delivered, or that the reference took over, checks that it did:
+otherwise it would compare the reference with itself.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from agui_pipeline import Incremental, Pipeline, Stage
+from agui_pipeline._engine.deliver import JudgedSession, delivers
+from agui_pipeline.options import Limits
+from agui_pipeline.stage import StreamContext
+from agui_pipeline.testing.workload import DECLARATION, events
+
+from tests.cores import running
+from tests.test_core_differential import assert_same, bytewise, random_reads
+
+pytestmark = pytest.mark.usefixtures("built_in_run")  # batch and fused (conftest)
+
+
+def _sse(stream: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(event) + b"\n\n" for event in stream)
+
+
+def _jsonl(stream: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(event) + b"\n" for event in stream)
+
+
+def _paths(make: Callable[[], Pipeline], reads: list[bytes]) -> tuple[list[bool], Any]:
+    """The stream on the native core: for each batch delivered, whether the judge was still
+    reading when it came out; and the session."""
+    judged: list[bool] = []
+
+    async def read() -> Any:
+        async with make().open(list(reads)) as stream:
+            async for _batch in stream.batches():
+                session = stream._session
+                judged.append(isinstance(session, JudgedSession) and session._judging)
+        return stream._session
+
+    with running("native"):
+        session = anyio.run(read)
+    return judged, session
+
+
+def _handled(make: Callable[[Callable[[Any], None]], Pipeline], reads: list[bytes]) -> Any:
+    """What a ``"*"`` handler was handed, in order, on each core."""
+    seen: dict[str, list[str]] = {}
+    for core in ("native", "pure"):
+        handed: list[str] = []
+
+        async def read(handed: list[str] = handed) -> None:
+            async with make(lambda event: handed.append(repr(event))).open(list(reads)) as s:
+                async for _batch in s.batches():
+                    pass
+
+        with running(core):
+            anyio.run(read)
+        seen[core] = handed
+    return seen
+
+
+CLEAN = events(400, seed=3)
+"""Runs the judge follows whole (the benchmark's workload)."""
+
+
+def _with_unsure_at(at: int) -> list[dict[str, Any]]:
+    """The clean runs with a message sent as one chunk event — which only the reference
+    expands — before the first message that starts at or after event ``at``."""
+    stream = [dict(event) for event in CLEAN]
+    for index in range(at, len(stream)):
+        if stream[index]["type"] == "TEXT_MESSAGE_START":
+            chunk = {"type": "TEXT_MESSAGE_CHUNK", "messageId": f"chunked-{at}", "delta": "hi"}
+            stream.insert(index, chunk)
+            return stream
+    raise AssertionError("the workload starts no message after the event asked for")
+
+
+READS: list[tuple[str, Callable[[bytes], list[bytes]]]] = [
+    ("whole", lambda data: [data]),
+    ("64 KiB reads", lambda data: [data[i : i + 65_536] for i in range(0, len(data), 65_536)]),
+    ("one event a read", lambda data: [frame + b"\n\n" for frame in data.split(b"\n\n") if frame]),
+    ("random reads", lambda data: random_reads(data, 7)),
+]
+
+
+ENCODINGS = {
+    "sse": _sse(CLEAN),
+    "jsonl": _jsonl(CLEAN),
+    "jsonl, the last line without its newline": _jsonl(CLEAN)[:-1],
+    "sse after a byte order mark": b"\xef\xbb\xbf" + _sse(CLEAN),
+}
+
+
+@pytest.mark.parametrize("framing", list(ENCODINGS))
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_stream_the_judge_follows_is_delivered_from_it_to_the_end(
+    framing: str, shape: str, cut: Callable[[bytes], list[bytes]]
+) -> None:
+    data = ENCODINGS[framing]
+    reads = cut(data)
+    judged, session = _paths(Pipeline, reads)
+    assert judged and all(judged), f"a batch came from the reference: {judged.count(False)}"
+    assert session._judge is not None and session._judge.read == len(CLEAN)
+    assert_same(Pipeline, reads, what=f"the workload as {framing}, {shape}")
+    handled = _handled(lambda handler: Pipeline(handlers={"*": handler}), reads)
+    assert handled["native"] == handled["pure"] and len(handled["native"]) == len(CLEAN)
+
+
+@pytest.mark.parametrize("at", [0, 1, 100, 190])
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_the_reference_takes_over_where_the_judge_stops_being_sure(
+    at: int, shape: str, cut: Callable[[bytes], list[bytes]]
+) -> None:
+    stream = _with_unsure_at(at)
+    reads = cut(_sse(stream))
+    judged, session = _paths(Pipeline, reads)
+    assert isinstance(session, JudgedSession) and not session._judging
+    assert False in judged, "the reference never took over"
+    if len(reads) > 1 and at >= 100:
+        assert judged[0], "the judge delivered nothing before it was unsure"
+    assert judged == sorted(judged, reverse=True), "the judge delivered after the reference"
+    outcome = assert_same(Pipeline, reads, what=f"a chunk at {at}, {shape}")
+    assert outcome["verdict"]["outcome"] == "completed"
+    handled = _handled(lambda handler: Pipeline(handlers={"*": handler}), reads)
+    assert handled["native"] == handled["pure"]
+
+
+def test_a_verdict_found_after_the_handover_is_the_reference_s() -> None:
+    """A broken sequence late in a stream the judge followed until then: the rejection, its
+    index and pointer, and the runs, counters and Conversation up to it, as the reference
+    gives them."""
+    stream = [dict(event) for event in CLEAN]
+    ended = next(i for i, e in enumerate(stream) if i > 200 and e["type"] == "TEXT_MESSAGE_END")
+    stream.insert(ended + 1, dict(stream[ended]))  # the same message ended twice
+    reads = random_reads(_sse(stream), 3)
+    judged, session = _paths(Pipeline, reads)
+    assert judged[0] and not session._judging
+    outcome = assert_same(Pipeline, reads, what="a message ended twice")
+    assert outcome["verdict"]["outcome"] == "rejected"
+
+
+@pytest.mark.parametrize("limit", [1, 4_096, 20_000])
+def test_past_max_held_bytes_the_reference_takes_over_while_sure(limit: int) -> None:
+    reads = random_reads(_sse(CLEAN), 11)
+    held: list[int] = []
+
+    class Watched(JudgedSession):
+        __slots__ = ()
+
+        async def feed(self, chunk: bytes | None) -> Any:
+            batch = await super().feed(chunk)
+            held.append(self._held_bytes)
+            return batch
+
+    def make() -> Pipeline:
+        return Pipeline(limits=Limits(max_held_bytes=limit))
+
+    from agui_pipeline._engine import deliver
+
+    original = deliver.JudgedSession
+    deliver.JudgedSession = Watched  # type: ignore[misc]
+    try:
+        judged, session = _paths(make, reads)
+    finally:
+        deliver.JudgedSession = original  # type: ignore[misc]
+    assert isinstance(session, Watched) and not session._judging
+    assert max(held) <= limit, f"held {max(held)} bytes past the limit of {limit}"
+    if limit > 1:
+        assert judged[0] and not judged[-1], "the judge never delivered, or never handed over"
+    assert_same(make, reads, what=f"the workload under max_held_bytes={limit}")
+
+
+def test_a_handler_that_fails_ends_the_stream_as_it_does_on_the_reference() -> None:
+    def make(fail_at: int) -> Callable[[Callable[[Any], None]], Pipeline]:
+        def build(record: Callable[[Any], None]) -> Pipeline:
+            count = [0]
+
+            def handler(event: Any) -> None:
+                count[0] += 1
+                if count[0] == fail_at:
+                    raise RuntimeError("the application's own bug")
+                record(event)
+
+            return Pipeline(handlers={"*": handler})
+
+        return build
+
+    reads = random_reads(_sse(CLEAN), 5)
+    handled = _handled(make(123), reads)
+    assert handled["native"] == handled["pure"] and len(handled["native"]) == 122
+
+    def failing() -> Pipeline:
+        def handler(event: Any) -> None:
+            if event.get("messageId") == CLEAN[123].get("messageId"):
+                raise RuntimeError("the application's own bug")
+
+        return Pipeline(handlers={"*": handler})
+
+    outcome = assert_same(failing, reads, what="a handler that fails")
+    assert outcome["verdict"]["outcome"] == "handler-failed"
+
+
+def test_the_sync_shell_delivers_from_the_judge_too() -> None:
+    with running("native"):
+        incremental = Incremental(Pipeline())
+        delivered = []
+        for read in random_reads(_sse(CLEAN), 2):
+            delivered += incremental.feed(read)
+        assert isinstance(incremental._session, JudgedSession) and incremental._session._judging
+        result = incremental.close()
+    assert result.verdict.completed and delivered == CLEAN
+
+
+class _Yours(Stage):
+    name = "yours"
+
+    async def process(self, batch: Any) -> Any:
+        return batch
+
+
+@pytest.mark.parametrize(
+    ("what", "make", "run_input"),
+    [
+        ("a declaration", lambda: Pipeline(capabilities=DECLARATION), None),
+        ("a peer's version", lambda: Pipeline(peer_max_protocol_version="0.0.57"), None),
+        ("a JSON array document", lambda: Pipeline(framing="json"), None),
+        ("a stage of yours", lambda: Pipeline().insert_before("dispatch", _Yours), None),
+        ("a run input", Pipeline, {"threadId": "t", "runId": "r", "messages": []}),
+    ],
+)
+def test_what_deliver_mode_leaves_to_the_reference(
+    what: str, make: Callable[[], Pipeline], run_input: Any
+) -> None:
+    pipeline = make()
+    ctx = pipeline.context(run_input)
+    assert not delivers(pipeline, ctx), what
+    assert delivers(Pipeline(), Pipeline().context())
+    assert delivers(Pipeline(handlers={"*": print}, conversation=False), Pipeline().context())
+
+
+def test_deliver_mode_does_not_change_a_single_random_read() -> None:
+    """One stream, cut at every byte in turn into two reads: the handover and the judge's
+    holding meet every boundary of a frame and of a byte order mark."""
+    stream = _with_unsure_at(30)[:60]
+    data = b"\xef\xbb\xbf" + _sse(stream)
+    cuts = [*random.Random(0).sample(range(len(data)), 40), 1, 2, 3]
+    for cut in cuts:
+        assert_same(Pipeline, [data[:cut], data[cut:]], what=f"cut at byte {cut}")
+    assert_same(Pipeline, [*bytewise(data[:200]), data[200:]], what="one byte a read, then all")
+
+
+def test_the_context_a_stage_sees_is_the_reference_s_after_a_handover() -> None:
+    """The bytes, counters and runs the judge kept are counted again by the reference, not
+    twice."""
+    stream = _with_unsure_at(150)
+    reads = random_reads(_sse(stream), 9)
+    contexts: list[StreamContext] = []
+
+    async def read() -> None:
+        async with Pipeline().open(list(reads)) as stream:
+            async for _batch in stream.batches():
+                pass
+        contexts.append(stream.context)
+
+    with running("native"):
+        anyio.run(read)
+    ctx = contexts[0]
+    assert ctx.bytes_read == sum(map(len, reads))
+    assert ctx.counters.read == len(stream)
+    assert len({id(run) for run in ctx.runs}) == len(ctx.runs)
+    assert [run.run_id for run in ctx.runs] == [
+        event["runId"] for event in CLEAN if event["type"] == "RUN_STARTED"
+    ]
