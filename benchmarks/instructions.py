@@ -20,6 +20,7 @@ by the number of events, so start-up and imports cancel out::
     python -m benchmarks.instructions --versus-sdk      # `check` and the SDK as processes
     python -m benchmarks.instructions --proto --upto parse   # the protobuf reader alone
     python -m benchmarks.instructions --deliver         # a handler's pipeline, native and pure
+    python -m benchmarks.instructions --deliver --live  # ... one frame per read
 
 ``--live`` feeds the stream from an async generator, one SSE frame per read, and
 reads it event by event (``async for event in stream``): the engine's cost per
@@ -272,9 +273,9 @@ def versus_sdk(path: Path) -> str:
     return "\n".join(lines)
 
 
-def delivery(path: Path) -> str:
+def delivery(path: Path, live: bool) -> str:
     """``--deliver``: instructions per event delivered to a handler in process, native and
-    pure, beside the SDK's parse-only pass in process."""
+    pure, beside the SDK's parse-only pass in process (``live``: one frame per read)."""
     count = path.read_bytes().count(b"\n\n")
     env = {name: value for name, value in os.environ.items() if name != "AGUI_PIPELINE_PURE"}
     pure = {**env, "AGUI_PIPELINE_PURE": "1"}
@@ -287,11 +288,14 @@ def delivery(path: Path) -> str:
     }
     per_event = {}
     for name, (reading, environment) in contenders.items():
+        if live and "sdk" not in reading:
+            reading = [*reading, "--live"]
         baseline = _instructions(path, [], False, reading, environment)
         total = _instructions(path, [], True, reading, environment)
         per_event[name] = (total - baseline) / count
     sdk = per_event["SDK parse-only"]
-    lines = [f"delivery to a handler in process, {count:,} events, 64 KiB reads ({path}):"]
+    reads = "one frame per read" if live else "64 KiB reads"
+    lines = [f"delivery to a handler in process, {count:,} events, {reads} ({path}):"]
     lines += [
         f"  {name}: {cost:,.0f} instructions/event ({cost / sdk:.2f}x the SDK's)"
         for name, cost in per_event.items()
@@ -358,7 +362,7 @@ def main(argv: list[str] | None = None) -> None:
         print(versus_sdk(path))
         return
     if args.deliver:
-        print(delivery(path))
+        print(delivery(path, args.live))
         return
     count = path.read_bytes().count(b"\n\n")  # one blank line ends each SSE event
     if args.proto and args.live:
