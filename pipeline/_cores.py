@@ -6,8 +6,10 @@ the reference: it runs where the extension is not built, and everywhere when
 ``AGUI_PIPELINE_PURE=1`` is set. Native so far: parse's framing of SSE and JSON lines
 (``stages/parse.py``, :func:`~agui_pipeline.stages.parse.native_framer`), enforce's fast
 check of each event (``stages/enforce.py``; an event it does not pass is judged by the
-reference's walk), and judge mode, a whole stream file read natively when ``check`` wants
-only its verdict (``_engine/judge.py``; a stream it is unsure of is read by the pipeline).
+reference's walk), judge mode, a whole stream file read natively when ``check`` wants
+only its verdict (``_engine/judge.py``; a stream it is unsure of is read by the pipeline),
+and deliver mode, the same judge in front of metadata and dispatch while it is sure of a
+stream whose events are delivered (``_engine/deliver.py``).
 A stage reads :data:`native` when it is built.
 ``agui-pipeline --version`` says which core is active (:data:`ACTIVE`).
 """

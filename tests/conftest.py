@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import pytest
-from agui_pipeline import Batch, Pipeline, RunResult, Stage
-from agui_pipeline._engine import chain, core
+from agui_pipeline import Batch, Pipeline, RunResult, Stage, _cores
+from agui_pipeline._engine import chain, core, deliver
 from agui_pipeline._engine.faults import Ended
 from hypothesis import settings
 
@@ -264,18 +264,30 @@ def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResu
 # its Python and C parsers. A bug in one implementation alone fails its rule's own
 # file. ``tests/test_chain.py`` compares them on random streams besides.
 
-BUILT_IN_RUN_PATHS = ["batch", "fused"]
-"""The implementations every rule suite runs on: each stage's ``process`` in turn, and
-the fused pass (each stage's ``step``). An entry the engine does not have (an extension
-not built here) skips with the reason."""
+BUILT_IN_RUN_PATHS = ["batch", "fused", "deliver"]
+"""The implementations every rule suite runs on: each stage's ``process`` in turn, the
+fused pass (each stage's ``step``), both from a stream's first read; and the native core's
+deliver mode (``_engine/deliver.py``: the judge while it is sure of the stream, the engine's
+own run after). An entry the engine does not have (an extension not built here, or turned
+off by ``AGUI_PIPELINE_PURE``) skips with the reason."""
 
 
 @pytest.fixture(params=BUILT_IN_RUN_PATHS)
 def built_in_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The engine runs its runs of built-in stages with the implementation named by the
     parameter. Under ``fused`` every read is stepped, whatever its size (the engine
-    steps only small ones): every stream a test runs takes the stepped path."""
+    steps only small ones): every stream a test runs takes the stepped path. Under
+    ``batch`` and ``fused`` deliver mode is off; under ``deliver`` the engine is as it
+    ships."""
     name = str(request.param)
+    if name == "deliver":
+        if _cores.native is None:
+            reason = f"deliver mode needs the native core ({_cores.ACTIVE})"
+            if _cores.PURE_SETTING in os.environ:
+                pytest.skip(reason)
+            unavailable(reason)
+        return name
+    monkeypatch.setattr(deliver, "delivers", python_stages_only)
     if name not in core.BUILT_IN_RUNS:
         pytest.skip(f"the {name!r} implementation of a built-in run is not built here")
     monkeypatch.setattr(core, "BUILT_IN_RUN", name)
@@ -284,13 +296,33 @@ def built_in_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     return name
 
 
+def python_stages_only(plan: object, ctx: object) -> bool:
+    """``deliver.delivers`` for a test whose streams go through the Python stages from their
+    first read: never."""
+    return False
+
+
+@pytest.fixture
+def python_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deliver mode off: for a test that watches or breaks a Python stage itself, which the
+    native judge would stand in for on a stream it is sure of."""
+    monkeypatch.setattr(deliver, "delivers", python_stages_only)
+
+
 def in_a_child(script: str) -> str:
     """``script`` for ``python -c``, first made to run its runs of built-in stages as this
-    process does: the fixture's choice does not reach a child by itself."""
+    process does (and deliver mode off where it is): the fixture's choice does not reach a
+    child by itself."""
+    deliver_off = (
+        "from agui_pipeline._engine import deliver as _deliver\n"
+        "_deliver.delivers = lambda plan, ctx: False\n"
+        if deliver.delivers is python_stages_only
+        else ""
+    )
     return (
         "from agui_pipeline._engine import chain as _chain, core as _core\n"
         f"_core.BUILT_IN_RUN, _chain.STEPPED_READS = {core.BUILT_IN_RUN!r}, "
-        f"{chain.STEPPED_READS}\n{script}"
+        f"{chain.STEPPED_READS}\n{deliver_off}{script}"
     )
 
 

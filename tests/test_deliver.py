@@ -27,8 +27,6 @@ from agui_pipeline.testing.workload import DECLARATION, events
 from tests.cores import running
 from tests.test_core_differential import assert_same, bytewise, random_reads
 
-pytestmark = pytest.mark.usefixtures("built_in_run")  # batch and fused (conftest)
-
 
 def _sse(stream: list[dict[str, Any]]) -> bytes:
     return b"".join(b"data: " + orjson.dumps(event) + b"\n\n" for event in stream)

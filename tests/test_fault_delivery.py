@@ -288,6 +288,7 @@ async def test_row_7_a_keyerror_in_a_stage_surfaces_with_its_name_and_no_verdict
     assert not stream.ended  # no verdict: a bug is not a judgement on the stream
 
 
+@pytest.mark.usefixtures("python_stages")
 def test_a_typo_in_verify_surfaces_instead_of_rejecting(monkeypatch: pytest.MonkeyPatch) -> None:
     def typo(self: Verify, event: Event, index: int, tag: Any) -> None:
         event["messageID"]  # the typo
@@ -326,6 +327,7 @@ def test_a_malformed_event_reconcile_cannot_read_is_passed_over_without_enforce(
     assert result.events == [START, unhashable, END]
 
 
+@pytest.mark.usefixtures("python_stages")
 def test_a_decoder_bug_surfaces_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(self: Parse, chunk: bytes) -> Batch:
         raise AttributeError("a decoder's own bug")

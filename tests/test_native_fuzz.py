@@ -175,7 +175,7 @@ def _target_env(target: str, directory: Path) -> dict[str, str]:
     plan a JSON array."""
     if target != "judge":
         return {}
-    from agui_pipeline._engine.judge import _quiet_versions
+    from agui_pipeline._engine.judging import _quiet_versions
     from agui_pipeline.stages._checks import native_plan
 
     rows, kinds = native_plan()
@@ -198,7 +198,7 @@ def test_the_judge_seeds_reach_a_clean_answer() -> None:
     stateless workload, under the roomy limits, must be one (else the comparison is vacuous).
     Judged here by the extension with the plan and versions the target's file holds and the
     limits its header gives, in the seed's reads."""
-    from agui_pipeline._engine.judge import _quiet_versions
+    from agui_pipeline._engine.judging import _quiet_versions
     from agui_pipeline.stages._checks import native_plan
 
     native = native_module()

@@ -590,7 +590,7 @@ def _spy_on_rereads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 _DIGITS = "12345678901234567890123"  # 23 digits, in strings: never an integer
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 def test_enforce_chooses_the_frames_searched_and_parse_alone_searches_all(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -625,7 +625,7 @@ def test_enforce_chooses_the_frames_searched_and_parse_alone_searches_all(
         assert len(reread) == 4, framing
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 def test_a_stream_of_open_members_is_searched_read_by_read_for_a_while(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -644,6 +644,7 @@ def test_a_stream_of_open_members_is_searched_read_by_read_for_a_while(
     assert len(reread) == whole, "the reads after the first searched whole, then chosen again"
 
 
+@pytest.mark.usefixtures("python_stages")
 def test_a_read_of_few_frames_is_searched_by_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     # One frame per read, as a live stream arrives: handing each read over would cost more
     # than searching it, so parse does (a plain delta's digits are read again); in a read
@@ -660,7 +661,7 @@ def test_a_read_of_few_frames_is_searched_by_parse(monkeypatch: pytest.MonkeyPat
     assert reread == []
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 def test_an_event_with_two_open_members_is_searched_once() -> None:
     # Both members hold more than scalars, and the second delta also has a member no schema
     # describes (its check fails after its open member): one warning per integer still.
@@ -688,7 +689,7 @@ def test_an_event_with_two_open_members_is_searched_once() -> None:
         assert _warned(result) == [(2, "/rawEvent/n/0"), (3, "/metadata/m/0")], framing
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 def test_every_frame_after_the_first_the_checks_do_not_pass_is_searched() -> None:
     # The scan stops at the unknown event; the ones after it in the batch were not looked
     # at for open members, so their bytes are all searched.
@@ -704,7 +705,7 @@ def test_every_frame_after_the_first_the_checks_do_not_pass_is_searched() -> Non
         assert _warned(result) == [(2, "/value/n"), (3, "/snapshot/a/0")], framing
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 def test_blank_lines_do_not_shift_which_frame_is_searched() -> None:
     # Blank JSON lines are skipped while decoding: the frames handed to enforce must still
     # be those of its events, one each.
@@ -745,7 +746,7 @@ class _DropAll(Stage):
         return Batch([], [])
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 @pytest.mark.parametrize("framing", ["sse", "jsonl"])
 def test_a_stage_before_enforce_does_not_hide_an_integer(framing: str) -> None:
     # Whatever a middleware does to the events parse decoded — drops some, holds them
@@ -818,7 +819,7 @@ def _integers_past_64_bits(value: Any, pointer: str = "") -> list[str]:
     return []
 
 
-@pytest.mark.usefixtures("every_read_handed_over")
+@pytest.mark.usefixtures("every_read_handed_over", "python_stages")
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), framing=st.sampled_from(["sse", "jsonl", "json"]))
 def test_an_integer_past_64_bits_anywhere_in_any_event_is_warned_of(

@@ -33,7 +33,7 @@ import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.chain import Route, StageRun
 from agui_pipeline._engine.faults import Ended, through
-from agui_pipeline._engine.judge import new_judge, record_runs
+from agui_pipeline._engine.judging import new_judge, record_runs
 from agui_pipeline._engine.order import default_decoder, default_stages
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline._engine.session import Session
