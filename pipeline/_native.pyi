@@ -43,6 +43,7 @@ class Judge:
         limits: tuple[int, int, int, int, int, int, int, int, int],
         quiet_versions: list[str],
         delivers: bool,
+        input: tuple[Any, ...] | None = None,
     ) -> None: ...
     def feed(self, chunk: bytes) -> None:
         """One read, from the stream's first frame on."""

@@ -11,6 +11,7 @@ otherwise it would compare the reference with itself.
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,8 @@ import anyio
 import orjson
 import pytest
 from agui_pipeline import Incremental, Pipeline, Stage
-from agui_pipeline._engine.deliver import JudgedSession, delivers
+from agui_pipeline._engine.deliver import JudgedSession, input_for_judge, open_session
+from agui_pipeline._engine.session import Session
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import StreamContext
 from agui_pipeline.testing.workload import DECLARATION, events
@@ -36,13 +38,15 @@ def _jsonl(stream: list[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(event) + b"\n" for event in stream)
 
 
-def _paths(make: Callable[[], Pipeline], reads: list[bytes]) -> tuple[list[bool], Any]:
+def _paths(
+    make: Callable[[], Pipeline], reads: list[bytes], run_input: Any = None
+) -> tuple[list[bool], Any]:
     """The stream on the native core: for each batch delivered, whether the judge was still
     reading when it came out; and the session."""
     judged: list[bool] = []
 
     async def read() -> Any:
-        async with make().open(list(reads)) as stream:
+        async with make().open(list(reads), run_input=copy.deepcopy(run_input)) as stream:
             async for _batch in stream.batches():
                 session = stream._session
                 judged.append(isinstance(session, JudgedSession) and session._judging)
@@ -222,31 +226,106 @@ def test_the_sync_shell_delivers_from_the_judge_too() -> None:
     assert result.verdict.completed and delivered == CLEAN
 
 
-class _Yours(Stage):
-    name = "yours"
+# -- a run input -------------------------------------------------------------------------------
 
-    async def process(self, batch: Any) -> Any:
-        return batch
+INPUT: dict[str, Any] = {
+    "threadId": "t",
+    "runId": "r",
+    "messages": [
+        {"id": "h-1", "role": "user", "content": "hello"},
+        {
+            "id": "h-2",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "hc-1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"id": "h-3", "role": "tool", "toolCallId": "hc-1", "content": "42"},
+    ],
+    "tools": [{"name": "other", "description": "", "parameters": {}}],
+    "state": {"a": 1},
+    "context": [],
+    "forwardedProps": {},
+}
+
+
+def _run(*middle: dict[str, Any], thread: str = "t", run: str = "r") -> list[dict[str, Any]]:
+    return [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": run},
+        *middle,
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": run},
+    ]
+
+
+def _text(message_id: str = "m-1") -> list[dict[str, Any]]:
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": "hi"},
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+def _call(name: str = "lookup", call_id: str = "c-1") -> list[dict[str, Any]]:
+    return [
+        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": '{"q": 1}'},
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+    ]
+
+
+def _result(call_id: str = "c-1", message_id: str = "tool-1") -> dict[str, Any]:
+    return {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": message_id,
+        "toolCallId": call_id,
+        "content": "done",
+    }
+
+
+_DELTA = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/b", "value": 2}]}
+_NO_TOOLS = {key: value for key, value in INPUT.items() if key != "tools"}
+_NO_STATE = {key: value for key, value in INPUT.items() if key != "state"}
+
+ANSWERS: list[tuple[str, list[dict[str, Any]], dict[str, Any], bool]] = [
+    ("a plain answer", _run(*_text()), INPUT, True),
+    ("text, a call answered, a patch", _run(*_text(), *_call(), _result(), _DELTA), INPUT, True),
+    ("a run on another thread", _run(*_text(), thread="t-2"), INPUT, False),
+    ("another run than the one asked for", _run(*_text(), run="r-2"), INPUT, False),
+    ("a call to a listed tool", _run(*_call("other"), _result()), INPUT, False),
+    ("a call unanswered, tools listed", _run(*_call()), INPUT, False),
+    ("a call unanswered, no tools listed", _run(*_call()), _NO_TOOLS, True),
+    ("a history message id reused", _run(*_text("h-1")), INPUT, False),
+    ("a result for a call in the history", _run(_result("hc-1")), INPUT, False),
+    ("a patch on the input's state", _run(_DELTA), INPUT, True),
+    ("a patch the input's state refuses", _run(_DELTA), {**INPUT, "state": []}, False),
+    ("a patch, no state in the input", _run(_DELTA), _NO_STATE, True),
+]
 
 
 @pytest.mark.parametrize(
-    ("what", "make", "run_input"),
-    [
-        ("a declaration", lambda: Pipeline(capabilities=DECLARATION), None),
-        ("a peer's version", lambda: Pipeline(peer_max_protocol_version="0.0.57"), None),
-        ("a JSON array document", lambda: Pipeline(framing="json"), None),
-        ("a stage of yours", lambda: Pipeline().insert_before("dispatch", _Yours), None),
-        ("a run input", Pipeline, {"threadId": "t", "runId": "r", "messages": []}),
-    ],
+    ("what", "stream", "run_input", "to_the_end"), ANSWERS, ids=[a[0] for a in ANSWERS]
 )
-def test_what_deliver_mode_leaves_to_the_reference(
-    what: str, make: Callable[[], Pipeline], run_input: Any
+def test_a_stream_answering_a_run_input_is_judged_against_it(
+    what: str, stream: list[dict[str, Any]], run_input: dict[str, Any], to_the_end: bool
 ) -> None:
-    pipeline = make()
-    ctx = pipeline.context(run_input)
-    assert not delivers(pipeline, ctx), what
-    assert delivers(Pipeline(), Pipeline().context())
-    assert delivers(Pipeline(handlers={"*": print}, conversation=False), Pipeline().context())
+    data = _sse(stream)
+    for reads in ([data], random_reads(data, 1), bytewise(data)):
+        _, session = _paths(Pipeline, reads, run_input)
+        assert isinstance(session, JudgedSession), what
+        assert session._judging is to_the_end, f"{what}: {session._judge and session._judge.unsure}"
+        assert_same(Pipeline, reads, run_input, what=what)
+
+
+def test_an_input_is_read_for_the_judge_as_its_rules_need() -> None:
+    answering = input_for_judge(INPUT)
+    assert answering is not None
+    thread, run, tools, history, chars, state = answering
+    assert (thread, run, tools, state) == ("t", "r", ["other"], '{"a":1}')
+    assert sorted(history) == ["h-1", "h-2", "h-3", "hc-1", "hc-1"]
+    assert chars == len(orjson.dumps(INPUT["messages"]))
+    assert input_for_judge(_NO_TOOLS)[2] is None  # type: ignore[index]
+    assert input_for_judge({**INPUT, "threadId": 7}) is None
+    assert input_for_judge([INPUT]) is None
 
 
 def test_deliver_mode_does_not_change_a_single_random_read() -> None:
@@ -282,3 +361,33 @@ def test_the_context_a_stage_sees_is_the_reference_s_after_a_handover() -> None:
     assert [run.run_id for run in ctx.runs] == [
         event["runId"] for event in CLEAN if event["type"] == "RUN_STARTED"
     ]
+
+
+class _Yours(Stage):
+    name = "yours"
+
+    async def process(self, batch: Any) -> Any:
+        return batch
+
+
+@pytest.mark.parametrize(
+    ("what", "make", "run_input"),
+    [
+        ("a declaration", lambda: Pipeline(capabilities=DECLARATION), None),
+        ("a peer's version", lambda: Pipeline(peer_max_protocol_version="0.0.57"), None),
+        ("a JSON array document", lambda: Pipeline(framing="json"), None),
+        ("a stage of yours", lambda: Pipeline().insert_before("dispatch", _Yours), None),
+        ("a run input on no thread", Pipeline, {"runId": "r", "messages": []}),
+        ("a run input whose state JSON cannot hold", Pipeline, {**INPUT, "state": {1j}}),
+    ],
+)
+def test_what_deliver_mode_leaves_to_the_reference(
+    what: str, make: Callable[[], Pipeline], run_input: Any
+) -> None:
+    pipeline = make()
+    with running("native"):
+        session = open_session(pipeline, pipeline.context(run_input))
+        assert type(session) is Session, what
+        for taken in (Pipeline(), Pipeline(handlers={"*": print}, conversation=False)):
+            assert isinstance(open_session(taken, taken.context()), JudgedSession)
+            assert isinstance(open_session(taken, taken.context(INPUT)), JudgedSession)

@@ -87,6 +87,33 @@ enum Known {
     Tool,
     /// A message only a tool call named as its parent (an assistant message to the Conversation).
     Carrier,
+    /// An id the run input's history holds (a message's or a tool call's): every rule that
+    /// looks it up judges the stream against the history, which the judge does not follow.
+    History,
+}
+
+/// The run input a stream answers, as far as the judge follows it (`RunInput` below, which the
+/// caller reads from the input: `deliver.py`'s `input_for_judge`).
+#[derive(Debug)]
+struct Answering {
+    thread_id: String,
+    run_id: String,
+    /// The application's tools, when the input lists them.
+    tools: Option<HashSet<String>>,
+}
+
+/// The run input a stream answers, read by the caller into what the judge's rules need: the
+/// requested thread and run, the tools it lists (`None`: it lists none), every id its history
+/// holds, an upper bound of the characters of text the Conversation takes from it, and its state
+/// as JSON, if it has one.
+#[derive(Debug, Default)]
+pub struct RunInput {
+    pub thread_id: String,
+    pub run_id: String,
+    pub tools: Option<Vec<String>>,
+    pub history_ids: Vec<String>,
+    pub history_chars: usize,
+    pub state: Option<Vec<u8>>,
 }
 
 /// The kinds of item a run opens and closes (verify's open-item dicts), each with its set of
@@ -137,6 +164,8 @@ struct Stream {
     /// For a caller that delivers the events: the payloads of the frames judged since it last
     /// took them, as a JSON array being written (`[`, then each payload and a `,`).
     payloads: Option<Vec<u8>>,
+    /// The run input the stream answers, if the caller knows it.
+    answering: Option<Answering>,
 }
 
 /// The judge of one stream.
@@ -156,8 +185,9 @@ impl Judge {
         limits: Limits,
         quiet_versions: Vec<String>,
         delivers: bool,
+        input: Option<RunInput>,
     ) -> Judge {
-        Judge {
+        let mut judge = Judge {
             framer: Framer::new(framing, limits.max_frame_bytes),
             framing,
             checks,
@@ -185,10 +215,15 @@ impl Judge {
                     max_depth: limits.max_depth,
                 }),
                 payloads: delivers.then(|| vec![b'[']),
+                answering: None,
             },
             read: 0,
             unsure: None,
+        };
+        if let Some(input) = input {
+            judge.unsure = judge.stream.answer(input).err();
         }
+        judge
     }
 
     /// Why the judge gave up on the stream, once it has.
@@ -379,6 +414,34 @@ fn chars(text: &str) -> usize {
 }
 
 impl Stream {
+    /// The run input the stream answers, taken in before its first event: its history's ids
+    /// known as history (verify's `_learn_history`, lint's `_learn_input`), its text counted
+    /// toward the Conversation's (from above), its state taken as the Conversation takes it.
+    fn answer(&mut self, input: RunInput) -> Result<(), Unsure> {
+        for id in input.history_ids {
+            self.messages.insert(id.clone(), Known::History);
+            self.calls.insert(id, true); // a result for it would be a second one
+        }
+        self.conversation_chars = input.history_chars;
+        if self.conversation_chars > self.limits.max_conversation_chars {
+            return Err("a run input with more text than max_conversation_chars");
+        }
+        if let Some(state) = input.state {
+            let Ok(state) = serde_json::from_slice::<Value>(&state) else {
+                return Err("a run input's state serde_json does not read");
+            };
+            self.state
+                .take(&state)
+                .map_err(|_| "a run input's state the reference must take")?;
+        }
+        self.answering = Some(Answering {
+            thread_id: input.thread_id,
+            run_id: input.run_id,
+            tools: input.tools.map(HashSet::from_iter),
+        });
+        Ok(())
+    }
+
     /// One event enforce passed clean.
     fn event(
         &mut self,
@@ -498,6 +561,14 @@ impl Stream {
         }
         let run_id = text(event, "runId")?;
         let thread_id = text(event, "threadId")?;
+        // lint.run-identity against the run input: every run on its thread, and the first one
+        // the run it asked for (lint's finish looks for it among the first runs).
+        if let Some(answering) = &self.answering
+            && (thread_id != answering.thread_id
+                || (self.run_ids.is_empty() && run_id != answering.run_id))
+        {
+            return Err("a run other than the one its input asked for");
+        }
         // lint: a runId reused, the thread changed.
         if self.run_ids.len() >= self.limits.max_run_ids || !self.run_ids.insert(run_id.to_owned())
         {
@@ -548,6 +619,16 @@ impl Stream {
             || member(event, "threadId").and_then(Decoded::as_str) != Some(thread_id)
         {
             return Err("a finish naming another run");
+        }
+        // lint's `_check_unlisted`: with the application's tools listed, a call the run leaves
+        // unanswered is pending, whoever was to answer it.
+        if self.answering.as_ref().is_some_and(|a| a.tools.is_some())
+            && self
+                .run_calls
+                .iter()
+                .any(|(call, _, _)| self.calls.get(call) != Some(&true))
+        {
+            return Err("a call left unanswered when the input lists its tools");
         }
         self.end_run(event)?;
         let outcome = member(event, "outcome").map(|_| payload.to_vec());
@@ -662,6 +743,14 @@ impl Stream {
 
     fn call_start(&mut self, event: &Members<'_>) -> Result<(), Unsure> {
         let call_id = text(event, "toolCallId")?;
+        // lint: a call to one of the application's tools is pending, or answered in-stream.
+        if let Some(Answering {
+            tools: Some(tools), ..
+        }) = &self.answering
+            && tools.contains(text(event, "toolCallName")?)
+        {
+            return Err("a call to a tool the run input lists");
+        }
         if self.calls.contains_key(call_id) {
             return Err("a tool call id met before"); // verify, lint.reopen-disagrees
         }

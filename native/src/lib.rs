@@ -244,6 +244,17 @@ enum Note<'py> {
     Failed(&'static str, usize, String),
 }
 
+/// A run input as the judge takes it (`judge::RunInput`): thread, run, listed tools, history
+/// ids, history characters (from above), state as JSON text.
+type JudgeInput = (
+    String,
+    String,
+    Option<Vec<String>>,
+    Vec<String>,
+    usize,
+    Option<String>,
+);
+
 /// The judge of one stream (`judge.rs`): `feed` each read, then `finish`; clean, or `unsure`
 /// says why the reference must judge it.
 #[pyclass(module = "agui_pipeline._native")]
@@ -257,8 +268,9 @@ impl Judge {
     /// max_conversation_chars, max_items, max_run_ids, max_state_bytes, max_patch_work;
     /// `quiet_versions`: the protocolVersion
     /// values compat is quiet about; `delivers`: keep the judged events' payloads for
-    /// `take_payloads`.
+    /// `take_payloads`; `input`: the run input the stream answers (`JudgeInput`), if known.
     #[new]
+    #[pyo3(signature = (framing, rows, events, limits, quiet_versions, delivers, input=None))]
     fn new(
         framing: &str,
         rows: &Bound<'_, PyList>,
@@ -276,6 +288,7 @@ impl Judge {
         ),
         quiet_versions: Vec<String>,
         delivers: bool,
+        input: Option<JudgeInput>,
     ) -> PyResult<Self> {
         let framing = framing_named(framing, "the judge")?;
         let checks = guarded("judge", || checks::Checks::from_plan(rows, events))
@@ -303,7 +316,25 @@ impl Judge {
             max_patch_work,
         };
         Ok(Judge {
-            judge: judge::Judge::new(framing, checks, limits, quiet_versions, delivers),
+            judge: judge::Judge::new(
+                framing,
+                checks,
+                limits,
+                quiet_versions,
+                delivers,
+                input.map(
+                    |(thread_id, run_id, tools, history_ids, history_chars, state)| {
+                        judge::RunInput {
+                            thread_id,
+                            run_id,
+                            tools,
+                            history_ids,
+                            history_chars,
+                            state: state.map(String::into_bytes),
+                        }
+                    },
+                ),
+            ),
         })
     }
 

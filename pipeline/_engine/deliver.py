@@ -21,13 +21,14 @@ the reference's, handed over while the judge is still sure, so the memory a stre
 bounded and its cost per event never grows with its length.
 
 Deliver mode runs where judge mode would (``judge.judges``: the default decoder and stages,
-no declaration, no peer version, SSE or JSON lines), with no run input and any handlers or
-sinks; the session (``open_session``) chooses it per stream.
+no declaration, no peer version, SSE or JSON lines), with any handlers or sinks, and with a
+run input the judge can take (:func:`input_for_judge`: what ``HttpAgent`` and the conformance
+runner send); the session (``open_session``) chooses it per stream.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from agui_pipeline import _cores
@@ -52,12 +53,17 @@ def open_session(plan: StagePlan, ctx: StreamContext) -> Session:
     """The session for one stream: in deliver mode where the judge can stand in for the
     stages up to lint, else the reference's."""
     if _cores.native is not None and delivers(plan, ctx):
-        return JudgedSession(plan, ctx)
+        if ctx.run_input is None:
+            return JudgedSession(plan, ctx, None)
+        answering = input_for_judge(ctx.run_input)
+        if answering is not None:
+            return JudgedSession(plan, ctx, answering)
     return Session(plan, ctx)
 
 
 def delivers(plan: StagePlan, ctx: StreamContext) -> bool:
-    """Whether deliver mode can run ``plan`` on this stream (see the module's docstring)."""
+    """Whether deliver mode can run ``plan`` on this stream (see the module's docstring): a
+    run input besides, when the judge can take it (:func:`input_for_judge`)."""
     options = ctx.options
     return (
         plan.decoder is default_decoder()
@@ -65,17 +71,77 @@ def delivers(plan: StagePlan, ctx: StreamContext) -> bool:
         and options.framing in (None, "sse", "jsonl")
         and options.capabilities is None
         and options.peer_max_protocol_version is None
-        and ctx.run_input is None
         and ctx.transport != PROTO_TRANSPORT
     )
+
+
+JudgeInput = tuple[str, str, list[str] | None, list[str], int, str | None]
+"""A run input as the judge takes it: the thread and run it asks for, the names of the tools
+it lists (``None``: it lists none), every id its history holds, an upper bound of the text
+the Conversation takes from it, and its state as JSON text, if it has one."""
+
+
+def input_for_judge(run_input: Any) -> JudgeInput | None:
+    """The run input as the judge's rules need it (``judge.rs``'s ``RunInput``); ``None``
+    when the judge cannot take it and the stream is the reference's: not an object, a
+    thread or run that is not a string, or what JSON cannot hold.
+
+    The ids are a superset of what verify, lint and the Conversation learn from the history
+    (every string ``id`` and ``toolCallId`` of a message and of its calls, whatever its
+    role): the judge leaves any event that names one to the reference. The text is the
+    history's JSON length, at least the characters the Conversation counts of it.
+    """
+    if not isinstance(run_input, dict):
+        return None
+    thread_id, run_id = run_input.get("threadId"), run_input.get("runId")
+    if not isinstance(thread_id, str) or not isinstance(run_id, str):
+        return None
+    tools = run_input.get("tools")
+    listed = None
+    if isinstance(tools, list):
+        listed = [
+            tool["name"]
+            for tool in tools
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+        ]
+    messages = run_input.get("messages")
+    history: list[str] = []
+    chars = 0
+    try:
+        if isinstance(messages, list):
+            chars = len(orjson.dumps(messages))
+            for message in messages:
+                if isinstance(message, dict):
+                    history += _ids_of(message)
+                    calls = message.get("toolCalls")
+                    for call in calls if isinstance(calls, list) else ():
+                        if isinstance(call, dict):
+                            history += _ids_of(call)
+        state = orjson.dumps(run_input["state"]).decode() if "state" in run_input else None
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    return thread_id, run_id, listed, history, chars, state
+
+
+def _ids_of(item: dict[str, Any]) -> list[str]:
+    return [item[key] for key in ("id", "toolCallId") if isinstance(item.get(key), str)]
 
 
 class JudgedSession(Session):
     """A :class:`Session` whose reads the native judge reads while it is sure of them."""
 
-    __slots__ = ("_front", "_held", "_held_bytes", "_judge", "_judging", "_run", "_tail")
+    __slots__ = (
+        "_answering",
+        "_front",
+        "_held",
+        "_held_bytes",
+        "_judge",
+        "_judging",
+        "_run",
+        "_tail",
+    )
 
-    def __init__(self, plan: StagePlan, ctx: StreamContext) -> None:
+    def __init__(self, plan: StagePlan, ctx: StreamContext, answering: JudgeInput | None) -> None:
         super().__init__(plan, ctx)  # the reference's stages, ready to take over
         stages = self.route.stages
         *front, metadata, dispatch = stages
@@ -90,6 +156,8 @@ class JudgedSession(Session):
         """The reads fed so far, for the reference to take over from."""
         self._held_bytes = 0
         self._run: RunRecord | None = None
+        self._answering = answering
+        """The run input the stream answers, as the judge takes it."""
 
     async def feed(self, chunk: bytes | None) -> Batch:
         if not self._judging:
@@ -131,7 +199,7 @@ class JudgedSession(Session):
             self._judging = False  # the reference's from here; nothing was delivered
             return None
         ctx.transport = ctx.transport or framing  # as parse names it
-        self._judge = judge = new_judge(framing, ctx.limits, delivers=True)
+        self._judge = judge = new_judge(framing, ctx.limits, delivers=True, input=self._answering)
         judge.feed(data)
         return judge
 

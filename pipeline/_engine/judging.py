@@ -17,12 +17,15 @@ if TYPE_CHECKING:
     from agui_pipeline._native import Judge
 
 
-def new_judge(framing: str, limits: Limits, *, delivers: bool) -> Judge:
+def new_judge(
+    framing: str, limits: Limits, *, delivers: bool, input: tuple[Any, ...] | None = None
+) -> Judge:
     """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it keeps
-    the payloads of the events it passes, for deliver mode (``deliver.py``)."""
+    the payloads of the events it passes, for deliver mode (``deliver.py``); ``input``: the
+    run input the stream answers, as the judge takes it (``deliver.input_for_judge``)."""
     assert _cores.native is not None
     judge: Judge = _cores.native.Judge(
-        framing, *_plan(), _limits(limits), _quiet_versions(), delivers
+        framing, *_plan(), _limits(limits), _quiet_versions(), delivers, input
     )
     return judge
 

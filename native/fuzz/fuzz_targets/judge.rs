@@ -89,6 +89,7 @@ fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
         limits,
         setup.quiet_versions.clone(),
         true,
+        None,
     );
     let mut notes = Vec::new();
     let mut delivered = 0;
