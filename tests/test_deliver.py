@@ -20,7 +20,8 @@ import anyio
 import orjson
 import pytest
 from agui_pipeline import Incremental, Pipeline, Stage
-from agui_pipeline._engine.deliver import JudgedSession, input_for_judge, open_session
+from agui_pipeline._engine.deliver import JudgedSession, open_session
+from agui_pipeline._engine.judging import input_for_judge
 from agui_pipeline._engine.session import Session
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import StreamContext

@@ -14,6 +14,7 @@ never vacuous.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -26,6 +27,7 @@ from agui_pipeline._checking.source import _drain
 from agui_pipeline._engine.judge import judge_file, judges
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline.batch import Batch
+from agui_pipeline.errors import InputRejected
 from agui_pipeline.events import AnyEvent
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import Stage
@@ -41,7 +43,9 @@ from tests.test_core_differential import SHIPPED, SMALL_LIMITS, framing_pieces, 
 
 
 @pytest.fixture(autouse=True)
-def _native() -> None:
+def _native(python_stages: None) -> None:
+    """The native core for the judge; the Python stages from the first read for the
+    pipeline it is held to (not deliver mode, which runs the same judge)."""
     native_module()  # skips (full tier: fails) without the native core
 
 
@@ -58,13 +62,13 @@ def seen(result: RunResult) -> dict[str, Any]:
     }
 
 
-def judged_alike(path: Path, pipeline: Pipeline) -> bool:
-    """Judge ``path`` and read it through ``pipeline``; when the judge calls it clean, the
-    two results must agree. Whether the judge did."""
-    judged = judge_file(pipeline, path)
+def judged_alike(path: Path, pipeline: Pipeline, run_input: Any = None) -> bool:
+    """Judge ``path`` (answering ``run_input``) and read it through ``pipeline``; when the
+    judge calls it clean, the two results must agree. Whether the judge did."""
+    judged = judge_file(pipeline, path, copy.deepcopy(run_input))
     if judged is None:
         return False
-    read = _drain(pipeline, path, None, [])
+    read = _drain(pipeline, path, copy.deepcopy(run_input), [])
     assert seen(judged) == seen(read), f"the judge called {path.name} clean"
     assert judged.verdict.completed and not judged.diagnostics
     return True
@@ -78,6 +82,31 @@ def test_the_workload_is_judged_clean(tmp_path: Path) -> None:
         path = tmp_path / name
         path.write_bytes(data)
         assert judged_alike(path, Pipeline()), f"the judge was unsure of {name}"
+
+
+def test_a_stream_answering_its_run_input_is_judged_clean(tmp_path: Path) -> None:
+    """The workload against the input it answers (its thread and run, a history, the
+    application's tools, a state): clean with the pipeline's result; against another
+    thread's input, the pipeline's to read (it warns)."""
+    from agui_pipeline.model.run_input import prepare_input
+
+    workload = events(3000)
+    path = tmp_path / "w.sse"
+    path.write_bytes(encode_sse(workload))
+    raw = {
+        "threadId": workload[0]["threadId"],
+        "runId": workload[0]["runId"],
+        "messages": [{"id": "h-1", "role": "user", "content": "the weather?"}],
+        "tools": [{"name": "not_called", "description": "", "parameters": {}}],
+        "state": {"from": "the input"},
+        "context": [],
+        "forwardedProps": {},
+    }
+    run_input = prepare_input(raw).body
+    assert judged_alike(path, Pipeline(), run_input)
+    elsewhere = {**run_input, "threadId": "another thread"}
+    assert judge_file(Pipeline(), path, elsewhere) is None
+    assert _drain(Pipeline(), path, elsewhere, []).diagnostics
 
 
 def test_a_pipeline_that_asks_for_more_is_never_judged() -> None:
@@ -110,14 +139,22 @@ class _Sink:
 @pytest.mark.parametrize("path", corpus_paths())
 def test_the_corpus_judged_clean_is_clean(path: Path, tmp_path: Path) -> None:
     """Each fixture's stream, as SSE and JSON lines, under the default limits and each small
-    one (a fixture with a run input is still judged here: only the stream is the judge's)."""
+    one, without its run input and answering it (as the conformance runner prepares it)."""
+    from agui_pipeline.model.run_input import prepare_input
+
     fixture = load_fixture(path)
+    try:
+        run_input: Any = prepare_input(fixture.raw_input()).body
+    except InputRejected:
+        run_input = None
     frames = [orjson.dumps(event) for event in fixture.stream]
     for framing in ("sse", "jsonl"):
         stream = tmp_path / f"stream.{framing}"
         stream.write_bytes(streams.join_frames(frames, framing))
         for limits in (Limits(), *SMALL_LIMITS):
             judged_alike(stream, Pipeline(limits=limits))
+            if run_input is not None:
+                judged_alike(stream, Pipeline(limits=limits), run_input)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

@@ -143,7 +143,7 @@ def _run_source(
     body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
         before = stamp(stream_file) if stream_file is not None else None
-        result = _judged(pipeline, source, settings, body) or _drain(
+        result = _judged(pipeline, source, settings, body, outgoing) or _drain(
             pipeline, source, body, outgoing
         )
         if stream_file is None:
@@ -288,15 +288,20 @@ def _drain(
 
 
 def _judged(
-    pipeline: Pipeline, source: Source, settings: CheckSettings, run_input: dict[str, Any] | None
+    pipeline: Pipeline,
+    source: Source,
+    settings: CheckSettings,
+    run_input: dict[str, Any] | None,
+    said: list[Diagnostic],
 ) -> RunResult | None:
     """A stream file the native judge finds clean, judged without building its events
-    (``_engine/judge.py``); ``None`` for the pipeline to read it."""
-    if not isinstance(source, Path) or run_input is not None or settings.conversation:
+    (``_engine/judge.py``); ``None`` for the pipeline to read it (and to report what the
+    outgoing boundary ``said`` of the run input, if anything)."""
+    if not isinstance(source, Path) or settings.conversation or said:
         return None
     from agui_pipeline._engine.judge import judge_file
 
-    return judge_file(pipeline, source)
+    return judge_file(pipeline, source, run_input)
 
 
 def _fixture(path: Path) -> Fixture | None:

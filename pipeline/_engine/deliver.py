@@ -28,13 +28,13 @@ runner send); the session (``open_session``) chooses it per stream.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.chain import Route, StageRun
 from agui_pipeline._engine.faults import Ended, through
-from agui_pipeline._engine.judging import new_judge, record_runs
+from agui_pipeline._engine.judging import JudgeInput, input_for_judge, new_judge, record_runs
 from agui_pipeline._engine.order import default_decoder, default_stages
 from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline._engine.session import Session
@@ -73,58 +73,6 @@ def delivers(plan: StagePlan, ctx: StreamContext) -> bool:
         and options.peer_max_protocol_version is None
         and ctx.transport != PROTO_TRANSPORT
     )
-
-
-JudgeInput = tuple[str, str, list[str] | None, list[str], int, str | None]
-"""A run input as the judge takes it: the thread and run it asks for, the names of the tools
-it lists (``None``: it lists none), every id its history holds, an upper bound of the text
-the Conversation takes from it, and its state as JSON text, if it has one."""
-
-
-def input_for_judge(run_input: Any) -> JudgeInput | None:
-    """The run input as the judge's rules need it (``judge.rs``'s ``RunInput``); ``None``
-    when the judge cannot take it and the stream is the reference's: not an object, a
-    thread or run that is not a string, or what JSON cannot hold.
-
-    The ids are a superset of what verify, lint and the Conversation learn from the history
-    (every string ``id`` and ``toolCallId`` of a message and of its calls, whatever its
-    role): the judge leaves any event that names one to the reference. The text is the
-    history's JSON length, at least the characters the Conversation counts of it.
-    """
-    if not isinstance(run_input, dict):
-        return None
-    thread_id, run_id = run_input.get("threadId"), run_input.get("runId")
-    if not isinstance(thread_id, str) or not isinstance(run_id, str):
-        return None
-    tools = run_input.get("tools")
-    listed = None
-    if isinstance(tools, list):
-        listed = [
-            tool["name"]
-            for tool in tools
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str)
-        ]
-    messages = run_input.get("messages")
-    history: list[str] = []
-    chars = 0
-    try:
-        if isinstance(messages, list):
-            chars = len(orjson.dumps(messages))
-            for message in messages:
-                if isinstance(message, dict):
-                    history += _ids_of(message)
-                    calls = message.get("toolCalls")
-                    for call in calls if isinstance(calls, list) else ():
-                        if isinstance(call, dict):
-                            history += _ids_of(call)
-        state = orjson.dumps(run_input["state"]).decode() if "state" in run_input else None
-    except (TypeError, orjson.JSONEncodeError):
-        return None
-    return thread_id, run_id, listed, history, chars, state
-
-
-def _ids_of(item: dict[str, Any]) -> list[str]:
-    return [item[key] for key in ("id", "toolCallId") if isinstance(item.get(key), str)]
 
 
 class JudgedSession(Session):

@@ -10,17 +10,18 @@ pipeline: the judge only spares a clean stream the cost of its events, and costs
 is unsure of its own pass on top (``docs/performance.md``, "Judge mode").
 
 It judges only where nothing asks for more than the verdict: the default decoder and stages,
-no capabilities declaration, peer version, run input, handler or sink, SSE or JSON lines,
-and a caller that keeps neither the events nor the Conversation (the result has none).
+no capabilities declaration, peer version, handler or sink, SSE or JSON lines, a run input
+only if the judge can take it (``judging.input_for_judge``), and a caller that keeps neither
+the events nor the Conversation (the result has none).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agui_pipeline import _cores
-from agui_pipeline._engine.judging import new_judge, record_runs
+from agui_pipeline._engine.judging import input_for_judge, new_judge, record_runs
 from agui_pipeline._engine.order import default_decoder, default_stages
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import iter_chunks_sync
@@ -32,14 +33,20 @@ if TYPE_CHECKING:
     from agui_pipeline._native import Judge
 
 
-def judge_file(pipeline: Pipeline, path: Path) -> RunResult | None:
-    """The result of the stream in ``path`` when the native judge finds it clean; ``None``
-    when the pipeline must read it (no native core, a pipeline that asks for more, or a
-    stream the judge is unsure of)."""
-    native = _cores.native
-    if native is None or not judges(pipeline):
+def judge_file(
+    pipeline: Pipeline, path: Path, run_input: dict[str, Any] | None = None
+) -> RunResult | None:
+    """The result of the stream in ``path``, answering ``run_input`` if given, when the native
+    judge finds it clean; ``None`` when the pipeline must read it (no native core, a pipeline
+    that asks for more, a run input the judge cannot take, or a stream it is unsure of)."""
+    if _cores.native is None or not judges(pipeline):
         return None
-    ctx = pipeline.context()
+    answering = None
+    if run_input is not None:
+        answering = input_for_judge(run_input)
+        if answering is None:
+            return None
+    ctx = pipeline.context(run_input)
     judge: Judge | None = None
     head = b""
     run: RunRecord | None = None
@@ -55,7 +62,7 @@ def judge_file(pipeline: Pipeline, path: Path) -> RunResult | None:
             if framing not in ("sse", "jsonl"):
                 return None
             ctx.transport = framing  # as parse names a file's framing
-            judge = new_judge(framing, ctx.limits, delivers=False)
+            judge = new_judge(framing, ctx.limits, delivers=False, input=answering)
             chunk = data
         judge.feed(chunk)
         run = record_runs(ctx, judge.take_runs(), run)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def new_judge(
-    framing: str, limits: Limits, *, delivers: bool, input: tuple[Any, ...] | None = None
+    framing: str, limits: Limits, *, delivers: bool, input: JudgeInput | None = None
 ) -> Judge:
     """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it keeps
     the payloads of the events it passes, for deliver mode (``deliver.py``); ``input``: the
@@ -82,3 +82,55 @@ def record_runs(
             run.error = note[2]
         run.ended_at = note[1]
     return run
+
+
+JudgeInput = tuple[str, str, list[str] | None, list[str], int, str | None]
+"""A run input as the judge takes it: the thread and run it asks for, the names of the tools
+it lists (``None``: it lists none), every id its history holds, an upper bound of the text
+the Conversation takes from it, and its state as JSON text, if it has one."""
+
+
+def input_for_judge(run_input: Any) -> JudgeInput | None:
+    """The run input as the judge's rules need it (``judge.rs``'s ``RunInput``); ``None``
+    when the judge cannot take it and the stream is the reference's: not an object, a
+    thread or run that is not a string, or what JSON cannot hold.
+
+    The ids are a superset of what verify, lint and the Conversation learn from the history
+    (every string ``id`` and ``toolCallId`` of a message and of its calls, whatever its
+    role): the judge leaves any event that names one to the reference. The text is the
+    history's JSON length, at least the characters the Conversation counts of it.
+    """
+    if not isinstance(run_input, dict):
+        return None
+    thread_id, run_id = run_input.get("threadId"), run_input.get("runId")
+    if not isinstance(thread_id, str) or not isinstance(run_id, str):
+        return None
+    tools = run_input.get("tools")
+    listed = None
+    if isinstance(tools, list):
+        listed = [
+            tool["name"]
+            for tool in tools
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+        ]
+    messages = run_input.get("messages")
+    history: list[str] = []
+    chars = 0
+    try:
+        if isinstance(messages, list):
+            chars = len(orjson.dumps(messages))
+            for message in messages:
+                if isinstance(message, dict):
+                    history += _ids_of(message)
+                    calls = message.get("toolCalls")
+                    for call in calls if isinstance(calls, list) else ():
+                        if isinstance(call, dict):
+                            history += _ids_of(call)
+        state = orjson.dumps(run_input["state"]).decode() if "state" in run_input else None
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    return thread_id, run_id, listed, history, chars, state
+
+
+def _ids_of(item: dict[str, Any]) -> list[str]:
+    return [item[key] for key in ("id", "toolCallId") if isinstance(item.get(key), str)]
