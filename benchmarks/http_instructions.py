@@ -10,11 +10,15 @@ every run. The runs are the ones ``bench_live`` replays (the recording ``serve``
 sends, the request's ids echoed), read at once::
 
     python -m benchmarks.http_instructions                  # HttpAgent, default + Conversation
+    python -m benchmarks.http_instructions --contender undeclared   # ... no declaration
     python -m benchmarks.http_instructions --contender sdk  # httpx-sse + SDK validate_json
     python -m benchmarks.http_instructions --contender floor --runs 20 --events 450
 
 Contenders as in ``bench_live``: ``ours``, ``sdk`` and ``floor`` (``aiter_raw``,
-counting frames). The method is ``instructions``': the same child twice under
+counting frames); and ``undeclared``, ``ours`` without the capabilities declaration, which
+the native core's deliver mode reads (``docs/performance.md``, "Deliver mode").
+
+The method is ``instructions``': the same child twice under
 ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0``, once with a two-run
 warm-up only and once with the measured round too, the difference over the events.
 A real socket adds the same cost to every contender (``bench_live``'s floor).
@@ -102,10 +106,11 @@ def _client(per_run: int) -> httpx.AsyncClient:
 
 
 def _contender(name: str) -> Consume:
-    if name == "ours":
+    if name in ("ours", "undeclared"):
         from agui_pipeline import HttpAgent, Pipeline
 
-        pipeline = Pipeline(capabilities=DECLARATION)
+        # Undeclared, the stream takes the native core's deliver mode where it is built.
+        pipeline = Pipeline(capabilities=DECLARATION) if name == "ours" else Pipeline()
 
         async def ours(client: httpx.AsyncClient, number: int) -> int:
             seen = 0
@@ -196,7 +201,9 @@ def _instructions(arguments: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--contender", choices=["ours", "sdk", "floor"], default="ours")
+    parser.add_argument(
+        "--contender", choices=["ours", "undeclared", "sdk", "floor"], default="ours"
+    )
     parser.add_argument("--runs", type=int, default=20, help="runs read at once (20)")
     parser.add_argument("--events", type=int, default=450, help="events per run (450)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
