@@ -26,7 +26,10 @@ from agui_pipeline._engine.session import Session
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import StreamContext
 from agui_pipeline.testing.workload import DECLARATION, events
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests import streams
 from tests.cores import running
 from tests.test_core_differential import assert_same, bytewise, random_reads
 
@@ -392,3 +395,67 @@ def test_what_deliver_mode_leaves_to_the_reference(
         for taken in (Pipeline(), Pipeline(handlers={"*": print}, conversation=False)):
             assert isinstance(open_session(taken, taken.context()), JudgedSession)
             assert isinstance(open_session(taken, taken.context(INPUT)), JudgedSession)
+
+
+@st.composite
+def answered_input(draw: st.DrawFn, stream: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run input for ``stream``: its first run's thread and run (now and then another),
+    a history whose ids are fresh or the stream's own, the application's tools (none, the
+    stream's own names or others), and a state of any shape, or none."""
+    started = next((e for e in stream if e.get("type") == "RUN_STARTED"), {})
+    ids = sorted(
+        {e[k] for e in stream for k in ("messageId", "toolCallId") if isinstance(e.get(k), str)}
+    )
+    names = sorted({e["toolCallName"] for e in stream if isinstance(e.get("toolCallName"), str)})
+    history_ids = draw(st.lists(st.sampled_from([*ids, "fresh-1", "fresh-2"]), max_size=3))
+    run_input: dict[str, Any] = {
+        "threadId": draw(st.sampled_from([started.get("threadId", "t"), "another thread"])),
+        "runId": draw(st.sampled_from([started.get("runId", "r"), "another run"])),
+        "messages": [
+            draw(
+                st.sampled_from(
+                    [
+                        {"id": id_, "role": "user", "content": "hi"},
+                        {"id": id_, "role": "tool", "toolCallId": id_, "content": "42"},
+                        {
+                            "id": f"a-{id_}",
+                            "role": "assistant",
+                            "toolCalls": [
+                                {
+                                    "id": id_,
+                                    "type": "function",
+                                    "function": {"name": "f", "arguments": "{}"},
+                                }
+                            ],
+                        },
+                    ]
+                )
+            )
+            for id_ in history_ids
+        ],
+        "context": [],
+        "forwardedProps": {},
+    }
+    tools = draw(st.sampled_from([None, [], names[:1], ["other"], names]))
+    if tools is not None:
+        run_input["tools"] = [{"name": n, "description": "", "parameters": {}} for n in tools]
+    state: Any = draw(st.sampled_from([None, {}, {"a": 1}, [], "text"]))
+    if state is not None:
+        run_input["state"] = state
+    return run_input
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_random_streams_answering_random_inputs_give_the_same_on_both_cores(
+    data: st.DataObject,
+) -> None:
+    stream = data.draw(streams.valid_stream(max_runs=2, max_items=4))
+    run_input = data.draw(answered_input(stream))
+    body = _sse(stream)
+    reads = data.draw(st.sampled_from([[body], random_reads(body, 4), bytewise(body)]))
+    assert_same(Pipeline, reads, run_input, what=f"a stream answering {run_input}")
