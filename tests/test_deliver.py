@@ -219,6 +219,27 @@ def test_a_handler_that_fails_ends_the_stream_as_it_does_on_the_reference() -> N
     assert outcome["verdict"]["outcome"] == "handler-failed"
 
 
+@pytest.mark.parametrize("framing", list(ENCODINGS))
+def test_a_handler_that_fails_on_the_last_event_ends_the_stream_as_on_the_reference(
+    framing: str,
+) -> None:
+    """The last event, which a JSON line without its newline delivers only at the end."""
+
+    def failing() -> Pipeline:
+        def handler(event: Any) -> None:
+            if event["type"] == "RUN_FINISHED":
+                raise RuntimeError("the application's own bug")
+
+        return Pipeline(handlers={"*": handler})
+
+    data = ENCODINGS[framing]
+    _, session = _paths(failing, [data])
+    assert isinstance(session, JudgedSession) and session._judging  # no handover
+    outcome = assert_same(failing, [data], what=f"a handler failing at the end, {framing}")
+    assert outcome["verdict"]["outcome"] == "handler-failed"
+    assert outcome["counters"]["delivered"] == len(CLEAN) - 1
+
+
 def test_the_sync_shell_delivers_from_the_judge_too() -> None:
     with running("native"):
         incremental = Incremental(Pipeline())

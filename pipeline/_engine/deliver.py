@@ -172,14 +172,20 @@ class JudgedSession(Session):
         if judge is None or not judge.finish():
             self._hand_over()
             return await self._end()
+        batch = await self._deliver(judge)  # a JSON line the stream ends without a newline
+        if self.verdict is not None:
+            return batch  # a handler failed on it
+        tail = self._tail
         try:
-            batch = await self._deliver(judge)  # a JSON line cut at the end is one frame
-            tail = self._tail
-            batch += await through(tail.stages, empty_batch(), tail.built_in, flush=True)
+            flushed = await through(tail.stages, empty_batch(), tail.built_in, flush=True)
         except Ended as ended:
             return await self._fault(ended.fault, ended.delivered, [])
         self.verdict = Verdict(Outcome.COMPLETED)
-        return batch
+        if not flushed.events:
+            return batch
+        self.last_delivered = flushed.indices[-1]
+        self.context.counters.delivered += len(flushed.events)
+        return batch + flushed
 
     async def _take_over(self) -> Batch:
         """The judge is unsure of the last read, or never judged: the reference takes over
