@@ -38,8 +38,7 @@ class Judge:
     def __init__(
         self,
         framing: str,
-        rows: list[tuple[Any, ...]],
-        events: dict[str, int],
+        checks: Checks,
         limits: tuple[int, int, int, int, int, int, int, int, int],
         quiet_versions: list[str],
         delivers: bool,

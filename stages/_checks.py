@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from itertools import repeat
 from operator import is_
-from typing import Annotated, Any, Literal, NotRequired, Required, Union
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Required, Union
 
 from agui_pipeline import events as schema
 from agui_pipeline._json import MISSING, describe, escape, shown
@@ -28,6 +29,9 @@ from agui_pipeline._suggest import closest, did_you_mean
 from agui_pipeline.batch import Event
 from agui_pipeline.catalog import ENFORCE_MALFORMED, ENFORCE_NULL_OPTIONAL, Code
 from agui_pipeline.stages._codegen import define, generated
+
+if TYPE_CHECKING:
+    from agui_pipeline._native import Checks
 
 # --- what a walk raises ---------------------------------------------------------
 
@@ -847,3 +851,11 @@ def would_deliver(event: Any) -> bool:
     except (Malformed, Unrecognised):
         return False
     return True
+
+
+@cache
+def native_checks(native: ModuleType) -> Checks:
+    """The native core's checks (``native/src/checks.rs``), built once per process from
+    :func:`native_plan`: enforce's fast check, and every judge's (shared, not copied)."""
+    checks: Checks = native.Checks(*native_plan())
+    return checks

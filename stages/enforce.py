@@ -33,9 +33,7 @@ in the engine's fused pass (:meth:`Enforce.step`).
 
 from __future__ import annotations
 
-from functools import cache
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from agui_pipeline import _cores
 from agui_pipeline._json import MISSING, describe, shown
@@ -55,25 +53,13 @@ from agui_pipeline.stages._checks import (
     Malformed,
     Removals,
     Unrecognised,
-    native_plan,
+    native_checks,
     print_generated,
     scan_any,
     scan_collecting,
     scan_objects,
 )
 from agui_pipeline.stages.parse import IntegerSearch
-
-if TYPE_CHECKING:
-    from agui_pipeline._native import Checks
-
-
-@cache
-def _native_checks(native: ModuleType) -> Checks:
-    """The native core's fast check (``native/src/checks.rs``), built once from the plan of
-    the reference's compiled checks (:func:`._checks.native_plan`)."""
-    checks: Checks = native.Checks(*native_plan())
-    return checks
-
 
 # --- the stage --------------------------------------------------------------------------
 
@@ -89,7 +75,7 @@ class Enforce(Stage):
         """The search for integers past 64 bits in the frames enforce's checks choose, which
         the engine hands parse (``core.build``); until then, parse searches every read."""
         native = _cores.native
-        self._native = None if native is None else _native_checks(native)
+        self._native = None if native is None else native_checks(native)
         """The native core's batch scan, or ``None`` for the reference's generated one. Only
         the fast check is native: an event it does not pass is judged by :meth:`_judge`."""
 

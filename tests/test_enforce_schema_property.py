@@ -32,8 +32,9 @@ import anyio
 import jsonschema
 import pytest
 from agui_pipeline import Batch, Options, StreamContext, StreamRejected
+from agui_pipeline.stages import _checks
 from agui_pipeline.stages._checks import _OPAQUE, CLEAN
-from agui_pipeline.stages.enforce import Enforce, _native_checks
+from agui_pipeline.stages.enforce import Enforce
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -415,7 +416,7 @@ def test_enforce_agrees_with_the_schema(case: Case) -> None:
 
 
 def native_checks() -> Checks:
-    return _native_checks(native_module())
+    return _checks.native_checks(native_module())
 
 
 @given(cases())

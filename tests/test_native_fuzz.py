@@ -199,11 +199,11 @@ def test_the_judge_seeds_reach_a_clean_answer() -> None:
     Judged here by the extension with the plan and versions the target's file holds and the
     limits its header gives, in the seed's reads."""
     from agui_pipeline._engine.judging import _quiet_versions
-    from agui_pipeline.stages._checks import native_plan
+    from agui_pipeline.stages._checks import native_checks
 
     native = native_module()
     limits = _judge_limits(0, bytes(JUDGE_ROOMY))
-    judge = native.Judge("sse", *native_plan(), limits, _quiet_versions(), False)
+    judge = native.Judge("sse", native_checks(native), limits, _quiet_versions(), False)
     data = _workload()["workload.stateless"]
     for start in range(0, len(data), 200):
         judge.feed(data[start : start + 200])

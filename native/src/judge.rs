@@ -20,6 +20,7 @@
 //! `max_state_bytes` (past any of them it is unsure, and the reference says what happens).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -172,7 +173,8 @@ struct Stream {
 pub struct Judge {
     framer: Framer,
     framing: Framing,
-    checks: Checks,
+    /// enforce's checks, built once per process and shared by every judge.
+    checks: Arc<Checks>,
     stream: Stream,
     read: usize,
     unsure: Option<Unsure>,
@@ -181,7 +183,7 @@ pub struct Judge {
 impl Judge {
     pub fn new(
         framing: Framing,
-        checks: Checks,
+        checks: Arc<Checks>,
         limits: Limits,
         quiet_versions: Vec<String>,
         delivers: bool,

@@ -18,6 +18,7 @@ pub mod judge;
 pub mod patch;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -133,7 +134,8 @@ impl Framer {
 /// enforce's fast check of every event type (`checks.rs`), built once from the reference's plan.
 #[pyclass(module = "agui_pipeline._native", frozen)]
 struct Checks {
-    checks: checks::Checks,
+    /// Shared with every judge made from it: built once per process, not per stream.
+    checks: Arc<checks::Checks>,
 }
 
 #[pymethods]
@@ -142,7 +144,9 @@ impl Checks {
     fn new(rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Self> {
         let built = guarded("enforce", || checks::Checks::from_plan(rows, events))
             .map_err(InternalError::new_err)?;
-        Ok(Checks { checks: built? })
+        Ok(Checks {
+            checks: Arc::new(built?),
+        })
     }
 
     /// The position of the first event that is not clean (`len(events)` if none), and, for
@@ -270,11 +274,10 @@ impl Judge {
     /// values compat is quiet about; `delivers`: keep the judged events' payloads for
     /// `take_payloads`; `input`: the run input the stream answers (`JudgeInput`), if known.
     #[new]
-    #[pyo3(signature = (framing, rows, events, limits, quiet_versions, delivers, input=None))]
+    #[pyo3(signature = (framing, checks, limits, quiet_versions, delivers, input=None))]
     fn new(
         framing: &str,
-        rows: &Bound<'_, PyList>,
-        events: &Bound<'_, PyDict>,
+        checks: &Checks,
         limits: (
             usize,
             usize,
@@ -291,8 +294,6 @@ impl Judge {
         input: Option<JudgeInput>,
     ) -> PyResult<Self> {
         let framing = framing_named(framing, "the judge")?;
-        let checks = guarded("judge", || checks::Checks::from_plan(rows, events))
-            .map_err(InternalError::new_err)??;
         let (
             max_frame_bytes,
             max_depth,
@@ -318,7 +319,7 @@ impl Judge {
         Ok(Judge {
             judge: judge::Judge::new(
                 framing,
-                checks,
+                Arc::clone(&checks.checks),
                 limits,
                 quiet_versions,
                 delivers,

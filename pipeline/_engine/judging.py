@@ -23,19 +23,14 @@ def new_judge(
     """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it keeps
     the payloads of the events it passes, for deliver mode (``deliver.py``); ``input``: the
     run input the stream answers, as the judge takes it (``deliver.input_for_judge``)."""
-    assert _cores.native is not None
-    judge: Judge = _cores.native.Judge(
-        framing, *_plan(), _limits(limits), _quiet_versions(), delivers, input
+    from agui_pipeline.stages._checks import native_checks  # the stages sit above the engine
+
+    native = _cores.native
+    assert native is not None
+    judge: Judge = native.Judge(
+        framing, native_checks(native), _limits(limits), _quiet_versions(), delivers, input
     )
     return judge
-
-
-@cache
-def _plan() -> tuple[list[tuple[Any, ...]], dict[str, int]]:
-    """enforce's checks as the native core builds its own (``stages/_checks.py``)."""
-    from agui_pipeline.stages._checks import native_plan
-
-    return native_plan()
 
 
 def _limits(limits: Limits) -> tuple[int, int, int, int, int, int, int, int, int]:

@@ -24,7 +24,7 @@
 #![no_main]
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use agui_native::checks::{Checks, Row};
 use agui_native::decode::Decoded;
@@ -48,10 +48,10 @@ struct PlanFile {
     quiet_versions: Vec<String>,
 }
 
-/// What every run shares: the checks (cloned for each judge, which owns its own) and the
+/// What every run shares: the checks (one for every judge, as in a process) and the
 /// `protocolVersion` values compat is quiet about.
 struct Setup {
-    checks: Checks,
+    checks: Arc<Checks>,
     quiet_versions: Vec<String>,
 }
 
@@ -67,7 +67,7 @@ fn setup() -> &'static Setup {
         let checks = Checks::from_rows(plan.rows, plan.events)
             .unwrap_or_else(|error| panic!("the plan in {path:?}: {error}"));
         Setup {
-            checks,
+            checks: Arc::new(checks),
             quiet_versions: plan.quiet_versions,
         }
     })
@@ -85,7 +85,7 @@ fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
     let setup = setup();
     let mut judge = Judge::new(
         framing,
-        setup.checks.clone(),
+        Arc::clone(&setup.checks),
         limits,
         setup.quiet_versions.clone(),
         true,
