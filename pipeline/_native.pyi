@@ -44,8 +44,12 @@ class Judge:
         delivers: bool,
         input: tuple[Any, ...] | None = None,
     ) -> None: ...
-    def feed(self, chunk: bytes) -> None:
-        """One read, from the stream's first frame on."""
+    def feed(self, chunk: bytes) -> bytes | None:
+        """One read, from the stream's first frame on; for a judge made to deliver, what
+        ``take_payloads`` would then give."""
+    @property
+    def noted(self) -> bool:
+        """Whether runs were noted since ``take_runs`` was last called."""
     def take_payloads(self) -> bytes | None:
         """For a judge made to deliver: the payloads of the events judged since the last
         call, as one JSON array (``None``: none). Only what was taken while the judge is

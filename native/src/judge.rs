@@ -239,10 +239,13 @@ impl Judge {
     }
 
     /// The payloads of the frames judged since the last call, as one JSON array, for a judge
-    /// made to deliver (`None` when there are none). Taken while the judge is sure, they are
-    /// the events the reference would deliver, in order, each as sent; once it is unsure they
-    /// are nothing the caller may deliver.
+    /// made to deliver (`None` when there are none, or once it is unsure: then they are nothing
+    /// the caller may deliver). While the judge is sure, they are the events the reference
+    /// would deliver, in order, each as sent.
     pub fn take_payloads(&mut self) -> Option<Vec<u8>> {
+        if self.unsure.is_some() {
+            return None;
+        }
         let payloads = self.stream.payloads.as_mut()?;
         if payloads.len() == 1 {
             return None;
@@ -252,6 +255,11 @@ impl Judge {
             *last = b']'; // the comma after the last payload
         }
         Some(taken)
+    }
+
+    /// Whether runs were noted since the last `take_notes`.
+    pub fn noted(&self) -> bool {
+        !self.stream.notes.is_empty()
     }
 
     /// The runs noted since the last call.

@@ -339,10 +339,21 @@ impl Judge {
         })
     }
 
-    /// One read of the stream, from its first frame on.
-    fn feed(&mut self, chunk: &[u8]) -> PyResult<()> {
+    /// One read of the stream, from its first frame on; for a judge made to deliver, what
+    /// it passed of the read while sure (`take_payloads`, in the same call: a live read is
+    /// often one event).
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let judge = &mut self.judge;
-        guarded("judge", || judge.feed(chunk)).map_err(InternalError::new_err)
+        let payloads = guarded("judge", || {
+            judge.feed(chunk);
+            judge.take_payloads()
+        })
+        .map_err(InternalError::new_err)?;
+        Ok(payloads.map(|payloads| PyBytes::new(py, &payloads)))
     }
 
     /// The end of the stream: whether it was clean to the end.
@@ -369,6 +380,12 @@ impl Judge {
         self.judge
             .take_payloads()
             .map(|payloads| PyBytes::new(py, &payloads))
+    }
+
+    /// Whether runs were noted since `take_runs` was last called.
+    #[getter]
+    fn noted(&self) -> bool {
+        self.judge.noted()
     }
 
     /// The runs noted since the last call, in order.

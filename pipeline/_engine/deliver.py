@@ -122,48 +122,47 @@ class JudgedSession(Session):
         self._held_bytes += len(chunk)
         ctx.bytes_read += len(chunk)
         judge = self._judge
-        if judge is None:
+        if judge is not None:
+            payloads = judge.feed(chunk)
+        else:
             judge = self._start()
             if judge is None:
                 # A byte order mark may still be arriving, or the stream is the reference's.
                 return empty_batch() if self._judging else await self._take_over()
-        else:
-            judge.feed(chunk)
+            payloads = judge.feed(b"".join(self._held).removeprefix(BOM))
         if judge.unsure is not None:
             return await self._take_over()
-        return await self._deliver(judge)
+        if judge.noted:
+            self._run = record_runs(ctx, judge.take_runs(), self._run)
+        if payloads is None:
+            return empty_batch()
+        return await self._carry(self._batch(payloads), self._tail)
 
     def _start(self) -> Judge | None:
-        """The judge, once the reads held tell the framing, fed them (parse's ``_start``:
-        a byte order mark off, the framing from the first byte); ``None``: the reference's
-        to read (a stream that opens with a blank or a JSON array), or not yet known."""
+        """The judge, once the reads held tell the framing (parse's ``_start``: a byte order
+        mark off, the framing from the first byte), to be fed them from there; ``None``: the
+        reference's to read (a stream that opens with a blank or a JSON array), or not yet
+        known."""
         head = b"".join(self._held)
         if len(head) < len(BOM) and BOM.startswith(head):
             return None  # a byte order mark may be arriving
-        data = head.removeprefix(BOM)
         ctx = self.context
-        framing = ctx.options.framing or framing_of(data[:1])
+        framing = ctx.options.framing or framing_of(head.removeprefix(BOM)[:1])
         if framing not in ("sse", "jsonl"):
             self._judging = False  # the reference's from here; nothing was delivered
             return None
         ctx.transport = ctx.transport or framing  # as parse names it
         self._judge = judge = new_judge(framing, ctx.limits, delivers=True, input=self._answering)
-        judge.feed(data)
         return judge
 
-    async def _deliver(self, judge: Judge) -> Batch:
-        """What the judge passed of this read, through metadata and dispatch."""
-        ctx = self.context
-        runs = judge.take_runs()
-        if runs:
-            self._run = record_runs(ctx, runs, self._run)
-        payloads = judge.take_payloads()
-        if payloads is None:
-            return empty_batch()
+    def _batch(self, payloads: bytes) -> Batch:
+        """The events the judge passed, built from their payloads; each is one frame."""
         events = orjson.loads(payloads)
-        start = ctx.counters.read
-        ctx.counters.read = end = judge.read
-        return await self._carry(Batch(events, list(range(start, end)), objects=True), self._tail)
+        counters = self.context.counters
+        start = counters.read
+        counters.read = end = start + len(events)
+        indices = [start] if end == start + 1 else list(range(start, end))
+        return Batch(events, indices, objects=True)
 
     async def _end_judged(self) -> Batch:
         """The end of a stream the judge has read: clean to its end, it completes; else the
@@ -172,9 +171,14 @@ class JudgedSession(Session):
         if judge is None or not judge.finish():
             self._hand_over()
             return await self._end()
-        batch = await self._deliver(judge)  # a JSON line the stream ends without a newline
-        if self.verdict is not None:
-            return batch  # a handler failed on it
+        if judge.noted:
+            self._run = record_runs(self.context, judge.take_runs(), self._run)
+        payloads = judge.take_payloads()  # a JSON line the stream ends without a newline
+        batch = empty_batch()
+        if payloads is not None:
+            batch = await self._carry(self._batch(payloads), self._tail)
+            if self.verdict is not None:
+                return batch  # a handler failed on it
         tail = self._tail
         try:
             flushed = await through(tail.stages, empty_batch(), tail.built_in, flush=True)
