@@ -7,12 +7,18 @@
 //! lint, metadata, the Conversation) would say anything about it — with its counters and its
 //! runs; or it is unsure, and the caller runs the reference over the stream from its start.
 //!
+//! Deliver mode (`pipeline/_engine/deliver.py`) runs the same judge read by read in front of
+//! the stages that hand events to the application: while it is sure, the payloads of the frames
+//! it passed are those events as sent (`take_payloads`); where it becomes unsure, the caller
+//! hands the stream to the reference from that read on.
+//!
 //! So the judge words no diagnostic and never decides a verdict other than "completed": every
 //! finding, warning or rejection comes from the reference, and a stream the judge is unsure of
 //! costs the judge's pass on top of the reference's. Each rule below is the reference's rule
 //! restricted to what the judge follows, and wherever following a rule exactly would take more
-//! than that (subagents, snapshots, chunks, retired shapes, a run input, an id used twice), the
-//! judge is unsure instead: it may give up on a clean stream, never pass one that is not.
+//! than that (subagents, snapshots, chunks, retired shapes, an echoed run input, an id used twice
+//! or one of the run input's history), the judge is unsure instead: it may give up on a clean
+//! stream, never pass one that is not.
 //! Where each rule lives in the reference is named beside it.
 //!
 //! Everything it keeps is bounded by the pipeline's limits: items by `max_items`, open ones by
@@ -94,7 +100,7 @@ enum Known {
 }
 
 /// The run input a stream answers, as far as the judge follows it (`RunInput` below, which the
-/// caller reads from the input: `deliver.py`'s `input_for_judge`).
+/// caller reads from the input: `input_for_judge` in `pipeline/_engine/judging.py`).
 #[derive(Debug)]
 struct Answering {
     thread_id: String,
