@@ -53,7 +53,7 @@ def _paths(
         async with make().open(list(reads), run_input=copy.deepcopy(run_input)) as stream:
             async for _batch in stream.batches():
                 session = stream._session
-                judged.append(isinstance(session, JudgedSession) and session._judging)
+                judged.append(isinstance(session, JudgedSession) and session.judging)
         return stream._session
 
     with running("native"):
@@ -119,7 +119,7 @@ def test_a_stream_the_judge_follows_is_delivered_from_it_to_the_end(
     reads = cut(data)
     judged, session = _paths(Pipeline, reads)
     assert judged and all(judged), f"a batch came from the reference: {judged.count(False)}"
-    assert session._judge is not None and session._judge.read == len(CLEAN)
+    assert session.front.judge is not None and session.front.judge.read == len(CLEAN)
     assert_same(Pipeline, reads, what=f"the workload as {framing}, {shape}")
     handled = _handled(lambda handler: Pipeline(handlers={"*": handler}), reads)
     assert handled["native"] == handled["pure"] and len(handled["native"]) == len(CLEAN)
@@ -133,7 +133,7 @@ def test_the_reference_takes_over_where_the_judge_stops_being_sure(
     stream = _with_unsure_at(at)
     reads = cut(_sse(stream))
     judged, session = _paths(Pipeline, reads)
-    assert isinstance(session, JudgedSession) and not session._judging
+    assert isinstance(session, JudgedSession) and not session.judging
     assert False in judged, "the reference never took over"
     if len(reads) > 1 and at >= 100:
         assert judged[0], "the judge delivered nothing before it was unsure"
@@ -153,7 +153,7 @@ def test_a_verdict_found_after_the_handover_is_the_reference_s() -> None:
     stream.insert(ended + 1, dict(stream[ended]))  # the same message ended twice
     reads = random_reads(_sse(stream), 3)
     judged, session = _paths(Pipeline, reads)
-    assert judged[0] and not session._judging
+    assert judged[0] and not session.judging
     outcome = assert_same(Pipeline, reads, what="a message ended twice")
     assert outcome["verdict"]["outcome"] == "rejected"
 
@@ -168,7 +168,7 @@ def test_past_max_held_bytes_the_reference_takes_over_while_sure(limit: int) -> 
 
         async def feed(self, chunk: bytes | None) -> Any:
             batch = await super().feed(chunk)
-            held.append(self._held_bytes)
+            held.append(self.front.held_bytes)
             return batch
 
     def make() -> Pipeline:
@@ -182,7 +182,7 @@ def test_past_max_held_bytes_the_reference_takes_over_while_sure(limit: int) -> 
         judged, session = _paths(make, reads)
     finally:
         deliver.JudgedSession = original  # type: ignore[misc]
-    assert isinstance(session, Watched) and not session._judging
+    assert isinstance(session, Watched) and not session.judging
     assert max(held) <= limit, f"held {max(held)} bytes past the limit of {limit}"
     if limit > 1:
         assert judged[0] and not judged[-1], "the judge never delivered, or never handed over"
@@ -234,7 +234,7 @@ def test_a_handler_that_fails_on_the_last_event_ends_the_stream_as_on_the_refere
 
     data = ENCODINGS[framing]
     _, session = _paths(failing, [data])
-    assert isinstance(session, JudgedSession) and session._judging  # no handover
+    assert isinstance(session, JudgedSession) and session.judging  # no handover
     outcome = assert_same(failing, [data], what=f"a handler failing at the end, {framing}")
     assert outcome["verdict"]["outcome"] == "handler-failed"
     assert outcome["counters"]["delivered"] == len(CLEAN) - 1
@@ -246,7 +246,7 @@ def test_the_sync_shell_delivers_from_the_judge_too() -> None:
         delivered = []
         for read in random_reads(_sse(CLEAN), 2):
             delivered += incremental.feed(read)
-        assert isinstance(incremental._session, JudgedSession) and incremental._session._judging
+        assert isinstance(incremental._session, JudgedSession) and incremental._session.judging
         result = incremental.close()
     assert result.verdict.completed and delivered == CLEAN
 
@@ -337,7 +337,8 @@ def test_a_stream_answering_a_run_input_is_judged_against_it(
     for reads in ([data], random_reads(data, 1), bytewise(data)):
         _, session = _paths(Pipeline, reads, run_input)
         assert isinstance(session, JudgedSession), what
-        assert session._judging is to_the_end, f"{what}: {session._judge and session._judge.unsure}"
+        judge = session.front.judge
+        assert session.judging is to_the_end, f"{what}: {judge and judge.unsure}"
         assert_same(Pipeline, reads, run_input, what=what)
 
 

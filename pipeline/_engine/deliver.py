@@ -7,14 +7,15 @@ change an event — the events those stages would pass are exactly the frames as
 such read's frames are built once, by orjson from the payloads the judge kept, and only
 metadata and dispatch (the Conversation, the handlers, the sinks) run in Python on them.
 
-The judge may become unsure at any read (a chunk, a retired shape, a warning to give, a
-fault). Then the reference takes over where it stands: the reads the judge passed are fed
+The session runs it as its decoder (:class:`JudgedFront`) on a route of metadata and dispatch
+alone. The judge may become unsure at any read (a chunk, a retired shape, a warning to give,
+a fault). Then the reference takes over where it stands: the reads the judge passed are fed
 again through parse and the stages up to lint, whose output is dropped (metadata and dispatch
-have seen those events already), so that every stage holds what it would have held; and that
-read, and every read after, takes the session's own path. A handover costs the reads held
-on top of what the reference would have cost, once. What the judge passed is the reference's
-by construction, and ``tests/test_deliver.py`` holds the two to the same events, verdicts,
-diagnostics and Conversation.
+have seen those events already), so that every stage holds what it would have held; and the
+session's decoder and route become the reference's, for that read and every read after. A
+handover costs the reads held on top of what the reference would have cost, once. What the
+judge passed is the reference's by construction, and ``tests/test_deliver.py`` holds the two
+to the same events, verdicts, diagnostics and Conversation.
 
 The reads are held for that, up to ``Limits.max_held_bytes``: the read that would pass it is
 the reference's, handed over while the judge is still sure, so the memory a stream holds is
@@ -33,15 +34,12 @@ from typing import TYPE_CHECKING
 import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.chain import Route, StageRun
-from agui_pipeline._engine.faults import Ended, through
 from agui_pipeline._engine.judging import JudgeInput, input_for_judge, new_judge, record_runs
 from agui_pipeline._engine.order import default_decoder, default_stages
-from agui_pipeline._engine.result import Outcome, Verdict
 from agui_pipeline._engine.session import Session
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, empty_batch
-from agui_pipeline.errors import UsageError
-from agui_pipeline.stage import RunRecord, StreamContext
+from agui_pipeline.stage import Decoder, RunRecord, StreamContext
 from agui_pipeline.stages.parse import BOM, framing_of
 
 if TYPE_CHECKING:
@@ -76,146 +74,131 @@ def delivers(plan: StagePlan, ctx: StreamContext) -> bool:
 
 
 class JudgedSession(Session):
-    """A :class:`Session` whose reads the native judge reads while it is sure of them."""
+    """A :class:`Session` whose decoder is the native judge (:class:`JudgedFront`) while it
+    is sure of the stream, on a route of metadata and dispatch alone; the reference's decoder
+    and route once it hands over."""
 
-    __slots__ = (
-        "_answering",
-        "_front",
-        "_held",
-        "_held_bytes",
-        "_judge",
-        "_judging",
-        "_run",
-        "_tail",
-    )
+    __slots__ = ("front",)
 
     def __init__(self, plan: StagePlan, ctx: StreamContext, answering: JudgeInput | None) -> None:
         super().__init__(plan, ctx)  # the reference's stages, ready to take over
-        stages = self.route.stages
-        *front, metadata, dispatch = stages
+        self.front = JudgedFront(self, answering)
+        """The judge's decoder, kept after a handover (for tests and curiosity)."""
+        self.decoder, self.route = self.front, self.front.tail
+
+    @property
+    def judging(self) -> bool:
+        """Whether the judge still reads the stream (no handover yet)."""
+        return self.decoder is self.front
+
+
+class JudgedFront(Decoder):
+    """The decoder of a stream in deliver mode: each read to the native judge, the events it
+    passed built from their payloads; where it is unsure, the reference takes over."""
+
+    def __init__(self, session: Session, answering: JudgeInput | None) -> None:
+        super().__init__(session.context)
+        self._session = session
+        self._parse = session.decoder
+        self._route = route = session.route
+        *front, metadata, dispatch = route.stages
         self._front = front
         """Parse's stages up to lint: what the judge stands in for."""
-        self._tail = Route([metadata, dispatch], self.route.built_in, self.route.run_type)
+        self.tail = Route([metadata, dispatch], route.built_in, route.run_type)
         """Metadata and dispatch, run on what the judge passes (the same stage objects the
-        session's route ends with)."""
-        self._judging = True
-        self._judge: Judge | None = None
-        self._held: list[bytes] = []
+        reference's route ends with)."""
+        self.judge: Judge | None = None
+        self.held: list[bytes] = []
         """The reads fed so far, for the reference to take over from."""
-        self._held_bytes = 0
-        self._run: RunRecord | None = None
+        self.held_bytes = 0
         self._answering = answering
         """The run input the stream answers, as the judge takes it."""
+        self.declined = False
+        """The stream's framing is not one the judge reads."""
+        self._run: RunRecord | None = None
 
-    async def feed(self, chunk: bytes | None) -> Batch:
-        if not self._judging:
-            return await super().feed(chunk)
-        if self.verdict is not None:
-            raise UsageError(f"the stream has ended ({self.verdict.outcome}): it reads no more")
-        if chunk is None:
-            return await self._end_judged()
-        ctx = self.context
-        if self._held_bytes + len(chunk) > ctx.limits.max_held_bytes:
-            self._hand_over()  # while sure: past the limit, holding would cost memory
-            return await super().feed(chunk)
-        self._held.append(chunk)
-        self._held_bytes += len(chunk)
+    def feed(self, chunk: bytes) -> Batch:
+        ctx = self.ctx
+        if self.held_bytes + len(chunk) > ctx.limits.max_held_bytes:
+            return self._hand_over(chunk)  # while sure: holding more would cost memory
+        self.held.append(chunk)
+        self.held_bytes += len(chunk)
         ctx.bytes_read += len(chunk)
-        judge = self._judge
+        judge = self.judge
         if judge is not None:
             payloads = judge.feed(chunk)
         else:
             judge = self._start()
             if judge is None:
-                # A byte order mark may still be arriving, or the stream is the reference's.
-                return empty_batch() if self._judging else await self._take_over()
-            payloads = judge.feed(b"".join(self._held).removeprefix(BOM))
+                if self.declined:
+                    return self._hand_over(self._unhold())
+                return empty_batch()  # a byte order mark may still be arriving
+            payloads = judge.feed(b"".join(self.held).removeprefix(BOM))
         if judge.unsure is not None:
-            return await self._take_over()
+            return self._hand_over(self._unhold())
         if judge.noted:
             self._run = record_runs(ctx, judge.take_runs(), self._run)
         if payloads is None:
             return empty_batch()
-        return await self._carry(self._batch(payloads), self._tail)
+        return self._batch(payloads)
+
+    def finish(self) -> Batch:
+        judge = self.judge
+        if judge is None or not judge.finish():
+            self._hand_over(None)
+            return self._parse.finish()
+        if judge.noted:
+            self._run = record_runs(self.ctx, judge.take_runs(), self._run)
+        payloads = judge.take_payloads()  # a JSON line the stream ends without a newline
+        return empty_batch() if payloads is None else self._batch(payloads)
 
     def _start(self) -> Judge | None:
         """The judge, once the reads held tell the framing (parse's ``_start``: a byte order
-        mark off, the framing from the first byte), to be fed them from there; ``None``: the
-        reference's to read (a stream that opens with a blank or a JSON array), or not yet
-        known."""
-        head = b"".join(self._held)
+        mark off, the framing from the first byte), to be fed them from there; ``None``: not
+        yet known, or the reference's to read (a stream that opens with a blank or a JSON
+        array: then ``declined``)."""
+        head = b"".join(self.held)
         if len(head) < len(BOM) and BOM.startswith(head):
-            return None  # a byte order mark may be arriving
-        ctx = self.context
+            return None
+        ctx = self.ctx
         framing = ctx.options.framing or framing_of(head.removeprefix(BOM)[:1])
         if framing not in ("sse", "jsonl"):
-            self._judging = False  # the reference's from here; nothing was delivered
+            self.declined = True
             return None
         ctx.transport = ctx.transport or framing  # as parse names it
-        self._judge = judge = new_judge(framing, ctx.limits, delivers=True, input=self._answering)
-        return judge
+        self.judge = new_judge(framing, ctx.limits, delivers=True, input=self._answering)
+        return self.judge
 
     def _batch(self, payloads: bytes) -> Batch:
         """The events the judge passed, built from their payloads; each is one frame."""
         events = orjson.loads(payloads)
-        counters = self.context.counters
+        counters = self.ctx.counters
         start = counters.read
         counters.read = end = start + len(events)
         indices = [start] if end == start + 1 else list(range(start, end))
         return Batch(events, indices, objects=True)
 
-    async def _end_judged(self) -> Batch:
-        """The end of a stream the judge has read: clean to its end, it completes; else the
-        reference takes over and ends it."""
-        judge = self._judge
-        if judge is None or not judge.finish():
-            self._hand_over()
-            return await self._end()
-        if judge.noted:
-            self._run = record_runs(self.context, judge.take_runs(), self._run)
-        payloads = judge.take_payloads()  # a JSON line the stream ends without a newline
-        batch = empty_batch()
-        if payloads is not None:
-            batch = await self._carry(self._batch(payloads), self._tail)
-            if self.verdict is not None:
-                return batch  # a handler failed on it
-        tail = self._tail
-        try:
-            flushed = await through(tail.stages, empty_batch(), tail.built_in, flush=True)
-        except Ended as ended:
-            return await self._fault(ended.fault, ended.delivered, [])
-        self.verdict = Verdict(Outcome.COMPLETED)
-        if not flushed.events:
-            return batch
-        self.last_delivered = flushed.indices[-1]
-        self.context.counters.delivered += len(flushed.events)
-        return batch + flushed
+    def _unhold(self) -> bytes:
+        """The last read, which the judge did not pass: the reference's to read."""
+        last = self.held.pop()
+        self.held_bytes -= len(last)
+        return last
 
-    async def _take_over(self) -> Batch:
-        """The judge is unsure of the last read, or never judged: the reference takes over
-        before it, and reads it."""
-        last = self._held.pop()
-        self._held_bytes -= len(last)
-        self._hand_over()
-        return await super().feed(last)
-
-    def _hand_over(self) -> None:
+    def _hand_over(self, chunk: bytes | None) -> Batch:
         """The reference takes over: the reads held go through parse and the stages up to
         lint as they went through the judge, their events dropped — metadata and dispatch
-        have seen them — so that every stage holds what it would have held."""
-        self._judging = False
-        self._judge = None
-        ctx = self.context
+        have seen them — so that every stage holds what it would have held; then the
+        session's decoder and route are the reference's, and ``chunk`` its first read."""
+        ctx = self.ctx
         ctx.counters.read = 0  # what the judge counted, the reference counts again
         ctx.bytes_read = 0
         ctx.runs.clear()
         ctx.runs_unlisted.clear()
-        front = StageRun(self._front)
-        decoder = self.decoder
-        held, self._held, self._held_bytes = self._held, [], 0
+        front, parse = StageRun(self._front), self._parse
+        held, self.held, self.held_bytes = self.held, [], 0
         try:
             for read in held:
-                batch = decoder.feed(read)
+                batch = parse.feed(read)
                 if batch.events:
                     front.run(batch)
         except Exception as error:
@@ -223,3 +206,6 @@ class JudgedSession(Session):
                 "internal error: the reference rejected frames the native judge passed "
                 "(a disagreement between the two: set AGUI_PIPELINE_PURE=1, and report it)"
             ) from error
+        session = self._session
+        session.decoder, session.route = parse, self._route
+        return empty_batch() if chunk is None else parse.feed(chunk)

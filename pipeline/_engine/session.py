@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agui_pipeline._engine.chain import Route
 from agui_pipeline._engine.contract import counted_process
 from agui_pipeline._engine.core import StagePlan, build
 from agui_pipeline._engine.faults import Ended, Fault, after_fault, through
@@ -52,19 +51,15 @@ class Session:
             raise UsageError(f"the stream has ended ({self.verdict.outcome}): it reads no more")
         if chunk is None:
             return await self._end()
-        route = self.route
         try:
             batch = self.decoder.feed(chunk)
         except StreamRejected as fault:
-            return await self._fault(fault, after_fault(fault, None, empty_batch()), route.stages)
+            kept = after_fault(fault, None, empty_batch())
+            return await self._fault(fault, kept, self.route.stages)
         except Exception as error:
             error.add_note(f"raised in the {self.decoder.name!r} stage (the decoder)")
             raise
-        return await self._carry(batch, route)
-
-    async def _carry(self, batch: Batch, route: Route) -> Batch:
-        """A read's decoded ``batch`` along ``route`` (the session's, or the part of it deliver
-        mode runs in Python), delivered: what the last stage passed."""
+        route = self.route  # after the read: a decoder may hand the stream to a longer route
         position = 0
         segments, run_type, built_in = route.segments, route.run_type, route.built_in
         try:
