@@ -113,14 +113,14 @@ struct Answering {
 /// requested thread and run, the tools it lists (`None`: it lists none), every id its history
 /// holds, an upper bound of the characters of text the Conversation takes from it, and its state
 /// as JSON, if it has one.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunInput {
     pub thread_id: String,
     pub run_id: String,
     pub tools: Option<Vec<String>>,
     pub history_ids: Vec<String>,
     pub history_chars: usize,
-    pub state: Option<Vec<u8>>,
+    pub state: Option<String>,
 }
 
 /// The kinds of item a run opens and closes (verify's open-item dicts), each with its set of
@@ -443,7 +443,7 @@ impl Stream {
             return Err("a run input with more text than max_conversation_chars");
         }
         if let Some(state) = input.state {
-            let Ok(state) = serde_json::from_slice::<Value>(&state) else {
+            let Ok(state) = serde_json::from_str::<Value>(&state) else {
                 return Err("a run input's state serde_json does not read");
             };
             self.state

@@ -331,7 +331,7 @@ impl Judge {
                             tools,
                             history_ids,
                             history_chars,
-                            state: state.map(String::into_bytes),
+                            state,
                         }
                     },
                 ),

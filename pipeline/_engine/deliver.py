@@ -21,10 +21,10 @@ The reads are held for that, up to ``Limits.max_held_bytes``: the read that woul
 the reference's, handed over while the judge is still sure, so the memory a stream holds is
 bounded and its cost per event never grows with its length.
 
-Deliver mode runs where judge mode would (``judge.judges``: the default decoder and stages,
-no declaration, no peer version, SSE or JSON lines), with any handlers or sinks, and with a
-run input the judge can take (:func:`input_for_judge`: what ``HttpAgent`` and the conformance
-runner send); the session (``open_session``) chooses it per stream.
+Deliver mode runs where the judge can stand in (``judging.stands_in``: the default decoder
+and stages, no declaration, no peer version, SSE or JSON lines), with any handlers or sinks,
+and with a run input the judge can take (``judging.input_for_judge``: what ``HttpAgent`` and
+the conformance runner send); the session (``open_session``) chooses it per stream.
 """
 
 from __future__ import annotations
@@ -34,13 +34,19 @@ from typing import TYPE_CHECKING
 import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.chain import Route, StageRun
-from agui_pipeline._engine.judging import JudgeInput, input_for_judge, new_judge, record_runs
-from agui_pipeline._engine.order import default_decoder, default_stages
+from agui_pipeline._engine.judging import (
+    JudgeInput,
+    input_for_judge,
+    judged_framing,
+    new_judge,
+    record_runs,
+    stands_in,
+)
 from agui_pipeline._engine.session import Session
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.stage import Decoder, RunRecord, StreamContext
-from agui_pipeline.stages.parse import BOM, framing_of
+from agui_pipeline.stages.parse import BOM
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.core import StagePlan
@@ -62,15 +68,7 @@ def open_session(plan: StagePlan, ctx: StreamContext) -> Session:
 def delivers(plan: StagePlan, ctx: StreamContext) -> bool:
     """Whether deliver mode can run ``plan`` on this stream (see the module's docstring): a
     run input besides, when the judge can take it (:func:`input_for_judge`)."""
-    options = ctx.options
-    return (
-        plan.decoder is default_decoder()
-        and list(plan.stage_factories) == [stage for _, stage in default_stages()]
-        and options.framing in (None, "sse", "jsonl")
-        and options.capabilities is None
-        and options.peer_max_protocol_version is None
-        and ctx.transport != PROTO_TRANSPORT
-    )
+    return stands_in(plan, ctx.options) and ctx.transport != PROTO_TRANSPORT
 
 
 class JudgedSession(Session):
@@ -113,8 +111,6 @@ class JudgedFront(Decoder):
         self.held_bytes = 0
         self._answering = answering
         """The run input the stream answers, as the judge takes it."""
-        self.declined = False
-        """The stream's framing is not one the judge reads."""
         self._run: RunRecord | None = None
 
     def feed(self, chunk: bytes) -> Batch:
@@ -128,12 +124,17 @@ class JudgedFront(Decoder):
         if judge is not None:
             payloads = judge.feed(chunk)
         else:
-            judge = self._start()
-            if judge is None:
-                if self.declined:
-                    return self._hand_over(self._unhold())
+            head = b"".join(self.held)
+            framing = judged_framing(head, ctx.options.framing)
+            if framing == "":
                 return empty_batch()  # a byte order mark may still be arriving
-            payloads = judge.feed(b"".join(self.held).removeprefix(BOM))
+            if framing is None:  # a JSON array document, or a blank first: not the judge's
+                return self._hand_over(self._unhold())
+            ctx.transport = ctx.transport or framing  # as parse names it
+            self.judge = judge = new_judge(
+                framing, ctx.limits, delivers=True, input=self._answering
+            )
+            payloads = judge.feed(head.removeprefix(BOM))
         if judge.unsure is not None:
             return self._hand_over(self._unhold())
         if judge.noted:
@@ -151,23 +152,6 @@ class JudgedFront(Decoder):
             self._run = record_runs(self.ctx, judge.take_runs(), self._run)
         payloads = judge.take_payloads()  # a JSON line the stream ends without a newline
         return empty_batch() if payloads is None else self._batch(payloads)
-
-    def _start(self) -> Judge | None:
-        """The judge, once the reads held tell the framing (parse's ``_start``: a byte order
-        mark off, the framing from the first byte), to be fed them from there; ``None``: not
-        yet known, or the reference's to read (a stream that opens with a blank or a JSON
-        array: then ``declined``)."""
-        head = b"".join(self.held)
-        if len(head) < len(BOM) and BOM.startswith(head):
-            return None
-        ctx = self.ctx
-        framing = ctx.options.framing or framing_of(head.removeprefix(BOM)[:1])
-        if framing not in ("sse", "jsonl"):
-            self.declined = True
-            return None
-        ctx.transport = ctx.transport or framing  # as parse names it
-        self.judge = new_judge(framing, ctx.limits, delivers=True, input=self._answering)
-        return self.judge
 
     def _batch(self, payloads: bytes) -> Batch:
         """The events the judge passed, built from their payloads; each is one frame."""

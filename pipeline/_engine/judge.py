@@ -21,12 +21,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agui_pipeline import _cores
-from agui_pipeline._engine.judging import input_for_judge, new_judge, record_runs
-from agui_pipeline._engine.order import default_decoder, default_stages
+from agui_pipeline._engine.judging import (
+    input_for_judge,
+    judged_framing,
+    new_judge,
+    record_runs,
+    stands_in,
+)
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import iter_chunks_sync
 from agui_pipeline.stage import RunRecord
-from agui_pipeline.stages.parse import BOM, framing_of
+from agui_pipeline.stages.parse import BOM
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.pipeline import Pipeline
@@ -53,17 +58,14 @@ def judge_file(
     for chunk in iter_chunks_sync(path):
         if judge is None:
             head += chunk
-            if len(head) < len(BOM) and BOM.startswith(head):
+            framing = judged_framing(head, pipeline.options.framing)
+            if framing == "":
                 continue  # a byte order mark may be arriving
-            data = head.removeprefix(BOM)
-            # parse's detection, from the first byte: a stream that opens with a blank, or a
-            # JSON array document, is the pipeline's to read.
-            framing = pipeline.options.framing or framing_of(data[:1])
-            if framing not in ("sse", "jsonl"):
+            if framing is None:
                 return None
             ctx.transport = framing  # as parse names a file's framing
             judge = new_judge(framing, ctx.limits, delivers=False, input=answering)
-            chunk = data
+            chunk = head.removeprefix(BOM)
         judge.feed(chunk)
         run = record_runs(ctx, judge.take_runs(), run)
         if judge.unsure is not None:
@@ -79,12 +81,4 @@ def judges(pipeline: Pipeline) -> bool:
     """Whether the judge can stand in for ``pipeline``: nothing in it asks for more than the
     verdict, and its framing (if set) is one the judge reads."""
     options = pipeline.options
-    return (
-        pipeline.decoder is default_decoder()
-        and pipeline.stage_factories == [stage for _, stage in default_stages()]
-        and options.framing in (None, "sse", "jsonl")
-        and options.capabilities is None
-        and options.peer_max_protocol_version is None
-        and options.handlers is None
-        and not options.sinks
-    )
+    return stands_in(pipeline, options) and options.handlers is None and not options.sinks

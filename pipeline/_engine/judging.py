@@ -9,12 +9,40 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from agui_pipeline import _cores
+from agui_pipeline._engine.order import default_decoder, default_stages
 from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version
-from agui_pipeline.options import Limits
+from agui_pipeline.options import Limits, Options
 from agui_pipeline.stage import RunRecord, RunStatus, StreamContext
+from agui_pipeline.stages.parse import BOM, framing_of
 
 if TYPE_CHECKING:
+    from agui_pipeline._engine.core import StagePlan
     from agui_pipeline._native import Judge
+
+
+def stands_in(plan: StagePlan, options: Options) -> bool:
+    """Whether the judge can stand in for ``plan``'s decoder and stages up to lint: the
+    default decoder and stages, no capabilities declaration or peer version, and a framing,
+    if one is set, that the judge reads. Each mode asks more of its own (``judge.judges``,
+    ``deliver.delivers``)."""
+    return (
+        plan.decoder is default_decoder()
+        and list(plan.stage_factories) == [stage for _, stage in default_stages()]
+        and options.framing in (None, "sse", "jsonl")
+        and options.capabilities is None
+        and options.peer_max_protocol_version is None
+    )
+
+
+def judged_framing(head: bytes, forced: str | None) -> str | None:
+    """The framing the judge reads a stream in, told by its first bytes ``head`` as parse's
+    ``_start`` tells it (a byte order mark off, then the first byte), or ``forced``:
+    ``"sse"`` or ``"jsonl"``; ``""`` while a byte order mark may still be arriving; ``None``
+    for a stream that is not the judge's (a JSON array document, a blank first)."""
+    if len(head) < len(BOM) and BOM.startswith(head):
+        return ""
+    framing = forced or framing_of(head.removeprefix(BOM)[:1])
+    return framing if framing in ("sse", "jsonl") else None
 
 
 def new_judge(
