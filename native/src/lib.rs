@@ -316,27 +316,24 @@ impl Judge {
             max_state_bytes,
             max_patch_work,
         };
-        Ok(Judge {
-            judge: judge::Judge::new(
-                framing,
-                Arc::clone(&checks.checks),
-                limits,
-                quiet_versions,
-                delivers,
-                input.map(
-                    |(thread_id, run_id, tools, history_ids, history_chars, state)| {
-                        judge::RunInput {
-                            thread_id,
-                            run_id,
-                            tools,
-                            history_ids,
-                            history_chars,
-                            state,
-                        }
-                    },
-                ),
-            ),
+        let input = input.map(
+            |(thread_id, run_id, tools, history_ids, history_chars, state)| judge::RunInput {
+                thread_id,
+                run_id,
+                tools,
+                history_ids,
+                history_chars,
+                state,
+            },
+        );
+        // Taking the run input reads its state (serde_json, the state's mirror): guarded as
+        // every read is.
+        let checks = Arc::clone(&checks.checks);
+        let judge = guarded("judge", || {
+            judge::Judge::new(framing, checks, limits, quiet_versions, delivers, input)
         })
+        .map_err(InternalError::new_err)?;
+        Ok(Judge { judge })
     }
 
     /// One read of the stream, from its first frame on; for a judge made to deliver, what
