@@ -186,8 +186,9 @@ def test_an_extension_not_built_is_said_as_version_says_it(
 
 
 class _Slowed:
-    """The native module, but each framer it makes first burns 30 ms of CPU: a contender
-    on it is told apart from one on the pure core by its time alone."""
+    """The native module, but each framer or judge it makes first burns 30 ms of CPU: a
+    contender on it (parse's framer, or deliver mode's judge) is told apart from one on the
+    pure core by its time alone."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
@@ -195,11 +196,19 @@ class _Slowed:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._module, name)
 
-    def Framer(self, *arguments: Any) -> Any:  # the module's class name
+    @staticmethod
+    def _burn() -> None:
         started = time.process_time()
         while time.process_time() - started < 0.03:
             pass
+
+    def Framer(self, *arguments: Any) -> Any:  # the module's class names
+        self._burn()
         return self._module.Framer(*arguments)
+
+    def Judge(self, *arguments: Any) -> Any:
+        self._burn()
+        return self._module.Judge(*arguments)
 
 
 def test_each_contender_runs_on_its_own_core(monkeypatch: pytest.MonkeyPatch) -> None:

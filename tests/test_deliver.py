@@ -389,6 +389,90 @@ def test_the_context_a_stage_sees_is_the_reference_s_after_a_handover() -> None:
     ]
 
 
+def _declared(**changed: Any) -> dict[str, Any]:
+    """The workload's declaration with whole groups replaced."""
+    return {**DECLARATION, **changed}
+
+
+_FALSE = {"supported": False}
+CALLING = events(1000, seed=3)
+"""Runs the judge follows whole that call tools, stream state and reason: evidence for most
+of what a declaration says."""
+DECLARED: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("the workload's own", DECLARATION, ["reconcile.run-summary"]),
+    (
+        "everything it uses declared false",
+        _declared(
+            tools={**DECLARATION["tools"], "supported": False},
+            state={"snapshots": False, "deltas": False},
+            reasoning=_FALSE,
+            transport={"streaming": False},
+        ),
+        ["reconcile.false-contradicted", "reconcile.transport"],
+    ),
+    (
+        "no tool of its listed, none of the application's",
+        _declared(tools={"supported": True, "clientProvided": False, "items": []}),
+        ["reconcile.unlisted-tool"],
+    ),
+    ("an unusable declaration", {"tools": {"supported": "yes"}}, ["reconcile.declaration"]),
+]
+"""Declarations the workload is held to: what each makes reconcile say (a code's prefix)."""
+
+
+@pytest.mark.parametrize(("what", "declaration", "said"), DECLARED, ids=[d[0] for d in DECLARED])
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_declared_stream_is_held_to_its_declaration_on_the_judge_s_events(
+    what: str, declaration: dict[str, Any], said: list[str], shape: str, cut: Callable[..., Any]
+) -> None:
+    """Reconcile runs on what the judge passes, in the route before metadata: the judge
+    delivers to the end, and reconcile's findings are the reference's, word for word."""
+    reads = cut(_sse(CALLING))
+
+    def make() -> Pipeline:
+        return Pipeline(capabilities=copy.deepcopy(declaration))
+
+    judged, _ = _paths(make, reads)
+    assert judged and all(judged), f"{what}: a batch came from the reference"
+    outcome = assert_same(make, reads, what=f"the workload declared {what}, {shape}")
+    said_here = "\n".join(outcome["diagnostics"])
+    for prefix in said:
+        assert prefix in said_here, f"{what}: reconcile did not say {prefix}"
+
+
+@pytest.mark.parametrize("at", [1, 100, 190])
+def test_a_declared_stream_handed_over_is_reconciled_once(at: int) -> None:
+    """Reconcile saw the judge's events in the route; after the handover it reads on from
+    there, and the replay does not show it the same events again."""
+    reads = random_reads(_sse(_with_unsure_at(at)), 5)
+
+    def make() -> Pipeline:
+        return Pipeline(capabilities=_declared(state={"snapshots": False, "deltas": False}))
+
+    judged, session = _paths(make, reads)
+    assert judged[0] and not session.judging
+    outcome = assert_same(make, reads, what=f"a declared stream, a chunk at {at}")
+    summaries = [d for d in outcome["diagnostics"] if "reconcile.run-summary" in d]
+    runs = sum(1 for event in CLEAN if event["type"] == "RUN_STARTED")
+    assert len(summaries) == runs
+
+
+def test_a_declared_stream_answering_a_run_input_is_judged_against_both() -> None:
+    """The run input checked against the declaration before the first read, and the stream
+    against both."""
+    declaration = _declared(tools={"supported": True, "clientProvided": False, "items": []})
+    for what, stream, run_input, to_the_end in ANSWERS[:2]:
+        reads = random_reads(_sse(stream), 2)
+
+        def make() -> Pipeline:
+            return Pipeline(capabilities=copy.deepcopy(declaration))
+
+        _, session = _paths(make, reads, run_input)
+        assert session.judging is to_the_end, what
+        outcome = assert_same(make, reads, run_input, what=f"declared, {what}")
+        assert any("reconcile." in d for d in outcome["diagnostics"]), what
+
+
 class _Yours(Stage):
     name = "yours"
 
@@ -399,7 +483,6 @@ class _Yours(Stage):
 @pytest.mark.parametrize(
     ("what", "make", "run_input"),
     [
-        ("a declaration", lambda: Pipeline(capabilities=DECLARATION), None),
         ("a peer's version", lambda: Pipeline(peer_max_protocol_version="0.0.57"), None),
         ("a JSON array document", lambda: Pipeline(framing="json"), None),
         ("a stage of yours", lambda: Pipeline().insert_before("dispatch", _Yours), None),
@@ -414,7 +497,11 @@ def test_what_deliver_mode_leaves_to_the_reference(
     with running("native"):
         session = open_session(pipeline, pipeline.context(run_input))
         assert type(session) is Session, what
-        for taken in (Pipeline(), Pipeline(handlers={"*": print}, conversation=False)):
+        for taken in (
+            Pipeline(),
+            Pipeline(handlers={"*": print}, conversation=False),
+            Pipeline(capabilities=DECLARATION),
+        ):
             assert isinstance(open_session(taken, taken.context()), JudgedSession)
             assert isinstance(open_session(taken, taken.context(INPUT)), JudgedSession)
 
@@ -481,3 +568,51 @@ def test_random_streams_answering_random_inputs_give_the_same_on_both_cores(
     body = _sse(stream)
     reads = data.draw(st.sampled_from([[body], random_reads(body, 4), bytewise(body)]))
     assert_same(Pipeline, reads, run_input, what=f"a stream answering {run_input}")
+
+
+@st.composite
+def declaration(draw: st.DrawFn, stream: list[dict[str, Any]]) -> dict[str, Any]:
+    """A declaration for ``stream``: each observable group absent, or drawn field by field
+    (true, false or absent), the tool and subagent lists from the stream's names and others."""
+    names = sorted({e["toolCallName"] for e in stream if isinstance(e.get("toolCallName"), str)})
+    flag = st.sampled_from([None, True, False])
+
+    def group(*fields: str) -> dict[str, Any] | None:
+        if draw(st.booleans()):
+            return None
+        drawn = {field: draw(flag) for field in fields}
+        return {field: value for field, value in drawn.items() if value is not None}
+
+    declared: dict[str, Any] = {
+        "transport": group("streaming", "websocket"),
+        "tools": group("supported", "parallelCalls", "clientProvided"),
+        "state": group("snapshots", "deltas"),
+        "reasoning": group("supported", "streaming", "encrypted"),
+        "multiAgent": group("supported", "delegation"),
+        "humanInTheLoop": group("supported", "interrupts", "approvals"),
+    }
+    if declared["tools"] is not None and draw(st.booleans()):
+        listed = draw(st.sampled_from([[], names[:1], names, ["other"]]))
+        declared["tools"]["items"] = [
+            {"name": n, "description": "", "parameters": {}} for n in listed
+        ]
+    return {key: value for key, value in declared.items() if value is not None}
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_random_declared_streams_give_the_same_on_both_cores(data: st.DataObject) -> None:
+    stream = data.draw(streams.valid_stream(max_runs=2, max_items=4))
+    declared = data.draw(declaration(stream))
+    run_input = data.draw(st.none() | answered_input(stream))
+    body = _sse(stream)
+    reads = data.draw(st.sampled_from([[body], random_reads(body, 4), bytewise(body)]))
+
+    def make() -> Pipeline:
+        return Pipeline(capabilities=copy.deepcopy(declared))
+
+    assert_same(make, reads, run_input, what=f"a stream declared {declared}")

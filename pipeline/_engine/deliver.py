@@ -8,21 +8,26 @@ such read's frames are built once, by orjson from the payloads the judge kept, a
 metadata and dispatch (the Conversation, the handlers, the sinks) run in Python on them.
 
 The session runs it as its decoder (:class:`JudgedFront`) on a route of metadata and dispatch
-alone. The judge may become unsure at any read (a chunk, a retired shape, a warning to give,
-a fault). Then the reference takes over where it stands: the reads the judge passed are fed
-again through parse and the stages up to lint, whose output is dropped (metadata and dispatch
-have seen those events already), so that every stage holds what it would have held; and the
-session's decoder and route become the reference's, for that read and every read after. A
-handover costs the reads held on top of what the reference would have cost, once. What the
-judge passed is the reference's by construction, and ``tests/test_deliver.py`` holds the two
-to the same events, verdicts, diagnostics and Conversation.
+alone, with reconcile before them when the agent declared its capabilities. Reconcile never
+changes an event and no stage before it reads what it found, and the events the judge passes
+are those reconcile would see after expand and verify: so it holds the stream to the
+declaration on the judge's events exactly as on the reference's, in its own words either way.
+
+The judge may become unsure at any read (a chunk, a retired shape, a warning to give, a
+fault). Then the reference takes over where it stands: the reads the judge passed are fed
+again through parse and the stages up to lint it stood in for, whose output is dropped (the
+stages of the route have seen those events already), so that every stage holds what it would
+have held; and the session's decoder and route become the reference's, for that read and every
+read after. A handover costs the reads held on top of what the reference would have cost,
+once. What the judge passed is the reference's by construction, and ``tests/test_deliver.py``
+holds the two to the same events, verdicts, diagnostics and Conversation.
 
 The reads are held for that, up to ``Limits.max_held_bytes``: the read that would pass it is
 the reference's, handed over while the judge is still sure, so the memory a stream holds is
 bounded and its cost per event never grows with its length.
 
 Deliver mode runs where the judge can stand in (``judging.stands_in``: the default decoder
-and stages, no declaration, no peer version, SSE or JSON lines), with any handlers or sinks,
+and stages, no peer version, SSE or JSON lines), with any declaration, handlers or sinks,
 and with a run input the judge can take (``judging.input_for_judge``: what ``HttpAgent`` and
 the conformance runner send); the session (``open_session``) chooses it per stream.
 """
@@ -47,6 +52,7 @@ from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.stage import Decoder, RunRecord, StreamContext
 from agui_pipeline.stages.parse import BOM
+from agui_pipeline.stages.reconcile import Reconcile
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.core import StagePlan
@@ -100,11 +106,18 @@ class JudgedFront(Decoder):
         self._parse = session.decoder
         self._route = route = session.route
         *front, metadata, dispatch = route.stages
+        tail = [metadata, dispatch]
+        if session.context.options.capabilities is not None:
+            reconcile = next(stage for stage in front if type(stage) is Reconcile)
+            front.remove(reconcile)
+            tail.insert(0, reconcile)
         self._front = front
-        """Parse's stages up to lint: what the judge stands in for."""
-        self.tail = Route([metadata, dispatch], route.built_in, route.run_type)
-        """Metadata and dispatch, run on what the judge passes (the same stage objects the
-        reference's route ends with)."""
+        """Parse's stages up to lint but a declaration's reconcile: what the judge stands in
+        for."""
+        self.tail = Route(tail, route.built_in, route.run_type)
+        """Metadata and dispatch, run on what the judge passes, after reconcile when there is
+        a declaration to hold the stream to (the same stage objects the reference's route
+        holds)."""
         self.judge: Judge | None = None
         self.held: list[bytes] = []
         """The reads fed so far, for the reference to take over from."""
@@ -169,9 +182,9 @@ class JudgedFront(Decoder):
         return last
 
     def _hand_over(self, chunk: bytes | None) -> Batch:
-        """The reference takes over: the reads held go through parse and the stages up to
-        lint as they went through the judge, their events dropped — metadata and dispatch
-        have seen them — so that every stage holds what it would have held; then the
+        """The reference takes over: the reads held go through parse and the stages the
+        judge stood in for, their events dropped — the route's stages have seen them — so
+        that every stage holds what it would have held; then the
         session's decoder and route are the reference's, and ``chunk`` its first read."""
         ctx = self.ctx
         ctx.counters.read = 0  # what the judge counted, the reference counts again

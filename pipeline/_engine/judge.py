@@ -81,4 +81,9 @@ def judges(pipeline: Pipeline) -> bool:
     """Whether the judge can stand in for ``pipeline``: nothing in it asks for more than the
     verdict, and its framing (if set) is one the judge reads."""
     options = pipeline.options
-    return stands_in(pipeline, options) and options.handlers is None and not options.sinks
+    return (
+        stands_in(pipeline, options)
+        and options.capabilities is None
+        and options.handlers is None
+        and not options.sinks
+    )

@@ -21,15 +21,14 @@ if TYPE_CHECKING:
 
 
 def stands_in(plan: StagePlan, options: Options) -> bool:
-    """Whether the judge can stand in for ``plan``'s decoder and stages up to lint: the
-    default decoder and stages, no capabilities declaration or peer version, and a framing,
-    if one is set, that the judge reads. Each mode asks more of its own (``judge.judges``,
-    ``deliver.delivers``)."""
+    """Whether the judge can stand in for ``plan``'s decoder and its stages up to lint but
+    reconcile: the default decoder and stages, no peer version, and a framing, if one is set,
+    that the judge reads. Each mode asks more of its own (``judge.judges``: no declaration
+    either, since reconcile reads the events; ``deliver.delivers``)."""
     return (
         plan.decoder is default_decoder()
         and list(plan.stage_factories) == [stage for _, stage in default_stages()]
         and options.framing in (None, "sse", "jsonl")
-        and options.capabilities is None
         and options.peer_max_protocol_version is None
     )
 
