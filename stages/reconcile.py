@@ -48,7 +48,8 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from functools import lru_cache
 from itertools import compress
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -74,6 +75,7 @@ from agui_pipeline.model.declared import (
 from agui_pipeline.stage import Stage, StreamContext
 
 if TYPE_CHECKING:
+    from agui_pipeline.declaration import Declaration
     from agui_pipeline.model.capabilities import AgentCapabilities  # pydantic: the model, for types
 
 from agui_pipeline.model.declared import read_declaration
@@ -158,28 +160,13 @@ class Reconcile(Stage):
         declaration = read_declaration(ctx.options.capabilities)
         for note in declaration.notes:
             ctx.report(note.code, note.message, declared=note.pointer)
-        capabilities = model_of(declaration)
-        self._active = capabilities is not None
-        if capabilities is None:
+        said = _said(declaration)
+        self._active = said is not None
+        if said is None:
             return
-        self._declared: dict[str, Any] = {
-            field: value
-            for field in OBSERVABLE
-            if (value := declared_value(capabilities, field)) is not None
-        }
-        tools = capabilities.tools
-        self._items = (
-            None if tools is None or tools.items is None else {t.name for t in tools.items}
-        )
-        self._client_provided = None if tools is None else tools.clientProvided
-        agents = capabilities.multiAgent
-        self._subagents = (
-            None
-            if agents is None or agents.subagents is None
-            else {s.name for s in agents.subagents}
-        )
-        self._all_handlers: dict[Any, Handler | None] = type_table(
-            {kind: getattr(self, method) for kind, method in _HANDLERS.items()}
+        self._declared, self._items, self._client_provided, self._subagents = said
+        self._all_handlers = type_table(
+            {kind: getattr(type(self), method) for kind, method in _HANDLERS.items()}
         )
         self._stream_used: dict[str, int | None] = {}
         """Evidence that holds for every run on the stream: transport, run input."""
@@ -189,6 +176,8 @@ class Reconcile(Stage):
         self._retable = False
         """Set when a new run restored the handler table in the middle of a batch."""
         if ctx.run_input is not None:
+            capabilities = model_of(declaration)
+            assert capabilities is not None
             self._check_input(capabilities, ctx.run_input)
 
     # -- per batch ----------------------------------------------------------------
@@ -217,7 +206,7 @@ class Reconcile(Stage):
         if handler is not None:
             self._retable = False
             try:
-                handler(event, index)
+                handler(self, event, index)
             except (AttributeError, TypeError, KeyError, ValueError):
                 if would_deliver(event):  # as in _dispatch
                     raise
@@ -231,7 +220,7 @@ class Reconcile(Stage):
         for offset in compress(range(len(found)), found):
             position = start + offset
             try:
-                found[offset](events[position], indices[position])
+                found[offset](self, events[position], indices[position])
             except (AttributeError, TypeError, KeyError, ValueError):
                 # What reading a malformed event raises: material enforce would have
                 # rejected, in a pipeline without it. Reconcile has nothing to say about
@@ -526,7 +515,34 @@ class Reconcile(Stage):
         self._reset(None)
 
 
-Handler = Callable[[Event, int], None]
+Handler = Callable[["Reconcile", Event, int], None]
+Said = tuple[dict[str, Any], frozenset[Any] | None, bool | None, frozenset[Any] | None]
+"""What a declaration says that reconcile compares a stream with: each observable field's
+declared value, the tools it lists, ``tools.clientProvided``, the subagents it lists."""
+
+
+@lru_cache(maxsize=64)
+def _said(declaration: Declaration) -> Said | None:
+    """What ``declaration`` says (``None``: nothing usable), read once for every stream of a
+    pipeline, which holds one :class:`Declaration` (a stream's set-up read it field by field:
+    about 20 µs)."""
+    capabilities = model_of(declaration)
+    if capabilities is None:
+        return None
+    declared = {
+        field: value
+        for field in OBSERVABLE
+        if (value := declared_value(capabilities, field)) is not None
+    }
+    tools, agents = capabilities.tools, capabilities.multiAgent
+    items = None if tools is None or tools.items is None else frozenset(t.name for t in tools.items)
+    client_provided = None if tools is None else tools.clientProvided
+    subagents = (
+        None
+        if agents is None or agents.subagents is None
+        else frozenset(s.name for s in agents.subagents)
+    )
+    return declared, items, client_provided, subagents
 
 
 def _tool_names(run_input: dict[str, Any]) -> set[Any]:
@@ -537,7 +553,7 @@ def _tool_names(run_input: dict[str, Any]) -> set[Any]:
     return {tool.get("name") for tool in tools if type(tool) is dict}
 
 
-def _names(names: set[Any]) -> str:
+def _names(names: Collection[Any]) -> str:
     quoted = sorted(shown(name) for name in names)
     if not quoted:
         return "none"
