@@ -148,12 +148,12 @@ class JudgedFront(Decoder):
                 framing, ctx.limits, delivers=True, input=self._answering
             )
             payloads = judge.feed(head.removeprefix(BOM))
-        if judge.unsure is not None:
-            return self._hand_over(self._unhold())
+        if payloads is None:  # no frame judged (and so no run noted), or the judge is unsure
+            if judge.unsure is not None:
+                return self._hand_over(self._unhold())
+            return empty_batch()
         if judge.noted:
             self._run = record_runs(ctx, judge.take_runs(), self._run)
-        if payloads is None:
-            return empty_batch()
         return self._batch(payloads)
 
     def finish(self) -> Batch:
