@@ -161,7 +161,10 @@ class Reconcile(Stage):
         for note in declaration.notes:
             ctx.report(note.code, note.message, declared=note.pointer)
         said = _said(declaration)
-        self._active = said is not None
+        self._active = self._unseen = said is not None
+        """``_unseen``: no event read yet, of a stream held to a declaration (its transport
+        is checked with the first)."""
+        self._handlers: dict[Any, Handler | None] = _NO_HANDLERS
         if said is None:
             return
         self._declared, self._items, self._client_provided, self._subagents = said
@@ -170,7 +173,6 @@ class Reconcile(Stage):
         )
         self._stream_used: dict[str, int | None] = {}
         """Evidence that holds for every run on the stream: transport, run input."""
-        self._transport_checked = False
         self._run_open = self._seen_run = False
         self._reset(None)
         self._retable = False
@@ -185,7 +187,7 @@ class Reconcile(Stage):
     async def process(self, batch: Batch) -> Batch:
         if not self._active:
             return batch
-        if not self._transport_checked:
+        if self._unseen:
             self._check_transport(batch.indices[0] if batch.indices else None)
         start: int | None = 0
         while start is not None:
@@ -195,13 +197,11 @@ class Reconcile(Stage):
     def step(self, event: Event, kind: Any, index: int) -> Event:
         """One event of the engine's fused pass (``_engine/chain.py``): seen as
         :meth:`process` sees a batch of this event alone; reconcile never changes it."""
-        if not self._active:
-            return event
-        if not self._transport_checked:
+        if self._unseen:
             self._check_transport(index)
         try:
-            handler = self._handlers.get(kind)
-        except TypeError:  # an unhashable type: enforce's to judge
+            handler = self._handlers[kind]  # every AG-UI type is there (``type_table``)
+        except (KeyError, TypeError):  # another type, or an unhashable one: enforce's to judge
             return event
         if handler is not None:
             self._retable = False
@@ -463,7 +463,7 @@ class Reconcile(Stage):
     # -- the stream as a whole ----------------------------------------------------------
 
     def _check_transport(self, index: int | None) -> None:
-        self._transport_checked = True
+        self._unseen = False
         transport = self.ctx.transport
         field = transport_field(transport)
         if field is None:
@@ -543,6 +543,10 @@ def _said(declaration: Declaration) -> Said | None:
         else frozenset(s.name for s in agents.subagents)
     )
     return declared, items, client_provided, subagents
+
+
+_NO_HANDLERS: dict[Any, Handler | None] = type_table({})
+"""The table of a reconcile with no declaration to hold a stream to: nothing to look at."""
 
 
 def _tool_names(run_input: dict[str, Any]) -> set[Any]:

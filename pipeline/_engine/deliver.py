@@ -172,8 +172,9 @@ class JudgedFront(Decoder):
         counters = self.ctx.counters
         start = counters.read
         counters.read = end = start + len(events)
-        indices = [start] if end == start + 1 else list(range(start, end))
-        return Batch(events, indices, objects=True)
+        if end == start + 1:  # a live read: its one type read here, not by ``Batch.types``
+            return Batch(events, [start], [events[0]["type"]], objects=True)
+        return Batch(events, list(range(start, end)), objects=True)
 
     def _unhold(self) -> bytes:
         """The last read, which the judge did not pass: the reference's to read."""
