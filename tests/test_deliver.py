@@ -23,6 +23,8 @@ from agui_pipeline import Incremental, Pipeline, Stage
 from agui_pipeline._engine.deliver import JudgedSession, open_session
 from agui_pipeline._engine.judging import input_for_judge
 from agui_pipeline._engine.session import Session
+from agui_pipeline.batch import Batch, empty_batch
+from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import StreamContext
 from agui_pipeline.testing.workload import DECLARATION, events
@@ -480,12 +482,72 @@ class _Yours(Stage):
         return batch
 
 
+class _Watching(Stage):
+    """A stage of the user's after lint: it upper-cases each text delta, drops the steps, and
+    says at the end how many events it was handed (one handed twice shows there)."""
+
+    name = "watching"
+
+    def __init__(self, ctx: StreamContext) -> None:
+        super().__init__(ctx)
+        self.seen = 0
+
+    async def process(self, batch: Batch) -> Batch:
+        self.seen += len(batch.events)
+        kept: list[Any] = []
+        indices: list[int] = []
+        for event, index in zip(batch.events, batch.indices, strict=True):
+            if event["type"] in ("STEP_STARTED", "STEP_FINISHED"):
+                continue
+            if event["type"] == "TEXT_MESSAGE_CONTENT":
+                event["delta"] = event["delta"].upper()
+            kept.append(event)
+            indices.append(index)
+        return Batch(kept, indices)
+
+    async def finish(self) -> Batch:
+        self.ctx.report(PARSE_INCOMPLETE_FRAME, f"the watching stage was handed {self.seen}")
+        return empty_batch()
+
+
+PLACED: list[tuple[str, Callable[[], Pipeline]]] = [
+    ("after lint", lambda: Pipeline().insert_after("lint", _Watching)),
+    (
+        "before dispatch, declared",
+        lambda: Pipeline(capabilities=DECLARATION).insert_before("dispatch", _Watching),
+    ),
+]
+
+
+@pytest.mark.parametrize(("where", "make"), PLACED, ids=[where for where, _ in PLACED])
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_stage_of_yours_after_lint_is_handed_the_judge_s_events(
+    where: str, make: Callable[[], Pipeline], shape: str, cut: Callable[[bytes], list[bytes]]
+) -> None:
+    reads = cut(_sse(CLEAN))
+    judged, _ = _paths(make, reads)
+    assert judged and all(judged), f"{where}: a batch came from the reference"
+    outcome = assert_same(make, reads, what=f"a stage of yours {where}, {shape}")
+    assert any(f"handed {len(CLEAN)}" in d for d in outcome["diagnostics"])
+
+
+@pytest.mark.parametrize("at", [1, 100, 190])
+def test_a_stage_of_yours_after_lint_is_not_handed_an_event_again_at_a_handover(at: int) -> None:
+    reads = random_reads(_sse(_with_unsure_at(at)), 5)
+    make = PLACED[1][1]
+    judged, session = _paths(make, reads)
+    assert judged[0] and not session.judging
+    assert_same(make, reads, what=f"a stage of yours, a chunk at {at}")
+
+
 @pytest.mark.parametrize(
     ("what", "make", "run_input"),
     [
         ("a peer's version", lambda: Pipeline(peer_max_protocol_version="0.0.57"), None),
         ("a JSON array document", lambda: Pipeline(framing="json"), None),
-        ("a stage of yours", lambda: Pipeline().insert_before("dispatch", _Yours), None),
+        ("a stage of yours before enforce", lambda: Pipeline(middleware=[_Yours]), None),
+        ("a stage of yours before lint", lambda: Pipeline().insert_before("lint", _Yours), None),
+        ("a stage of yours for lint", lambda: Pipeline().replace("lint", _Yours), None),
         ("a run input on no thread", Pipeline, {"runId": "r", "messages": []}),
         ("a run input whose state JSON cannot hold", Pipeline, {**INPUT, "state": {1j}}),
     ],
@@ -501,6 +563,8 @@ def test_what_deliver_mode_leaves_to_the_reference(
             Pipeline(),
             Pipeline(handlers={"*": print}, conversation=False),
             Pipeline(capabilities=DECLARATION),
+            Pipeline().insert_after("lint", _Yours),
+            Pipeline().insert_before("dispatch", _Yours),
         ):
             assert isinstance(open_session(taken, taken.context()), JudgedSession)
             assert isinstance(open_session(taken, taken.context(INPUT)), JudgedSession)

@@ -7,11 +7,13 @@ change an event — the events those stages would pass are exactly the frames as
 such read's frames are built once, by orjson from the payloads the judge kept, and only
 metadata and dispatch (the Conversation, the handlers, the sinks) run in Python on them.
 
-The session runs it as its decoder (:class:`JudgedFront`) on a route of metadata and dispatch
-alone, with reconcile before them when the agent declared its capabilities. Reconcile never
-changes an event and no stage before it reads what it found, and the events the judge passes
-are those reconcile would see after expand and verify: so it holds the stream to the
-declaration on the judge's events exactly as on the reference's, in its own words either way.
+The session runs it as its decoder (:class:`JudgedFront`) on a route of the stages after
+lint: metadata and dispatch, any stage of the user's placed after lint, and reconcile first
+when the agent declared its capabilities. Reconcile never changes an event and no stage
+before it reads what it found, and the events the judge passes are those reconcile would see
+after expand and verify: so it holds the stream to the declaration on the judge's events
+exactly as on the reference's, in its own words either way. A stage of the user's after lint
+is handed what lint would hand it, read by read.
 
 The judge may become unsure at any read (a chunk, a retired shape, a warning to give, a
 fault). Then the reference takes over where it stands: the reads the judge passed are fed
@@ -27,9 +29,12 @@ the reference's, handed over while the judge is still sure, so the memory a stre
 bounded and its cost per event never grows with its length.
 
 Deliver mode runs where the judge can stand in (``judging.stands_in``: the default decoder
-and stages, no peer version, SSE or JSON lines), with any declaration, handlers or sinks,
-and with a run input the judge can take (``judging.input_for_judge``: what ``HttpAgent`` and
-the conformance runner send); the session (``open_session``) chooses it per stream.
+and stages, the user's only after lint, no peer version, SSE or JSON lines), with any
+declaration, handlers or sinks, and with a run input the judge can take
+(``judging.input_for_judge``: what ``HttpAgent`` and the conformance runner send); the
+session (``open_session``) chooses it per stream. A stage of the user's before lint (the
+middleware slot is before enforce) reads what the judge stands in for, and the stream is the
+reference's from its start.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from agui_pipeline._engine.session import Session
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.stage import Decoder, RunRecord, StreamContext
+from agui_pipeline.stages.lint import Lint
 from agui_pipeline.stages.parse import BOM
 from agui_pipeline.stages.reconcile import Reconcile
 
@@ -105,8 +111,9 @@ class JudgedFront(Decoder):
         self._session = session
         self._parse = session.decoder
         self._route = route = session.route
-        *front, metadata, dispatch = route.stages
-        tail = [metadata, dispatch]
+        stages = route.stages
+        cut = next(at for at, stage in enumerate(stages) if type(stage) is Lint) + 1
+        front, tail = stages[:cut], stages[cut:]
         if session.context.options.capabilities is not None:
             reconcile = next(stage for stage in front if type(stage) is Reconcile)
             front.remove(reconcile)
@@ -115,9 +122,9 @@ class JudgedFront(Decoder):
         """Parse's stages up to lint but a declaration's reconcile: what the judge stands in
         for."""
         self.tail = Route(tail, route.built_in, route.run_type)
-        """Metadata and dispatch, run on what the judge passes, after reconcile when there is
-        a declaration to hold the stream to (the same stage objects the reference's route
-        holds)."""
+        """What runs on the events the judge passes: the user's stages after lint, metadata
+        and dispatch, after reconcile when there is a declaration to hold the stream to (the
+        same stage objects the reference's route holds)."""
         self.judge: Judge | None = None
         self.held: list[bytes] = []
         """The reads fed so far, for the reference to take over from."""

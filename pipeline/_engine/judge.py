@@ -9,10 +9,10 @@ as it always did. Every diagnostic, and every verdict but "completed", still com
 pipeline: the judge only spares a clean stream the cost of its events, and costs a stream it
 is unsure of its own pass on top (``docs/performance.md``, "Judge mode").
 
-It judges only where nothing asks for more than the verdict: the default decoder and stages,
-no capabilities declaration, peer version, handler or sink, SSE or JSON lines, a run input
-only if the judge can take it (``judging.input_for_judge``), and a caller that keeps neither
-the events nor the Conversation (the result has none).
+It judges only where nothing asks for more than the verdict: the default decoder and stages
+(no stage of the user's), no capabilities declaration, peer version, handler or sink, SSE or
+JSON lines, a run input only if the judge can take it (``judging.input_for_judge``), and a
+caller that keeps neither the events nor the Conversation (the result has none).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from agui_pipeline._engine.judging import (
     record_runs,
     stands_in,
 )
+from agui_pipeline._engine.order import default_stages
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import iter_chunks_sync
 from agui_pipeline.stage import RunRecord
@@ -83,6 +84,7 @@ def judges(pipeline: Pipeline) -> bool:
     options = pipeline.options
     return (
         stands_in(pipeline, options)
+        and len(pipeline.stage_factories) == len(default_stages())
         and options.capabilities is None
         and options.handlers is None
         and not options.sinks

@@ -12,7 +12,7 @@ from agui_pipeline import _cores
 from agui_pipeline._engine.order import default_decoder, default_stages
 from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version
 from agui_pipeline.options import Limits, Options
-from agui_pipeline.stage import RunRecord, RunStatus, StreamContext
+from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext
 from agui_pipeline.stages.parse import BOM, framing_of
 
 if TYPE_CHECKING:
@@ -22,15 +22,26 @@ if TYPE_CHECKING:
 
 def stands_in(plan: StagePlan, options: Options) -> bool:
     """Whether the judge can stand in for ``plan``'s decoder and its stages up to lint but
-    reconcile: the default decoder and stages, no peer version, and a framing, if one is set,
-    that the judge reads. Each mode asks more of its own (``judge.judges``: no declaration
-    either, since reconcile reads the events; ``deliver.delivers``)."""
+    reconcile: the default decoder, the default stages in their order with any of the user's
+    only after lint (they see what lint passes, which the judge hands on), no peer version,
+    and a framing, if one is set, that the judge reads. Each mode asks more of its own
+    (``judge.judges``: no stage of the user's and no declaration either, since they read the
+    events; ``deliver.delivers``)."""
+    built_in = [stage for _, stage in default_stages()]
+    checked = _through_lint(built_in)
+    factories = list(plan.stage_factories)
     return (
         plan.decoder is default_decoder()
-        and list(plan.stage_factories) == [stage for _, stage in default_stages()]
+        and factories[:checked] == built_in[:checked]
+        and [factory for factory in factories if factory in built_in] == built_in
         and options.framing in (None, "sse", "jsonl")
         and options.peer_max_protocol_version is None
     )
+
+
+def _through_lint(built_in: list[type[Stage]]) -> int:
+    """How many of the built-in stages, from the first, the judge stands in for."""
+    return [stage.name for stage in built_in].index("lint") + 1
 
 
 def judged_framing(head: bytes, forced: str | None) -> str | None:
