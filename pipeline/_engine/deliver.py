@@ -4,8 +4,9 @@ The pipeline's cost is mostly the Python objects it builds per event and the sta
 them. While the native judge (``native/src/judge.rs``) is sure of a stream — it frames,
 decodes and follows each read, and no stage from parse to lint would say anything of it or
 change an event — the events those stages would pass are exactly the frames as sent. So each
-such read's frames are built once, by orjson from the payloads the judge kept, and only
-metadata and dispatch (the Conversation, the handlers, the sinks) run in Python on them.
+such read's frames are built once, by orjson from the payloads the judge kept, and only the
+stages after lint (metadata and dispatch: the Conversation, the handlers, the sinks) run in
+Python on them.
 
 The session runs it as its decoder (:class:`JudgedFront`) on a route of the stages after
 lint: metadata and dispatch, any stage of the user's placed after lint, and reconcile first
@@ -192,8 +193,8 @@ class JudgedFront(Decoder):
     def _hand_over(self, chunk: bytes | None) -> Batch:
         """The reference takes over: the reads held go through parse and the stages the
         judge stood in for, their events dropped — the route's stages have seen them — so
-        that every stage holds what it would have held; then the
-        session's decoder and route are the reference's, and ``chunk`` its first read."""
+        that every stage holds what it would have held; then the session's decoder and route
+        are the reference's, and ``chunk`` its first read."""
         ctx = self.ctx
         ctx.counters.read = 0  # what the judge counted, the reference counts again
         ctx.bytes_read = 0
