@@ -42,6 +42,7 @@ import httpx
 from agui_pipeline.http.serve import _echo_ids, _encode
 
 from .bench_live import ACCEPT
+from .instructions import own_bytecode
 from .workload import DECLARATION, events
 
 Consume = Callable[[httpx.AsyncClient, int], Awaitable[int]]
@@ -180,18 +181,16 @@ def _child(contender: str, runs: int, per_run: int, measured: bool) -> None:
 
 
 def _instructions(arguments: list[str]) -> int:
+    """Instructions callgrind counts for one child run, on bytecode of this process's own
+    (``instructions.own_bytecode``): a baseline's run first runs the measured round without
+    valgrind, so that neither counted run compiles a module."""
+    child = [sys.executable, "-m", "benchmarks.http_instructions", "--child", *arguments]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    if "--measured" not in arguments:
+        subprocess.run([*child, "--measured"], env=env, capture_output=True, check=True)
     with tempfile.TemporaryDirectory() as scratch:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={scratch}/callgrind.out",
-            sys.executable,
-            "-m",
-            "benchmarks.http_instructions",
-            "--child",
-            *arguments,
-        ]
-        env = dict(os.environ, PYTHONHASHSEED="0")
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/callgrind.out"]
+        command += child
         finished = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     found = re.search(r"Collected : (\d+)", finished.stderr)
     if finished.returncode != 0 or found is None:
@@ -213,8 +212,9 @@ def main(argv: list[str] | None = None) -> None:
         _child(args.contender, args.runs, args.events, args.measured)
         return
     shared = ["--contender", args.contender, "--runs", str(args.runs), "--events", str(args.events)]
-    baseline = _instructions(shared)
-    total = _instructions([*shared, "--measured"])
+    with own_bytecode():
+        baseline = _instructions(shared)
+        total = _instructions([*shared, "--measured"])
     count = args.runs * args.events
     print(
         f"{args.contender}: {args.runs} runs of {args.events} events over httpx, one frame "
