@@ -112,7 +112,11 @@ fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
     notes.extend(judge.take_notes());
     if clean {
         take(&mut judge);
-        assert_eq!(delivered, judge.read(), "a clean stream delivers every frame it read");
+        assert_eq!(
+            delivered,
+            judge.read(),
+            "a clean stream delivers every frame it read"
+        );
     }
     assert_eq!(
         clean,
