@@ -173,6 +173,8 @@ def test_the_readme_test_command_is_what_ci_runs_and_installs_the_test_group() -
     assert "pip install -e . --group test" in command
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert command in ci
+    # set -e lets a failure short of an && list's last command pass: the next line stops it.
+    assert ci[ci.index(command) + 1].startswith('[ "$?" -eq 0 ] || fail ')
 
 
 def test_the_release_workflow_builds_for_each_platform() -> None:
