@@ -15,7 +15,7 @@ never vacuous.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ import orjson
 import pytest
 from agui_pipeline import Pipeline
 from agui_pipeline._checking.source import _drain
-from agui_pipeline._engine.judge import judge_file, judges
+from agui_pipeline._engine import judge as judge_module
+from agui_pipeline._engine.judge import judge_file, judge_reads, judges
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline.batch import Batch
 from agui_pipeline.errors import InputRejected
@@ -107,6 +108,96 @@ def test_a_stream_answering_its_run_input_is_judged_clean(tmp_path: Path) -> Non
     elsewhere = {**run_input, "threadId": "another thread"}
     assert judge_file(Pipeline(), path, elsewhere) is None
     assert _drain(Pipeline(), path, elsewhere, []).diagnostics
+
+
+class _Reads:
+    """A stream that can be read once, in reads of ``size`` bytes, counting the reads taken
+    and whether it was closed (as a recording in object storage is read)."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.pieces = [data[at : at + size] for at in range(0, len(data), size)]
+        self.taken = 0
+        self.closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for piece in self.pieces:
+                self.taken += 1
+                yield piece
+        finally:
+            self.closed = True
+
+
+def test_reads_judged_clean_have_the_pipelines_result(tmp_path: Path) -> None:
+    """A stream read once, cut into reads anywhere, is judged as its file is."""
+    path = tmp_path / "w.sse"
+    path.write_bytes(encode_sse(events(3000)))
+    read = _drain(Pipeline(), path, None, [])
+    for size in (1, 7, 4096, 1 << 20):
+        reads = _Reads(path.read_bytes(), size)
+        judged = judge_reads(Pipeline(), iter(reads))
+        assert isinstance(judged, RunResult), size
+        assert seen(judged) == seen(read)
+        assert reads.closed
+
+
+def test_reads_the_judge_gives_up_on_go_to_the_pipeline_from_the_first(tmp_path: Path) -> None:
+    """The judge gives up on a broken run after reading some of it: the pipeline is handed
+    every read, those the judge took first, and reports what it reports of the file."""
+    data = encode_sse(_broken(_plain_run(), "a second result"))
+    path = tmp_path / "broken.sse"
+    path.write_bytes(data)
+    reads = _Reads(data, 16)
+    replay = judge_reads(Pipeline(), iter(reads))
+    assert isinstance(replay, Iterator)
+    assert 0 < reads.taken < len(reads.pieces)  # given up on before the end
+    read = _drain(Pipeline(), replay, None, [])
+    assert read.diagnostics
+    assert seen(read) == seen(_drain(Pipeline(), path, None, []))
+    assert reads.closed
+
+
+def test_reads_past_the_held_bound_go_to_the_pipeline_at_the_bound(tmp_path: Path) -> None:
+    """What the judge holds for the pipeline is bounded by ``max_held_bytes``: a longer clean
+    stream is handed over at the read that passes it, whole, and the pipeline completes it."""
+    data = encode_sse(events(3000))
+    path = tmp_path / "w.sse"
+    path.write_bytes(data)
+    limits = Limits(max_held_bytes=64 * 1024)
+    reads = _Reads(data, 4096)
+    replay = judge_reads(Pipeline(limits=limits), iter(reads))
+    assert isinstance(replay, Iterator)
+    assert reads.taken == limits.max_held_bytes // 4096 + 1
+    assert b"".join(replay) == data
+    replayed = _drain(Pipeline(limits=limits), iter(_Reads(data, 4096)), None, [])
+    assert seen(replayed) == seen(_drain(Pipeline(limits=limits), path, None, []))
+
+
+def test_a_recording_in_storage_is_judged_as_its_file_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check`` on an fsspec URL (what a ``--scheduler`` worker reads) gives the judge the
+    recording's reads; clean, the judge's result is the report, and broken, the pipeline's."""
+    from agui_pipeline._checking.source import CheckSettings, check_source
+
+    answers: list[object] = []
+
+    def spied(*args: Any) -> object:
+        answers.append(answer := judged_reads(*args))
+        return answer
+
+    judged_reads = judge_module.judge_reads
+    monkeypatch.setattr(judge_module, "judge_reads", spied)
+    clean, broken = tmp_path / "clean.sse", tmp_path / "broken.sse"
+    clean.write_bytes(encode_sse(events(300)))
+    broken.write_bytes(encode_sse(_broken(_plain_run(), "a second result")))
+    for path, judged in ((clean, True), (broken, False)):
+        stored = check_source(f"file://{path}", CheckSettings())
+        local = check_source(str(path), CheckSettings())
+        assert stored.result is not None and local.result is not None
+        assert isinstance(answers.pop(), RunResult) is judged, path.name
+        assert seen(stored.result) == seen(local.result)
+        assert stored.status == local.status
 
 
 def test_a_pipeline_that_asks_for_more_is_never_judged() -> None:

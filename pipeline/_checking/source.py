@@ -143,9 +143,11 @@ def _run_source(
     body, outgoing = _outgoing(raw_input, input_name, peer)
     try:
         before = stamp(stream_file) if stream_file is not None else None
-        result = _judged(pipeline, source, settings, body, outgoing) or _drain(
-            pipeline, source, body, outgoing
-        )
+        judged = _judged(pipeline, source, settings, body, outgoing)
+        if isinstance(judged, RunResult):
+            result = judged
+        else:
+            result = _drain(pipeline, judged, body, outgoing)
         if stream_file is None:
             return result, None, None
         return result, stream_file, before if stamp(stream_file) == before else CHANGED
@@ -293,15 +295,24 @@ def _judged(
     settings: CheckSettings,
     run_input: dict[str, Any] | None,
     said: list[Diagnostic],
-) -> RunResult | None:
-    """A stream file the native judge finds clean, judged without building its events
-    (``_engine/judge.py``); ``None`` for the pipeline to read it (and to report what the
-    outgoing boundary ``said`` of the run input, if anything)."""
-    if not isinstance(source, Path) or settings.conversation or said:
-        return None
-    from agui_pipeline._engine.judge import judge_file
+) -> RunResult | Source:
+    """The result of a stream the native judge finds clean, judged without building its
+    events (``_engine/judge.py``); otherwise what the pipeline reads, from the stream's start
+    (and reports what the outgoing boundary ``said`` of the run input, if anything).
 
-    return judge_file(pipeline, source, run_input)
+    A file or a document's bytes are read again; a recording in object storage is read once,
+    the judge holding its reads for the pipeline. Stdin is not judged: it may stall, and its
+    idle window is the async shell's.
+    """
+    if settings.conversation or said or may_stall(source):
+        return source
+    from agui_pipeline._engine.judge import judge_file, judge_reads
+
+    if isinstance(source, Path | bytes):
+        return judge_file(pipeline, source, run_input) or source
+    if isinstance(source, Iterator):
+        return judge_reads(pipeline, source, run_input)
+    return source
 
 
 def _fixture(path: Path) -> Fixture | None:

@@ -1,4 +1,4 @@
-"""Judge mode: a stream file read by the native core when only its verdict is wanted.
+"""Judge mode: a stream read by the native core when only its verdict is wanted.
 
 ``check FILE`` reports the verdict, the diagnostics, the counters and the runs, never the
 events, and building the events is most of what the pipeline costs. The native core's judge
@@ -13,10 +13,15 @@ It judges only where nothing asks for more than the verdict: the default decoder
 (no stage of the user's), no capabilities declaration, peer version, handler or sink, SSE or
 JSON lines, a run input only if the judge can take it (``judging.input_for_judge``), and a
 caller that keeps neither the events nor the Conversation (the result has none).
+
+A file or bytes are read again when the judge gives up (:func:`judge_file`); a stream that can
+be read only once, a recording in object storage, is held for the pipeline as the judge reads
+it, within ``Limits.max_held_bytes`` (:func:`judge_reads`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +45,55 @@ if TYPE_CHECKING:
 
 
 def judge_file(
-    pipeline: Pipeline, path: Path, run_input: dict[str, Any] | None = None
+    pipeline: Pipeline, source: Path | bytes, run_input: dict[str, Any] | None = None
 ) -> RunResult | None:
-    """The result of the stream in ``path``, answering ``run_input`` if given, when the native
-    judge finds it clean; ``None`` when the pipeline must read it (no native core, a pipeline
-    that asks for more, a run input the judge cannot take, or a stream it is unsure of)."""
+    """The result of the stream in ``source`` (a file, or a stream's bytes), answering
+    ``run_input`` if given, when the native judge finds it clean; ``None`` when the pipeline
+    must read it (no native core, a pipeline that asks for more, a run input the judge cannot
+    take, or a stream it is unsure of). Either can be read again from its start, so nothing
+    is held for the pipeline."""
+    return _judge(pipeline, iter_chunks_sync(source), run_input, None)
+
+
+def judge_reads(
+    pipeline: Pipeline, reads: Iterator[bytes], run_input: dict[str, Any] | None = None
+) -> RunResult | Iterator[bytes]:
+    """The result of the stream ``reads`` delivers, when the native judge finds it clean;
+    otherwise the reads for the pipeline to read from the first: those the judge took,
+    then the rest of ``reads``.
+
+    A stream that can be read only once (a recording in object storage) cannot be opened
+    again when the judge gives up, so the judge holds what it read, up to
+    ``Limits.max_held_bytes`` (as deliver mode does for its handover); a stream longer than
+    that is handed to the pipeline at that read, its judging wasted.
+    """
+    held: list[bytes] = []
+    result = _judge(pipeline, reads, run_input, held)
+    if result is not None:
+        return result
+    return _replayed(held, reads)
+
+
+def _replayed(held: list[bytes], reads: Iterator[bytes]) -> Iterator[bytes]:
+    """``held``, then the rest of ``reads``, closing ``reads`` however the reading ends."""
+    try:
+        yield from held
+        held.clear()
+        yield from reads
+    finally:
+        close = getattr(reads, "close", None)
+        if close is not None:
+            close()
+
+
+def _judge(
+    pipeline: Pipeline,
+    reads: Iterator[bytes],
+    run_input: dict[str, Any] | None,
+    held: list[bytes] | None,
+) -> RunResult | None:
+    """The judge's pass over ``reads`` (each kept in ``held`` when given, within
+    ``max_held_bytes``), and the result when it finds the stream clean."""
     if _cores.native is None or not judges(pipeline):
         return None
     answering = None
@@ -56,7 +105,13 @@ def judge_file(
     judge: Judge | None = None
     head = b""
     run: RunRecord | None = None
-    for chunk in iter_chunks_sync(path):
+    held_bytes = 0
+    for chunk in reads:
+        if held is not None:
+            held.append(chunk)
+            held_bytes += len(chunk)
+            if held_bytes > ctx.limits.max_held_bytes:
+                return None
         if judge is None:
             head += chunk
             framing = judged_framing(head, pipeline.options.framing)
