@@ -46,6 +46,7 @@ import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.chain import Route, StageRun
 from agui_pipeline._engine.judging import (
+    LAST_JUDGED,
     JudgeInput,
     input_for_judge,
     judged_framing,
@@ -57,7 +58,6 @@ from agui_pipeline._engine.session import Session
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.stage import Decoder, RunRecord, StreamContext
-from agui_pipeline.stages.lint import Lint
 from agui_pipeline.stages.parse import BOM
 from agui_pipeline.stages.reconcile import Reconcile
 
@@ -113,7 +113,7 @@ class JudgedFront(Decoder):
         self._parse = session.decoder
         self._route = route = session.route
         stages = route.stages
-        cut = next(at for at, stage in enumerate(stages) if type(stage) is Lint) + 1
+        cut = next(at for at, stage in enumerate(stages) if type(stage) is LAST_JUDGED) + 1
         front, tail = stages[:cut], stages[cut:]
         if session.context.options.capabilities is not None:
             reconcile = next(stage for stage in front if type(stage) is Reconcile)

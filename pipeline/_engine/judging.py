@@ -13,11 +13,18 @@ from agui_pipeline._engine.order import default_decoder, default_stages
 from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version
 from agui_pipeline.options import Limits, Options
 from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext
+from agui_pipeline.stages.lint import Lint
 from agui_pipeline.stages.parse import BOM, framing_of
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.core import StagePlan
     from agui_pipeline._native import Judge
+
+
+LAST_JUDGED: type[Stage] = Lint
+"""The last of the built-in stages, from parse, that the judge stands in for: a stage of the
+user's may follow it (and is handed what it passes), never precede it. Judge and deliver mode
+both cut the pipeline here."""
 
 
 def stands_in(plan: StagePlan, options: Options) -> bool:
@@ -28,7 +35,7 @@ def stands_in(plan: StagePlan, options: Options) -> bool:
     (``judge.judges``: no stage of the user's and no declaration either, since they read the
     events; ``deliver.delivers``)."""
     built_in = [stage for _, stage in default_stages()]
-    checked = _through_lint(built_in)
+    checked = built_in.index(LAST_JUDGED) + 1
     factories = list(plan.stage_factories)
     return (
         plan.decoder is default_decoder()
@@ -37,11 +44,6 @@ def stands_in(plan: StagePlan, options: Options) -> bool:
         and options.framing in (None, "sse", "jsonl")
         and options.peer_max_protocol_version is None
     )
-
-
-def _through_lint(built_in: list[type[Stage]]) -> int:
-    """How many of the built-in stages, from the first, the judge stands in for."""
-    return [stage.name for stage in built_in].index("lint") + 1
 
 
 def judged_framing(head: bytes, forced: str | None) -> str | None:
