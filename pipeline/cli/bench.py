@@ -432,8 +432,9 @@ def _counted(
     if args.capabilities or source is None:
         command += ["--capabilities", args.capabilities or _workload_declaration()]
     setting = {_cores.PURE_SETTING: "1"} if core == "pure" else {}
-    start_up = _callgrind([*command, "--counted-pass", "start-up"], setting, core)
-    whole = _callgrind([*command, "--counted-pass", "measured"], setting, core)
+    with _own_bytecode(setting) as env:
+        start_up = _callgrind([*command, "--counted-pass", "start-up"], env, core)
+        whole = _callgrind([*command, "--counted-pass", "measured"], env, core)
     shown = "".join(f"{name}={value} " for name, value in setting.items())
     return {
         "instructions/event": round((whole - start_up) / max(count, 1)),
@@ -468,17 +469,33 @@ def _workload_declaration() -> str:
     return str(path)
 
 
-def _callgrind(command: list[str], setting: dict[str, str], core: str) -> int:
-    """Instructions callgrind counts for one run of ``command`` on ``core``, with
-    ``setting`` added to the environment (``AGUI_PIPELINE_PURE``, taken out otherwise)."""
-    import subprocess
+@contextmanager
+def _own_bytecode(setting: dict[str, str]) -> Iterator[dict[str, str]]:
+    """The children's environment: this one's with ``setting`` (``AGUI_PIPELINE_PURE``, taken
+    out otherwise) and a hash seed fixed, on a bytecode cache of this count's own
+    (``PYTHONPYCACHEPREFIX``), written by the first child. A count is the difference of two
+    children: were one to load bytecode that the other compiled (a test run writing the
+    package's bytecode between them, or a source edited), the compiling would be counted as
+    the pass's."""
     import tempfile
 
     env = {name: value for name, value in os.environ.items() if name != _cores.PURE_SETTING}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory() as cache:
+        yield dict(env, PYTHONHASHSEED="0", PYTHONPYCACHEPREFIX=cache, **setting)
+
+
+def _callgrind(command: list[str], env: dict[str, str], core: str) -> int:
+    """Instructions callgrind counts for one run of ``command`` on ``core`` in ``env``, after
+    one run of it without callgrind (so its bytecode is written before it is counted)."""
+    import subprocess
+    import tempfile
+
+    subprocess.run(command, env=env, capture_output=True, check=False)
     with tempfile.TemporaryDirectory() as scratch:
         finished = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out", *command],
-            env=dict(env, PYTHONHASHSEED="0", **setting),
+            env=env,
             capture_output=True,
             text=True,
             check=False,
