@@ -543,7 +543,6 @@ def test_a_stage_of_yours_after_lint_is_not_handed_an_event_again_at_a_handover(
 @pytest.mark.parametrize(
     ("what", "make", "run_input"),
     [
-        ("a peer's version", lambda: Pipeline(peer_max_protocol_version="0.0.57"), None),
         ("a JSON array document", lambda: Pipeline(framing="json"), None),
         ("a stage of yours before enforce", lambda: Pipeline(middleware=[_Yours]), None),
         ("a stage of yours before lint", lambda: Pipeline().insert_before("lint", _Yours), None),
@@ -563,6 +562,7 @@ def test_what_deliver_mode_leaves_to_the_reference(
             Pipeline(),
             Pipeline(handlers={"*": print}, conversation=False),
             Pipeline(capabilities=DECLARATION),
+            Pipeline(peer_max_protocol_version="0.0.57"),
             Pipeline().insert_after("lint", _Yours),
             Pipeline().insert_before("dispatch", _Yours),
         ):

@@ -203,9 +203,10 @@ def test_a_recording_in_storage_is_judged_as_its_file_is(
 def test_a_pipeline_that_asks_for_more_is_never_judged() -> None:
     assert judges(Pipeline())
     assert judges(Pipeline(conversation=False, limits=Limits(max_depth=9)))
+    assert judges(Pipeline(peer_max_protocol_version="0.0.57"))
     for asks in (
         Pipeline(capabilities={"tools": {"supported": True}}),
-        Pipeline(peer_max_protocol_version="0.0.57"),
+        Pipeline(peer_max_protocol_version="not a version"),
         Pipeline(sinks=[_Sink()]),
         Pipeline(handlers={"RUN_STARTED": lambda event: None}),
         Pipeline(framing="json"),
@@ -230,12 +231,14 @@ class _Sink:
 @pytest.mark.parametrize("path", corpus_paths())
 def test_the_corpus_judged_clean_is_clean(path: Path, tmp_path: Path) -> None:
     """Each fixture's stream, as SSE and JSON lines, under the default limits and each small
-    one, without its run input and answering it (as the conformance runner prepares it)."""
+    one, without its run input and answering it (as the conformance runner prepares it), for
+    a current peer, the fixture's and one that knows no subagents."""
     from agui_pipeline.model.run_input import prepare_input
 
     fixture = load_fixture(path)
+    version = fixture.peer_max_protocol_version
     try:
-        run_input: Any = prepare_input(fixture.raw_input()).body
+        run_input: Any = prepare_input(fixture.raw_input(), peer_max_protocol_version=version).body
     except InputRejected:
         run_input = None
     frames = [orjson.dumps(event) for event in fixture.stream]
@@ -243,9 +246,11 @@ def test_the_corpus_judged_clean_is_clean(path: Path, tmp_path: Path) -> None:
         stream = tmp_path / f"stream.{framing}"
         stream.write_bytes(streams.join_frames(frames, framing))
         for limits in (Limits(), *SMALL_LIMITS):
-            judged_alike(stream, Pipeline(limits=limits))
-            if run_input is not None:
-                judged_alike(stream, Pipeline(limits=limits), run_input)
+            for peer in {None, version, "0.0.57"}:
+                pipeline = Pipeline(limits=limits, peer_max_protocol_version=peer)
+                judged_alike(stream, pipeline)
+                if run_input is not None:
+                    judged_alike(stream, pipeline, run_input)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

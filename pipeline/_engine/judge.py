@@ -10,9 +10,10 @@ pipeline: the judge only spares a clean stream the cost of its events, and costs
 is unsure of its own pass on top (``docs/performance.md``, "Judge mode").
 
 It judges only where nothing asks for more than the verdict: the default decoder and stages
-(no stage of the user's), no capabilities declaration, peer version, handler or sink, SSE or
-JSON lines, a run input only if the judge can take it (``judging.input_for_judge``), and a
-caller that keeps neither the events nor the Conversation (the result has none).
+(no stage of the user's), no capabilities declaration, handler or sink, a peer's version only
+one compat reads, SSE or JSON lines, a run input only if the judge can take it
+(``judging.input_for_judge``), and a caller that keeps neither the events nor the
+Conversation (the result has none).
 
 A file or bytes are read again when the judge gives up (:func:`judge_file`); a stream that can
 be read only once, a recording in object storage, is held for the pipeline as the judge reads

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.order import default_decoder, default_stages
-from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version
+from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version, peer_version
 from agui_pipeline.options import Limits, Options
 from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext
 from agui_pipeline.stages.lint import Lint
@@ -30,10 +30,10 @@ both cut the pipeline here."""
 def stands_in(plan: StagePlan, options: Options) -> bool:
     """Whether the judge can stand in for ``plan``'s decoder and its stages up to lint but
     reconcile: the default decoder, the default stages in their order with any of the user's
-    only after lint (they see what lint passes, which the judge hands on), no peer version,
-    and a framing, if one is set, that the judge reads. Each mode asks more of its own
-    (``judge.judges``: no stage of the user's and no declaration either, since they read the
-    events; ``deliver.delivers``)."""
+    only after lint (they see what lint passes, which the judge hands on), a peer's version
+    only one that compat reads, and a framing, if one is set, that the judge reads. Each mode
+    asks more of its own (``judge.judges``: no stage of the user's and no declaration either,
+    since they read the events; ``deliver.delivers``)."""
     built_in = [stage for _, stage in default_stages()]
     checked = built_in.index(LAST_JUDGED) + 1
     factories = list(plan.stage_factories)
@@ -42,8 +42,21 @@ def stands_in(plan: StagePlan, options: Options) -> bool:
         and factories[:checked] == built_in[:checked]
         and [factory for factory in factories if factory in built_in] == built_in
         and options.framing in (None, "sse", "jsonl")
-        and options.peer_max_protocol_version is None
+        and _usable_peer(options.peer_max_protocol_version)
     )
+
+
+def _usable_peer(setting: str | None) -> bool:
+    """Whether the peer's version is none or one compat reads (another fails the stream as
+    its stages are built, the reference's to say). The judge stands in for either: what an
+    old peer's shims do (``SUBAGENT_*`` dropped, ``subagentRunId`` stripped from an event,
+    a snapshot's messages, an echoed input or an outcome's interrupts) touches only what
+    the judge is unsure of, so on a stream it is sure of they do nothing."""
+    try:
+        peer_version(setting)
+    except ValueError:
+        return False
+    return True
 
 
 def judged_framing(head: bytes, forced: str | None) -> str | None:
