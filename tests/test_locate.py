@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 from agui_pipeline.catalog import Severity
+from agui_pipeline.delivery import locate
 from agui_pipeline.delivery.locate import Position, locate_findings, locate_pointer
 from agui_pipeline.errors import Diagnostic
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def at(index: int | None, pointer: str | None = None, code: str = "x.y") -> Diagnostic:
@@ -243,3 +246,79 @@ def test_a_long_line_that_opens_like_a_fixture_is_not_read_whole(tmp_path: Path)
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
+
+
+def lines_one_by_one(path: Path, framing: str, longest: int) -> list[str]:
+    """The file's lines as an editor numbers them, read one ``readline`` at a time: the
+    model ``locate`` reads by blocks instead (LF, CRLF or CR for SSE, LF for JSON lines;
+    a byte order mark off the first; a line held to ``longest`` characters)."""
+    found: list[str] = []
+    newline = None if framing == "sse" else "\n"
+    with path.open(encoding="utf-8", errors="surrogateescape", newline=newline) as file:
+        while line := file.readline(longest):
+            if not line.endswith("\n"):
+                while (rest := file.readline(longest)) and not rest.endswith("\n"):
+                    pass
+            if not found:
+                line = line.removeprefix("\ufeff")
+            found.append(line.removesuffix("\n"))
+    return found
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=st.lists(
+        st.sampled_from(
+            [b"a", b"data: {}", b"\n", b"\r", b"\r\n", b"\xef\xbb\xbf", b"\xff", "é".encode()]
+        ),
+        max_size=40,
+    ).map(b"".join),
+    framing=st.sampled_from(["sse", "jsonl"]),
+    block=st.integers(1, 9),
+    longest=st.integers(1, 12),
+)
+def test_lines_read_by_blocks_are_the_lines_read_one_by_one(
+    data: bytes,
+    framing: str,
+    block: int,
+    longest: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """However the blocks cut the file and its line breaks, and however long its lines."""
+    path = tmp_path / "stream"
+    path.write_bytes(data)
+    with monkeypatch.context() as patched:
+        patched.setattr(locate, "_BLOCK", block)
+        patched.setattr(locate, "MAX_LINE", longest)
+        read = [line for lines in locate._lines(path, framing) for line in lines]
+    assert read == lines_one_by_one(path, framing, longest)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pieces=st.lists(
+        st.sampled_from(
+            [
+                *(b'data: {"a": [1, {"b": 2}]}', b"data:", b"data:  ", b": note", b"event: x"),
+                *(b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n"),
+            ]
+        ),
+        max_size=30,
+    ),
+    framing=st.sampled_from(["sse", "jsonl"]),
+    block=st.integers(1, 9),
+)
+def test_findings_are_placed_alike_however_the_blocks_cut_the_file(
+    pieces: list[bytes], framing: str, block: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b"".join(pieces)
+    findings = [at(index, pointer) for index in range(8) for pointer in (None, "/a/1/b")]
+    whole = places(tmp_path, data, framing, *findings)
+    with monkeypatch.context() as patched:
+        patched.setattr(locate, "_BLOCK", block)
+        assert places(tmp_path, data, framing, *findings) == whole

@@ -52,6 +52,8 @@ _SCAN = json.JSONDecoder()
 MAX_LINE = Limits().max_frame_bytes + 2
 """The longest line held: a frame longer than ``max_frame_bytes`` was rejected where it
 began, so no finding lies further into it (the line break and a CR beside)."""
+_BLOCK = 1 << 15
+"""Characters read at a time (at most four bytes each, once a line holds one past Latin-1)."""
 MAX_TEXT = max(Limits().max_document_bytes, MAX_DOCUMENT) + 1
 """The longest JSON document held whole: a longer one was refused before it was decoded."""
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
@@ -193,23 +195,34 @@ def _read_text(path: Path) -> str:
     return text.removeprefix(_BOM)
 
 
-def _lines(path: Path, framing: str) -> Iterator[tuple[int, str]]:
-    """``(number, line without its line break)``, numbered as an editor numbers them.
+def _lines(path: Path, framing: str) -> Iterator[list[str]]:
+    """The file's lines without their line breaks, as an editor counts them, a list per
+    block read.
 
     SSE lines end at LF, CRLF or CR, as the parse stage reads them; a JSON line
-    ends at LF only (a CR before it is whitespace inside the frame).
+    ends at LF only (a CR before it is whitespace inside the frame). The file is read a
+    block at a time and cut into lines by ``str.split``, not line by line: a finding late
+    in a long file (a declaration's run summary is one) is placed at the cost of the
+    reading, not of a call per line. A line is held to ``MAX_LINE`` characters: the rest
+    of a longer one is read and dropped.
     """
     newline = None if framing == "sse" else "\n"
     with path.open(encoding="utf-8", errors="surrogateescape", newline=newline) as file:
-        number = 0
-        while line := file.readline(MAX_LINE):
-            number += 1
-            if number == 1:
-                line = line.removeprefix(_BOM)
-            if not line.endswith("\n"):  # cut at MAX_LINE: the rest is read, never held
-                while (rest := file.readline(MAX_LINE)) and not rest.endswith("\n"):
-                    pass
-            yield number, line.removesuffix("\n")
+        held = ""  # the start of the line the last block ended inside
+        first = True
+        while block := file.read(_BLOCK):
+            lines = block.split("\n")
+            lines[0] = held + lines[0]
+            held = lines.pop()[:MAX_LINE]
+            if not lines:
+                continue
+            if max(map(len, lines)) > MAX_LINE:
+                lines = [line[:MAX_LINE] for line in lines]
+            if first:
+                lines[0], first = lines[0].removeprefix(_BOM), False
+            yield lines
+        if held:
+            yield [held.removeprefix(_BOM) if first else held]
 
 
 def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _Frame]:
@@ -220,28 +233,32 @@ def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _
     index = 0
     data: list[tuple[int, int, str]] = []  # the data lines of the SSE event being read
     event_start = 0  # its first line
-    for number, line in _lines(path, framing):
-        if framing == "jsonl":
-            if line.strip(_BLANK):
-                if index in wanted:
-                    found[index] = _Frame(line, [(number, 0, len(line))])
-                index += 1
-        elif line:
-            event_start = event_start or number
-            value = _sse_data(line)
-            if value is not None:
-                data.append((number, len(line) - len(value), value))
-        elif data:  # a blank line dispatches the event
-            text = "\n".join(value for _, _, value in data)
-            if not text or text.strip(_BLANK):  # a data field of blanks is no frame
-                if index in wanted:
-                    found[index] = _Frame(text, [(n, at, len(value)) for n, at, value in data])
-                index += 1
-            data, event_start = [], 0
-        else:
-            event_start = 0
-        if index > last:
-            return found
+    counted = 0  # the lines before this block
+    for lines in _lines(path, framing):
+        for number, line in enumerate(lines, counted + 1):
+            if framing == "jsonl":
+                if line.strip(_BLANK):
+                    if index in wanted:
+                        found[index] = _Frame(line, [(number, 0, len(line))])
+                    index += 1
+            elif line:
+                event_start = event_start or number
+                if line.startswith("data"):
+                    value = _sse_data(line)
+                    if value is not None:
+                        data.append((number, len(line) - len(value), value))
+            elif data:  # a blank line dispatches the event
+                text = data[0][2] if len(data) == 1 else "\n".join(v for _, _, v in data)
+                if not text or text.strip(_BLANK):  # a data field of blanks is no frame
+                    if index in wanted:
+                        found[index] = _Frame(text, [(n, at, len(v)) for n, at, v in data])
+                    index += 1
+                data, event_start = [], 0
+            else:
+                event_start = 0
+            if index > last:
+                return found
+        counted += len(lines)
     if data and index in wanted:
         # The stream ended inside an event (parse.incomplete-frame names this index).
         found[index] = _Frame("", [(event_start, 0, 0)])
