@@ -243,10 +243,9 @@ def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _
                     index += 1
             elif line:
                 event_start = event_start or number
-                if line.startswith("data"):
-                    value = _sse_data(line)
-                    if value is not None:
-                        data.append((number, len(line) - len(value), value))
+                value = _sse_data(line)
+                if value is not None:
+                    data.append((number, len(line) - len(value), value))
             elif data:  # a blank line dispatches the event
                 text = data[0][2] if len(data) == 1 else "\n".join(v for _, _, v in data)
                 if not text or text.strip(_BLANK):  # a data field of blanks is no frame
