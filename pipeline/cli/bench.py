@@ -425,6 +425,8 @@ def _counted(
     native one), run twice under callgrind with ``PYTHONHASHSEED=0`` (a random seed moves
     dict probing by a few percent), once to the start of the pass and once through it;
     the difference over the events leaves start-up out."""
+    import subprocess
+
     command = [sys.executable, "-m", "agui_pipeline", "bench"]
     command += [source or _workload_file(body)]
     for spec in args.middleware:
@@ -433,13 +435,15 @@ def _counted(
         command += ["--capabilities", args.capabilities or _workload_declaration()]
     setting = {_cores.PURE_SETTING: "1"} if core == "pure" else {}
     with _own_bytecode(setting) as env:
+        measured = [*command, "--counted-pass", "measured"]
+        subprocess.run(measured, env=env, capture_output=True, check=False)  # writes the bytecode
         start_up = _callgrind([*command, "--counted-pass", "start-up"], env, core)
-        whole = _callgrind([*command, "--counted-pass", "measured"], env, core)
+        whole = _callgrind(measured, env, core)
     shown = "".join(f"{name}={value} " for name, value in setting.items())
     return {
         "instructions/event": round((whole - start_up) / max(count, 1)),
         "command": f"{shown}PYTHONHASHSEED=0 valgrind --tool=callgrind "
-        + shlex.join([*command, "--counted-pass", "measured"])
+        + shlex.join(measured)
         + "  # less the same with --counted-pass start-up",
     }
 
@@ -473,10 +477,10 @@ def _workload_declaration() -> str:
 def _own_bytecode(setting: dict[str, str]) -> Iterator[dict[str, str]]:
     """The children's environment: this one's with ``setting`` (``AGUI_PIPELINE_PURE``, taken
     out otherwise) and a hash seed fixed, on a bytecode cache of this count's own
-    (``PYTHONPYCACHEPREFIX``), written by the first child. A count is the difference of two
-    children: were one to load bytecode that the other compiled (a test run writing the
-    package's bytecode between them, or a source edited), the compiling would be counted as
-    the pass's."""
+    (``PYTHONPYCACHEPREFIX``), written by an uncounted run of the pass first. A count is the
+    difference of two children: were one to load bytecode that the other compiled (a test
+    run writing the package's bytecode between them, or a source edited), the compiling
+    would be counted as the pass's."""
     import tempfile
 
     env = {name: value for name, value in os.environ.items() if name != _cores.PURE_SETTING}
@@ -486,12 +490,10 @@ def _own_bytecode(setting: dict[str, str]) -> Iterator[dict[str, str]]:
 
 
 def _callgrind(command: list[str], env: dict[str, str], core: str) -> int:
-    """Instructions callgrind counts for one run of ``command`` on ``core`` in ``env``, after
-    one run of it without callgrind (so its bytecode is written before it is counted)."""
+    """Instructions callgrind counts for one run of ``command`` on ``core`` in ``env``."""
     import subprocess
     import tempfile
 
-    subprocess.run(command, env=env, capture_output=True, check=False)
     with tempfile.TemporaryDirectory() as scratch:
         finished = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out", *command],
