@@ -31,8 +31,7 @@ bounded and its cost per event never grows with its length.
 
 Deliver mode runs where the judge can stand in (``judging.stands_in``: the default decoder
 and stages, the user's only after lint, any peer version compat reads, SSE or JSON lines),
-with any
-declaration, handlers or sinks, and with a run input the judge can take
+with any declaration, handlers or sinks, and with a run input the judge can take
 (``judging.input_for_judge``: what ``HttpAgent`` and the conformance runner send); the
 session (``open_session``) chooses it per stream. A stage of the user's before lint (the
 middleware slot is before enforce) reads what the judge stands in for, and the stream is the
