@@ -44,18 +44,18 @@ class Judge:
         delivers: bool,
         input: tuple[Any, ...] | None = None,
     ) -> None: ...
-    def feed(self, chunk: bytes) -> bytes | None:
-        """One read, from the stream's first frame on; for a judge made to deliver, what
-        ``take_payloads`` would then give."""
+    def feed(self, chunk: bytes) -> list[dict[str, Any]] | None:
+        """One read, from the stream's first frame on; for a judge made to deliver, the
+        events it passed of the read, built as ``orjson.loads`` builds them, when it is still
+        sure of the stream after it (``None``: none, or it is unsure)."""
     @property
     def noted(self) -> bool:
         """Whether runs were noted since ``take_runs`` was last called."""
-    def take_payloads(self) -> bytes | None:
-        """For a judge made to deliver: the payloads of the events judged since the last
-        call, as one JSON array (``None``: none). Only what was taken while the judge is
-        sure may be delivered."""
     def finish(self) -> bool:
         """The end of the stream: whether it was clean to its end."""
+    def take_ended(self) -> list[dict[str, Any]] | None:
+        """For a judge made to deliver that finished clean, the events the end passed (a JSON
+        line without a newline; ``None``: none)."""
     @property
     def unsure(self) -> str | None:
         """Why the judge left the stream to the pipeline (``None`` while it has not)."""

@@ -127,6 +127,61 @@ def test_a_stream_the_judge_follows_is_delivered_from_it_to_the_end(
     assert handled["native"] == handled["pure"] and len(handled["native"]) == len(CLEAN)
 
 
+_JUDGED_FLOATS = st.floats(allow_nan=False, allow_infinity=False).filter(
+    lambda number: abs(number) < 2.0**63 and not (number == 0 and str(number)[0] == "-")
+)
+"""Floats the judge reads alike with orjson (``native/src/decode.rs`` leaves ``-0.0`` and those
+of magnitude 2⁶³ or more to the reference)."""
+
+_JUDGED_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | _JUDGED_FLOATS
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=70), inner, max_size=40)
+    ),
+    max_leaves=40,
+)
+"""JSON values of every kind the judge builds: member names past 64 characters and objects of
+more than 32 members included (the two bounds of ``build.rs``'s table of names)."""
+
+
+def _carrying(values: list[Any]) -> list[dict[str, Any]]:
+    """One run whose ``CUSTOM`` events carry ``values``, and whose text message carries each
+    as its metadata when it is an object."""
+    run = {"threadId": "t", "runId": "r"}
+    stream: list[dict[str, Any]] = [{"type": "RUN_STARTED", **run}]
+    for at, value in enumerate(values):
+        stream.append({"type": "CUSTOM", "name": f"value-{at}", "value": value})
+        if type(value) is dict:
+            stream.append(
+                {"type": "TEXT_MESSAGE_START", "messageId": f"m{at}", "role": "assistant"}
+            )
+            stream.append({"type": "TEXT_MESSAGE_END", "messageId": f"m{at}", "metadata": value})
+    return [*stream, {"type": "RUN_FINISHED", **run}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_JUDGED_VALUES, min_size=1, max_size=8), st.sampled_from(READS))
+def test_the_events_the_judge_builds_are_the_ones_orjson_builds(
+    values: list[Any], reads: tuple[str, Callable[[bytes], list[bytes]]]
+) -> None:
+    """Deliver mode builds each event from the judge's own decoding (``native/src/build.rs``),
+    not with orjson: every kind of value comes out as ``orjson.loads`` makes it — an integer
+    as an ``int`` and never a ``bool``, a float correctly rounded, the members in order."""
+    stream = _carrying(values)
+    data = _sse(stream)
+    cut = reads[1](data)
+    judged, _session = _paths(Pipeline, cut)
+    assert judged and all(judged), "the reference read what the judge should have built"
+    handled = _handled(lambda handler: Pipeline(handlers={"*": handler}), cut)
+    frames = [orjson.loads(frame.removeprefix(b"data: ")) for frame in data.split(b"\n\n")[:-1]]
+    assert handled["native"] == [repr(event) for event in frames]
+    assert handled["native"] == handled["pure"]
+
+
 @pytest.mark.parametrize("at", [0, 1, 100, 190])
 @pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
 def test_the_reference_takes_over_where_the_judge_stops_being_sure(

@@ -8,9 +8,10 @@
 //! runs; or it is unsure, and the caller runs the reference over the stream from its start.
 //!
 //! Deliver mode (`pipeline/_engine/deliver.py`) runs the same judge read by read in front of
-//! the stages that hand events to the application: while it is sure, the payloads of the frames
-//! it passed are those events as sent (`take_payloads`); where it becomes unsure, the caller
-//! hands the stream to the reference from that read on.
+//! the stages that hand events to the application: while it is sure, the frames it passed are
+//! those events as sent, and it hands each one, decoded, to the caller's `Deliver` (which builds
+//! the Python event from the decoding the judge made anyway); where it becomes unsure, the caller
+//! drops what it was handed of that read and hands the stream to the reference from there on.
 //!
 //! So the judge words no diagnostic and never decides a verdict other than "completed": every
 //! finding, warning or rejection comes from the reference, and a stream the judge is unsure of
@@ -168,11 +169,18 @@ struct Stream {
     notes: Vec<RunNote>,
     /// The Conversation's state, as the reference holds it (`patch.rs`).
     state: State,
-    /// For a caller that delivers the events: the payloads of the frames judged since it last
-    /// took them, as a JSON array being written (`[`, then each payload and a `,`).
-    payloads: Option<Vec<u8>>,
     /// The run input the stream answers, if the caller knows it.
     answering: Option<Answering>,
+}
+
+/// What a caller that delivers the events does with each frame the judge passes, decoded.
+pub trait Deliver {
+    fn deliver(&mut self, event: &Decoded<'_>);
+}
+
+/// The caller that asks only for the verdict: nothing is delivered.
+impl Deliver for () {
+    fn deliver(&mut self, _event: &Decoded<'_>) {}
 }
 
 /// The judge of one stream.
@@ -192,7 +200,6 @@ impl Judge {
         checks: Arc<Checks>,
         limits: Limits,
         quiet_versions: Vec<String>,
-        delivers: bool,
         input: Option<RunInput>,
     ) -> Judge {
         let mut judge = Judge {
@@ -222,7 +229,6 @@ impl Judge {
                     max_patch_work: limits.max_patch_work,
                     max_depth: limits.max_depth,
                 }),
-                payloads: delivers.then(|| vec![b'[']),
                 answering: None,
             },
             read: 0,
@@ -244,25 +250,6 @@ impl Judge {
         self.read
     }
 
-    /// The payloads of the frames judged since the last call, as one JSON array, for a judge
-    /// made to deliver (`None` when there are none, or once it is unsure: then they are nothing
-    /// the caller may deliver). While the judge is sure, they are the events the reference
-    /// would deliver, in order, each as sent.
-    pub fn take_payloads(&mut self) -> Option<Vec<u8>> {
-        if self.unsure.is_some() {
-            return None;
-        }
-        let payloads = self.stream.payloads.as_mut()?;
-        if payloads.len() == 1 {
-            return None;
-        }
-        let mut taken = std::mem::replace(payloads, vec![b'[']);
-        if let Some(last) = taken.last_mut() {
-            *last = b']'; // the comma after the last payload
-        }
-        Some(taken)
-    }
-
     /// Whether runs were noted since the last `take_notes`.
     pub fn noted(&self) -> bool {
         !self.stream.notes.is_empty()
@@ -274,8 +261,10 @@ impl Judge {
     }
 
     /// One read of the stream (its bytes from the first frame on: the caller has taken the
-    /// byte order mark off and told the framing, as parse's `_start` does).
-    pub fn feed(&mut self, chunk: &[u8]) {
+    /// byte order mark off and told the framing, as parse's `_start` does). Each frame judged
+    /// goes to `deliver` as it passes; only what it was handed of a read the judge is still
+    /// sure of after the read may be delivered.
+    pub fn feed(&mut self, chunk: &[u8], deliver: &mut impl Deliver) {
         if self.unsure.is_some() {
             return;
         }
@@ -289,7 +278,7 @@ impl Judge {
         } = self;
         let framing = *framing;
         let (judged, too_large) = framer.feed(chunk, |region| {
-            frames(framing, region, checks, stream, read)
+            frames(framing, region, checks, stream, read, deliver)
         });
         if let Some(Err(unsure)) = judged {
             self.unsure = Some(unsure);
@@ -298,8 +287,9 @@ impl Judge {
         }
     }
 
-    /// The end of the stream: whether it was clean to its end.
-    pub fn finish(&mut self) -> bool {
+    /// The end of the stream: whether it was clean to its end (a JSON line the stream ends
+    /// without a newline goes to `deliver`, as `feed`'s frames do).
+    pub fn finish(&mut self, deliver: &mut impl Deliver) -> bool {
         if self.unsure.is_none() {
             let rest = self.framer.take_rest();
             let ends = if rest.iter().all(|byte| b" \t\r\n".contains(byte)) {
@@ -312,7 +302,7 @@ impl Judge {
                     read,
                     ..
                 } = self;
-                frame(&rest, checks, stream, read)
+                frame(&rest, checks, stream, read, deliver)
             } else {
                 Err("an SSE event the stream ended inside")
             };
@@ -337,6 +327,7 @@ fn frames(
     checks: &Checks,
     stream: &mut Stream,
     read: &mut usize,
+    deliver: &mut impl Deliver,
 ) -> Result<(), Unsure> {
     if framing == Framing::Sse && region.len() > sse_event_bound(stream.limits.max_frame_bytes) {
         return Err("a read whose SSE events may be over the limit as sent");
@@ -344,7 +335,7 @@ fn frames(
     let mut judged = Ok(());
     each_payload(framing, region, |payload| {
         if judged.is_ok() {
-            judged = frame(payload, checks, stream, read);
+            judged = frame(payload, checks, stream, read, deliver);
         }
     });
     judged
@@ -374,6 +365,7 @@ fn frame(
     checks: &Checks,
     stream: &mut Stream,
     read: &mut usize,
+    deliver: &mut impl Deliver,
 ) -> Result<(), Unsure> {
     if payload.len() > stream.limits.max_frame_bytes {
         return Err("a frame over max_frame_bytes");
@@ -409,10 +401,7 @@ fn frame(
         return Err("an event enforce's check does not pass");
     }
     stream.event(kind, event, payload, index)?;
-    if let Some(payloads) = &mut stream.payloads {
-        payloads.extend_from_slice(payload);
-        payloads.push(b',');
-    }
+    deliver.deliver(&value);
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 //! slip past the engine's handling of a stage's bug): every entry point runs under
 //! [`guarded`], and a panic becomes [`InternalError`] naming the stage.
 
+pub mod build;
 pub mod checks;
 pub mod decode;
 pub mod framing;
@@ -264,6 +265,12 @@ type JudgeInput = (
 #[pyclass(module = "agui_pipeline._native")]
 struct Judge {
     judge: judge::Judge,
+    /// Whether the events the judge passes are built for the caller (deliver mode).
+    delivers: bool,
+    /// The stream's interned names, for the events built.
+    names: build::Names,
+    /// What `finish` built, for `take_ended`.
+    ended: Option<Py<PyList>>,
 }
 
 #[pymethods]
@@ -271,8 +278,9 @@ impl Judge {
     /// `limits`: max_frame_bytes, max_depth, max_open_items, max_text_chars,
     /// max_conversation_chars, max_items, max_run_ids, max_state_bytes, max_patch_work;
     /// `quiet_versions`: the protocolVersion
-    /// values compat is quiet about; `delivers`: keep the judged events' payloads for
-    /// `take_payloads`; `input`: the run input the stream answers (`JudgeInput`), if known.
+    /// values compat is quiet about; `delivers`: build the events the judge passes, as
+    /// `orjson.loads` builds them, for `feed` and `take_ended` to return; `input`: the run input
+    /// the stream answers (`JudgeInput`), if known.
     #[new]
     #[pyo3(signature = (framing, checks, limits, quiet_versions, delivers, input=None))]
     fn new(
@@ -330,33 +338,60 @@ impl Judge {
         // every read is.
         let checks = Arc::clone(&checks.checks);
         let judge = guarded("judge", || {
-            judge::Judge::new(framing, checks, limits, quiet_versions, delivers, input)
+            judge::Judge::new(framing, checks, limits, quiet_versions, input)
         })
         .map_err(InternalError::new_err)?;
-        Ok(Judge { judge })
-    }
-
-    /// One read of the stream, from its first frame on; for a judge made to deliver, what
-    /// it passed of the read while sure (`take_payloads`, in the same call: a live read is
-    /// often one event).
-    fn feed<'py>(
-        &mut self,
-        py: Python<'py>,
-        chunk: &[u8],
-    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let judge = &mut self.judge;
-        let payloads = guarded("judge", || {
-            judge.feed(chunk);
-            judge.take_payloads()
+        Ok(Judge {
+            judge,
+            delivers,
+            names: build::Names::default(),
+            ended: None,
         })
-        .map_err(InternalError::new_err)?;
-        Ok(payloads.map(|payloads| PyBytes::new(py, &payloads)))
     }
 
-    /// The end of the stream: whether it was clean to the end.
-    fn finish(&mut self) -> PyResult<bool> {
-        let judge = &mut self.judge;
-        guarded("judge", || judge.finish()).map_err(InternalError::new_err)
+    /// One read of the stream, from its first frame on; for a judge made to deliver, the
+    /// events it passed of the read, when it is still sure of the stream after it (`None`:
+    /// none, or it is unsure; a live read is often one event).
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Judge {
+            judge,
+            delivers,
+            names,
+            ..
+        } = self;
+        if !*delivers {
+            guarded("judge", || judge.feed(chunk, &mut ())).map_err(InternalError::new_err)?;
+            return Ok(None);
+        }
+        let mut built = build::Built::new(py, names);
+        guarded("judge", || judge.feed(chunk, &mut built)).map_err(InternalError::new_err)?;
+        built.into_list(judge.unsure().is_none())
+    }
+
+    /// The end of the stream: whether it was clean to its end. For a judge made to deliver,
+    /// the events the end passed (a JSON line without a newline) are then `take_ended`'s.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let Judge {
+            judge,
+            delivers,
+            names,
+            ended,
+        } = self;
+        let mut built = build::Built::new(py, names);
+        let clean = if *delivers {
+            guarded("judge", || judge.finish(&mut built))
+        } else {
+            guarded("judge", || judge.finish(&mut ()))
+        }
+        .map_err(InternalError::new_err)?;
+        *ended = built.into_list(clean)?.map(Bound::unbind);
+        Ok(clean)
+    }
+
+    /// For a judge made to deliver that finished clean, the events the end passed (`None`:
+    /// none).
+    fn take_ended<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyList>> {
+        self.ended.take().map(|events| events.into_bound(py))
     }
 
     /// Why the judge left the stream to the reference (`None` while it has not).
@@ -369,14 +404,6 @@ impl Judge {
     #[getter]
     fn read(&self) -> usize {
         self.judge.read()
-    }
-
-    /// For a judge made to deliver, the events judged since the last call while it is sure:
-    /// their payloads as one JSON array (`None`: none).
-    fn take_payloads<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.judge
-            .take_payloads()
-            .map(|payloads| PyBytes::new(py, &payloads))
     }
 
     /// Whether runs were noted since `take_runs` was last called.

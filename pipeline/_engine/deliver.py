@@ -4,9 +4,9 @@ The pipeline's cost is mostly the Python objects it builds per event and the sta
 them. While the native judge (``native/src/judge.rs``) is sure of a stream — it frames,
 decodes and follows each read, and no stage from parse to lint would say anything of it or
 change an event — the events those stages would pass are exactly the frames as sent. So each
-such read's frames are built once, by orjson from the payloads the judge kept, and only the
-stages after lint (metadata and dispatch: the Conversation, the handlers, the sinks) run in
-Python on them.
+such read's frames are built once, by the judge from its own decoding (``native/src/build.rs``:
+the objects ``orjson.loads`` would build), and only the stages after lint (metadata and
+dispatch: the Conversation, the handlers, the sinks) run in Python on them.
 
 The session runs it as its decoder (:class:`JudgedFront`) on a route of the stages after
 lint: metadata and dispatch, any stage of the user's placed after lint, and reconcile first
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.chain import Route, StageRun
 from agui_pipeline._engine.judging import (
@@ -56,7 +55,7 @@ from agui_pipeline._engine.judging import (
 )
 from agui_pipeline._engine.session import Session
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
-from agui_pipeline.batch import Batch, empty_batch
+from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.stage import Decoder, RunRecord, StreamContext
 from agui_pipeline.stages.parse import BOM
 from agui_pipeline.stages.reconcile import Reconcile
@@ -105,7 +104,7 @@ class JudgedSession(Session):
 
 class JudgedFront(Decoder):
     """The decoder of a stream in deliver mode: each read to the native judge, the events it
-    passed built from their payloads; where it is unsure, the reference takes over."""
+    passed built from its decoding; where it is unsure, the reference takes over."""
 
     def __init__(self, session: Session, answering: JudgeInput | None) -> None:
         super().__init__(session.context)
@@ -143,7 +142,7 @@ class JudgedFront(Decoder):
         ctx.bytes_read += len(chunk)
         judge = self.judge
         if judge is not None:
-            payloads = judge.feed(chunk)
+            events = judge.feed(chunk)
         else:
             head = b"".join(self.held)
             framing = judged_framing(head, ctx.options.framing)
@@ -155,14 +154,14 @@ class JudgedFront(Decoder):
             self.judge = judge = new_judge(
                 framing, ctx.limits, delivers=True, input=self._answering
             )
-            payloads = judge.feed(head.removeprefix(BOM))
-        if payloads is None:  # no frame judged (and so no run noted), or the judge is unsure
+            events = judge.feed(head.removeprefix(BOM))
+        if events is None:  # no frame judged (and so no run noted), or the judge is unsure
             if judge.unsure is not None:
                 return self._hand_over(self._unhold())
             return empty_batch()
         if judge.noted:
             self._run = record_runs(ctx, judge.take_runs(), self._run)
-        return self._batch(payloads)
+        return self._batch(events)
 
     def finish(self) -> Batch:
         judge = self.judge
@@ -171,12 +170,11 @@ class JudgedFront(Decoder):
             return self._parse.finish()
         if judge.noted:
             self._run = record_runs(self.ctx, judge.take_runs(), self._run)
-        payloads = judge.take_payloads()  # a JSON line the stream ends without a newline
-        return empty_batch() if payloads is None else self._batch(payloads)
+        events = judge.take_ended()  # a JSON line the stream ends without a newline
+        return empty_batch() if events is None else self._batch(events)
 
-    def _batch(self, payloads: bytes) -> Batch:
-        """The events the judge passed, built from their payloads; each is one frame."""
-        events = orjson.loads(payloads)
+    def _batch(self, events: list[Event]) -> Batch:
+        """The events the judge passed and built; each is one frame."""
         counters = self.ctx.counters
         start = counters.read
         counters.read = end = start + len(events)

@@ -73,8 +73,8 @@ def judged_framing(head: bytes, forced: str | None) -> str | None:
 def new_judge(
     framing: str, limits: Limits, *, delivers: bool, input: JudgeInput | None = None
 ) -> Judge:
-    """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it keeps
-    the payloads of the events it passes, for deliver mode (``deliver.py``); ``input``: the
+    """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it builds
+    the events it passes, for deliver mode (``deliver.py``); ``input``: the
     run input the stream answers, as the judge takes it (``deliver.input_for_judge``)."""
     from agui_pipeline.stages._checks import native_checks  # the stages sit above the engine
 

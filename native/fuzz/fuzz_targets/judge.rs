@@ -29,7 +29,7 @@ use std::sync::{Arc, OnceLock};
 use agui_native::checks::{Checks, Row};
 use agui_native::decode::Decoded;
 use agui_native::framing::Framing;
-use agui_native::judge::{Judge, Limits, RunNote, Unsure};
+use agui_native::judge::{Deliver, Judge, Limits, RunNote, Unsure};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../common/input.rs"]
@@ -81,6 +81,15 @@ struct Judged {
     notes: Vec<RunNote>,
 }
 
+/// Counts the frames the judge passes to be delivered.
+struct Passed(usize);
+
+impl Deliver for Passed {
+    fn deliver(&mut self, _event: &Decoded<'_>) {
+        self.0 += 1;
+    }
+}
+
 fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
     let setup = setup();
     let mut judge = Judge::new(
@@ -88,32 +97,24 @@ fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
         Arc::clone(&setup.checks),
         limits,
         setup.quiet_versions.clone(),
-        true,
         None,
     );
     let mut notes = Vec::new();
     let mut delivered = 0;
-    let mut take = |judge: &mut Judge| {
-        if let Some(payloads) = judge.take_payloads() {
-            let events: Vec<serde_json::Value> =
-                serde_json::from_slice(&payloads).expect("the payloads taken are a JSON array");
-            assert!(!events.is_empty(), "an empty array of payloads taken");
-            delivered += events.len();
-        }
-    };
     for read in reads {
-        judge.feed(read);
+        let mut passed = Passed(0);
+        judge.feed(read, &mut passed);
         notes.extend(judge.take_notes());
         if judge.unsure().is_none() {
-            take(&mut judge);
+            delivered += passed.0;
         }
     }
-    let clean = judge.finish();
+    let mut passed = Passed(0);
+    let clean = judge.finish(&mut passed);
     notes.extend(judge.take_notes());
     if clean {
-        take(&mut judge);
         assert_eq!(
-            delivered,
+            delivered + passed.0,
             judge.read(),
             "a clean stream delivers every frame it read"
         );

@@ -1,0 +1,165 @@
+//! Deliver mode's events: each frame the judge passes, built as a Python object from the
+//! judge's own decoding, so that a delivered frame is decoded once, not once in Rust to judge it
+//! and again by orjson to build it.
+//!
+//! What is built is what `orjson.loads` builds from the same frame: the decoder refuses every
+//! frame the two would read differently (`decode.rs`), and reads floats correctly rounded, as
+//! orjson does (serde_json's `float_roundtrip`). Objects keep their members' order. Member
+//! names, and the values of `type` members, are interned Python strings kept per stream (a
+//! bounded table, as orjson keeps its own cache of names): a handler's `event["type"]` and
+//! dispatch's lookup by type then find an interned string whose hash is already known.
+
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
+
+use crate::decode::Decoded;
+use crate::judge::Deliver;
+
+/// The most names a stream's table keeps: past it, a name is built anew each time.
+const MAX_NAMES: usize = 1024;
+/// The longest name the table keeps, in bytes.
+const MAX_NAME_BYTES: usize = 64;
+/// The member positions whose last name is kept to be compared first.
+const MAX_POSITIONS: usize = 32;
+
+/// A stream's interned member names (and event types), bounded by `MAX_NAMES`.
+///
+/// Events of one type name their members alike, in the same order, so each name is first
+/// compared with the last name at its position in an object (and a `type` value with the last
+/// one), which costs less than hashing it; the table answers the rest. Its hash is foldhash's,
+/// seeded at random: names are the producer's to choose.
+#[derive(Default)]
+pub struct Names {
+    table: HashMap<Box<str>, Py<PyString>, RandomState>,
+    /// The last name at each position of an object, up to `MAX_POSITIONS`.
+    at: Vec<(Box<str>, Py<PyString>)>,
+    /// The last `type` value.
+    kind: Option<(Box<str>, Py<PyString>)>,
+}
+
+/// The events built from one read's frames (a `Deliver` for the judge's `feed`).
+pub struct Built<'py, 'n> {
+    py: Python<'py>,
+    names: &'n mut Names,
+    events: Vec<Bound<'py, PyAny>>,
+    /// The first error building an event (Python out of memory): the read's answer.
+    error: Option<PyErr>,
+}
+
+impl<'py, 'n> Built<'py, 'n> {
+    pub fn new(py: Python<'py>, names: &'n mut Names) -> Self {
+        Built {
+            py,
+            names,
+            events: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The events built, when the judge is still `sure` of the stream after the read and it
+    /// passed any (`None` otherwise: what it was handed of a read it gave up on is dropped).
+    pub fn into_list(self, sure: bool) -> PyResult<Option<Bound<'py, PyList>>> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        if !sure || self.events.is_empty() {
+            return Ok(None);
+        }
+        PyList::new(self.py, self.events).map(Some)
+    }
+
+    fn object(&mut self, value: &Decoded<'_>) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        Ok(match value {
+            Decoded::Null => py.None().into_bound(py),
+            Decoded::Bool(flag) => PyBool::new(py, *flag).to_owned().into_any(),
+            Decoded::Int(number) => number.into_pyobject(py)?.into_any(),
+            Decoded::Unsigned(number) => number.into_pyobject(py)?.into_any(),
+            Decoded::Float(number) => PyFloat::new(py, *number).into_any(),
+            Decoded::Str(text) => PyString::new(py, text).into_any(),
+            Decoded::List(items) => {
+                let built = items
+                    .iter()
+                    .map(|item| self.object(item))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, built)?.into_any()
+            }
+            Decoded::Object(members) => {
+                let dict = PyDict::new(py);
+                for (at, (name, value)) in members.iter().enumerate() {
+                    let value = match value {
+                        Decoded::Str(kind) if name == "type" => self.kind(kind),
+                        _ => self.object(value)?,
+                    };
+                    dict.set_item(self.name_at(at, name), value)?;
+                }
+                dict.into_any()
+            }
+        })
+    }
+
+    /// The name of an object's member at position `at`, as an interned Python string.
+    fn name_at(&mut self, at: usize, name: &str) -> Bound<'py, PyAny> {
+        let py = self.py;
+        if let Some((last, interned)) = self.names.at.get(at)
+            && **last == *name
+        {
+            return interned.bind(py).clone().into_any();
+        }
+        let interned = self.name(name);
+        if at < MAX_POSITIONS && name.len() <= MAX_NAME_BYTES {
+            let kept = (name.into(), interned.clone().unbind());
+            let positions = &mut self.names.at;
+            if at < positions.len() {
+                positions[at] = kept;
+            } else if at == positions.len() {
+                positions.push(kept); // each position is reached after the ones before it
+            }
+        }
+        interned.into_any()
+    }
+
+    /// A `type` member's value, as an interned Python string.
+    fn kind(&mut self, kind: &str) -> Bound<'py, PyAny> {
+        let py = self.py;
+        if let Some((last, interned)) = &self.names.kind
+            && **last == *kind
+        {
+            return interned.bind(py).clone().into_any();
+        }
+        let interned = self.name(kind);
+        if kind.len() <= MAX_NAME_BYTES {
+            self.names.kind = Some((kind.into(), interned.clone().unbind()));
+        }
+        interned.into_any()
+    }
+
+    /// `name` as an interned Python string, from the stream's table where it is there.
+    fn name(&mut self, name: &str) -> Bound<'py, PyString> {
+        let py = self.py;
+        if let Some(known) = self.names.table.get(name) {
+            return known.bind(py).clone();
+        }
+        let interned = PyString::intern(py, name);
+        if name.len() <= MAX_NAME_BYTES && self.names.table.len() < MAX_NAMES {
+            self.names
+                .table
+                .insert(name.into(), interned.clone().unbind());
+        }
+        interned
+    }
+}
+
+impl Deliver for Built<'_, '_> {
+    fn deliver(&mut self, event: &Decoded<'_>) {
+        if self.error.is_none() {
+            match self.object(event) {
+                Ok(built) => self.events.push(built),
+                Err(error) => self.error = Some(error),
+            }
+        }
+    }
+}
