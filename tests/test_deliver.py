@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 import random
+import sys
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -180,6 +182,34 @@ def test_the_events_the_judge_builds_are_the_ones_orjson_builds(
     frames = [orjson.loads(frame.removeprefix(b"data: ")) for frame in data.split(b"\n\n")[:-1]]
     assert handled["native"] == [repr(event) for event in frames]
     assert handled["native"] == handled["pure"]
+
+
+def test_the_judge_interns_the_schema_s_names_and_no_name_of_the_producer_s() -> None:
+    """The judge builds each name once per stream and shares it among the events that repeat
+    it, but interns only the schema's names (event types and members): on early Python 3.12
+    releases an interned string is immortal, and a hostile stream's made-up names would then
+    stay in memory for the life of the process."""
+    made_up = f"made-up-{uuid.uuid4().hex}"
+    reads = [_sse(_carrying([{made_up: 1}, {made_up: 2}]))]
+    judged, _session = _paths(Pipeline, reads)
+    assert judged and all(judged), "the reference read what the judge should have built"
+    handed: list[Any] = []
+
+    async def read() -> None:
+        async with Pipeline(handlers={"*": handed.append}).open(list(reads)) as stream:
+            async for _batch in stream.batches():
+                pass
+
+    with running("native"):
+        anyio.run(read)
+    first, second = (next(iter(e["value"])) for e in handed if e["type"] == "CUSTOM")
+    assert first == made_up and first is second, "a name the stream repeats is built once"
+    fresh = made_up[:4] + made_up[4:]  # an equal string, not the same object
+    assert sys.intern(fresh) is not first, "a name the producer made up was interned"
+    started = handed[0]
+    for name in started:
+        assert sys.intern("".join(name)) is name, f"the schema's {name!r} is not interned"
+    assert sys.intern("".join(started["type"])) is started["type"]
 
 
 @pytest.mark.parametrize("at", [0, 1, 100, 190])

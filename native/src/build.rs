@@ -5,39 +5,73 @@
 //! What is built is what `orjson.loads` builds from the same frame: the decoder refuses every
 //! frame the two would read differently (`decode.rs`), and reads floats correctly rounded, as
 //! orjson does (serde_json's `float_roundtrip`). Objects keep their members' order. Member
-//! names, and the values of `type` members, are interned Python strings kept per stream (a
-//! bounded table, as orjson keeps its own cache of names): a handler's `event["type"]` and
-//! dispatch's lookup by type then find an interned string whose hash is already known.
+//! names, and the values of `type` members, are built once per stream and shared by every event
+//! that repeats them (a bounded table, as orjson keeps its own cache of names). The schema's
+//! names are interned Python strings, built once per process ([`Known`]): a handler's
+//! `event["type"]` and dispatch's lookup by type then find the very string they hold.
+//!
+//! Only the schema's names are interned. A name the producer makes up is built as a plain
+//! string: on early Python 3.12 releases an interned string is immortal (CPython's
+//! gh-113993), so interning the producer's names would let a hostile stream fill the process's
+//! memory with names it never frees.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
 
+use crate::checks::Checks;
 use crate::decode::Decoded;
 use crate::judge::Deliver;
 
-/// The most names a stream's table keeps: past it, a name is built anew each time.
+/// The most names of its own a stream's table keeps: past it, a name is built anew each time.
 const MAX_NAMES: usize = 1024;
 /// The longest name the table keeps, in bytes.
 const MAX_NAME_BYTES: usize = 64;
 /// The member positions whose last name is kept to be compared first.
 const MAX_POSITIONS: usize = 32;
 
-/// A stream's interned member names (and event types), bounded by `MAX_NAMES`.
+/// The schema's names (its event types and its objects' members) as interned Python strings:
+/// built once per process, with the checks they come from.
+pub struct Known(HashMap<Box<str>, Py<PyString>, RandomState>);
+
+impl Known {
+    pub fn new(py: Python<'_>, checks: &Checks) -> Known {
+        let names = checks
+            .names()
+            .map(|name| (name.into(), PyString::intern(py, name).unbind()));
+        Known(names.collect())
+    }
+}
+
+/// A stream's member names (and event types): the schema's, interned ([`Known`]), and the
+/// stream's own, up to `MAX_NAMES` of them.
 ///
 /// Events of one type name their members alike, in the same order, so each name is first
 /// compared with the last name at its position in an object (and a `type` value with the last
-/// one), which costs less than hashing it; the table answers the rest. Its hash is foldhash's,
-/// seeded at random: names are the producer's to choose.
-#[derive(Default)]
+/// one), which costs less than hashing it; the tables answer the rest. Their hash is
+/// foldhash's, seeded at random: names are the producer's to choose.
 pub struct Names {
-    table: HashMap<Box<str>, Py<PyString>, RandomState>,
+    known: Arc<Known>,
+    /// The names of the stream's own, as plain Python strings.
+    own: HashMap<Box<str>, Py<PyString>, RandomState>,
     /// The last name at each position of an object, up to `MAX_POSITIONS`.
     at: Vec<(Box<str>, Py<PyString>)>,
     /// The last `type` value.
     kind: Option<(Box<str>, Py<PyString>)>,
+}
+
+impl Names {
+    pub fn new(known: Arc<Known>) -> Names {
+        Names {
+            known,
+            own: HashMap::default(),
+            at: Vec::new(),
+            kind: None,
+        }
+    }
 }
 
 /// The events built from one read's frames (a `Deliver` for the judge's `feed`).
@@ -101,7 +135,7 @@ impl<'py, 'n> Built<'py, 'n> {
         })
     }
 
-    /// The name of an object's member at position `at`, as an interned Python string.
+    /// The name of an object's member at position `at`, as the table shares it.
     fn name_at(&mut self, at: usize, name: &str) -> Bound<'py, PyAny> {
         let py = self.py;
         if let Some((last, interned)) = self.names.at.get(at)
@@ -109,9 +143,9 @@ impl<'py, 'n> Built<'py, 'n> {
         {
             return interned.bind(py).clone().into_any();
         }
-        let interned = self.name(name);
+        let shared = self.name(name);
         if at < MAX_POSITIONS && name.len() <= MAX_NAME_BYTES {
-            let kept = (name.into(), interned.clone().unbind());
+            let kept = (name.into(), shared.clone().unbind());
             let positions = &mut self.names.at;
             if at < positions.len() {
                 positions[at] = kept;
@@ -119,10 +153,10 @@ impl<'py, 'n> Built<'py, 'n> {
                 positions.push(kept); // each position is reached after the ones before it
             }
         }
-        interned.into_any()
+        shared.into_any()
     }
 
-    /// A `type` member's value, as an interned Python string.
+    /// A `type` member's value, as the table shares it.
     fn kind(&mut self, kind: &str) -> Bound<'py, PyAny> {
         let py = self.py;
         if let Some((last, interned)) = &self.names.kind
@@ -130,26 +164,26 @@ impl<'py, 'n> Built<'py, 'n> {
         {
             return interned.bind(py).clone().into_any();
         }
-        let interned = self.name(kind);
+        let shared = self.name(kind);
         if kind.len() <= MAX_NAME_BYTES {
-            self.names.kind = Some((kind.into(), interned.clone().unbind()));
+            self.names.kind = Some((kind.into(), shared.clone().unbind()));
         }
-        interned.into_any()
+        shared.into_any()
     }
 
-    /// `name` as an interned Python string, from the stream's table where it is there.
+    /// `name` as a Python string: the schema's interned one, or the stream's own where its
+    /// table has it, or a new one (kept while the table has room).
     fn name(&mut self, name: &str) -> Bound<'py, PyString> {
         let py = self.py;
-        if let Some(known) = self.names.table.get(name) {
-            return known.bind(py).clone();
+        let names = &mut *self.names;
+        if let Some(kept) = names.known.0.get(name).or_else(|| names.own.get(name)) {
+            return kept.bind(py).clone();
         }
-        let interned = PyString::intern(py, name);
-        if name.len() <= MAX_NAME_BYTES && self.names.table.len() < MAX_NAMES {
-            self.names
-                .table
-                .insert(name.into(), interned.clone().unbind());
+        let built = PyString::new(py, name);
+        if name.len() <= MAX_NAME_BYTES && names.own.len() < MAX_NAMES {
+            names.own.insert(name.into(), built.clone().unbind());
         }
-        interned
+        built
     }
 }
 

@@ -203,6 +203,19 @@ impl Checks {
             .map(|(known, node)| (known.as_str(), *node))
     }
 
+    /// Every name the schema gives: the event types and the members of its objects (what a
+    /// conforming stream's names are drawn from, a set the producer cannot grow).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let members = self.nodes.iter().flat_map(|node| match node {
+            Node::Object(object) => object.fields.as_slice(),
+            _ => &[],
+        });
+        self.events
+            .keys()
+            .map(String::as_str)
+            .chain(members.map(|field| field.name.as_str()))
+    }
+
     /// The check of one event of the type whose node is `node`.
     pub fn event<V: Json>(&self, node: usize, event: &V) -> Verdict {
         let Node::Object(object) = &self.nodes[node] else {

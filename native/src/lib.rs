@@ -137,16 +137,20 @@ impl Framer {
 struct Checks {
     /// Shared with every judge made from it: built once per process, not per stream.
     checks: Arc<checks::Checks>,
+    /// The schema's names, interned, for the events judges built from it deliver.
+    known: Arc<build::Known>,
 }
 
 #[pymethods]
 impl Checks {
     #[new]
-    fn new(rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Self> {
+    fn new(py: Python<'_>, rows: &Bound<'_, PyList>, events: &Bound<'_, PyDict>) -> PyResult<Self> {
         let built = guarded("enforce", || checks::Checks::from_plan(rows, events))
-            .map_err(InternalError::new_err)?;
+            .map_err(InternalError::new_err)??;
+        let known = build::Known::new(py, &built);
         Ok(Checks {
-            checks: Arc::new(built?),
+            checks: Arc::new(built),
+            known: Arc::new(known),
         })
     }
 
@@ -267,7 +271,7 @@ struct Judge {
     judge: judge::Judge,
     /// Whether the events the judge passes are built for the caller (deliver mode).
     delivers: bool,
-    /// The stream's interned names, for the events built.
+    /// The names the events built share: the schema's, interned, and the stream's own.
     names: build::Names,
     /// What `finish` built, for `take_ended`.
     ended: Option<Py<PyList>>,
@@ -336,6 +340,7 @@ impl Judge {
         );
         // Taking the run input reads its state (serde_json, the state's mirror): guarded as
         // every read is.
+        let names = build::Names::new(Arc::clone(&checks.known));
         let checks = Arc::clone(&checks.checks);
         let judge = guarded("judge", || {
             judge::Judge::new(framing, checks, limits, quiet_versions, input)
@@ -344,7 +349,7 @@ impl Judge {
         Ok(Judge {
             judge,
             delivers,
-            names: build::Names::default(),
+            names,
             ended: None,
         })
     }
