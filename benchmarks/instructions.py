@@ -33,7 +33,9 @@ the same events as HTTP + Protobuf frames (the ``proto`` extra), in 64 KiB reads
 ``Pipeline(handlers={"*": handler})``, no declaration, in 64 KiB reads, with the Conversation
 (the default) and without it (``conversation=False``), each on the native core and on the pure
 one (``AGUI_PIPELINE_PURE=1``), beside the SDK's parse-only pass over the same frames in
-process (``TypeAdapter(Event).validate_json``).
+process (``TypeAdapter(Event).validate_json``) and a floor under any delivery to a Python
+handler: each frame, cut out beforehand, built by ``orjson.loads`` and handed to the same
+empty handler, with nothing checked.
 
 The pipeline is the one every figure is for (``suite.default_pipeline``:
 a full declaration for reconcile, the Conversation on); ``--upto STAGE``
@@ -80,6 +82,9 @@ def _child(
 
     if deliver == "sdk":
         _sdk_child(path, measured)
+        return
+    if deliver == "floor":
+        _floor_child(path, measured)
         return
     pipeline = default_pipeline()
     if deliver is not None:
@@ -149,6 +154,25 @@ def _sdk_child(path: Path, measured: bool) -> None:
     if measured:
         for frame in reads:
             validate(frame.removeprefix(b"data: "))
+
+
+def _floor_child(path: Path, measured: bool) -> None:
+    """The least any delivery to a Python handler costs: each frame's JSON, cut out
+    beforehand, built by ``orjson.loads`` and handed to the handler. No framing, no check."""
+    import orjson
+
+    from .workload import encode_sse, events
+
+    def handler(event: object) -> None:
+        """The same empty handler as the pipeline's."""
+
+    warm_up = encode_sse(events(500, seed=1)).split(b"\n\n")[:-1]
+    payloads = [frame.removeprefix(b"data: ") for frame in path.read_bytes().split(b"\n\n")]
+    for frame in warm_up:
+        handler(orjson.loads(frame.removeprefix(b"data: ")))
+    if measured:
+        for payload in payloads[:-1]:
+            handler(orjson.loads(payload))
 
 
 def frames(body: bytes) -> list[bytes]:
@@ -301,10 +325,11 @@ def delivery(path: Path, live: bool) -> str:
         "native core, no Conversation": (["--deliver", "bare"], env),
         "pure core, no Conversation": (["--deliver", "bare"], pure),
         "SDK parse-only": (["--deliver", "sdk"], env),
+        "orjson.loads to the handler, nothing else": (["--deliver", "floor"], env),
     }
     per_event = {}
     for name, (reading, environment) in contenders.items():
-        if live and "sdk" not in reading:
+        if live and reading[1] in ("handler", "bare"):
             reading = [*reading, "--live"]
         baseline = _instructions(path, [], False, reading, environment)
         total = _instructions(path, [], True, reading, environment)
@@ -347,8 +372,8 @@ def main(argv: list[str] | None = None) -> None:
         "--deliver",
         nargs="?",
         const="handler",
-        choices=("handler", "bare", "sdk"),
-        help="delivery to a handler in process, native and pure, beside the SDK's parse",
+        choices=("handler", "bare", "sdk", "floor"),
+        help="delivery to a handler in process, native and pure, beside the SDK and a floor",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measured", action="store_true", help=argparse.SUPPRESS)

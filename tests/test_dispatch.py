@@ -221,6 +221,38 @@ async def test_a_handler_sees_the_conversation_up_to_its_own_event() -> None:
     assert stream.result([]).conversation.messages[-1]["content"] == "Hello, world."
 
 
+@pytest.mark.anyio
+async def test_every_event_handlers_take_turns_with_the_conversation_one_step_ahead() -> None:
+    """Only ``"*"`` handlers (dispatch's own loop for them): each sees every event, in the
+    order they were registered, a coroutine awaited before the next call, and the
+    Conversation with that event applied and no later one."""
+    calls: list[tuple[str, str, int]] = []
+    context: list[Any] = []
+
+    def applied() -> int:
+        """How many messages the Conversation holds, and how much text the last one has."""
+        messages = context[0].conversation.messages
+        return len(messages) * 100 + len(messages[-1]["content"] if messages else "")
+
+    def first(event: Event) -> None:
+        calls.append(("first", str(event["type"]), applied()))
+
+    async def second(event: Event) -> None:
+        await anyio.lowlevel.checkpoint()
+        calls.append(("second", str(event["type"]), applied()))
+
+    async with Pipeline(handlers={"*": [first, second]}).open(STREAM) as stream:
+        context.append(stream.context)
+        async for _ in stream:
+            pass
+    seen = [0, 100, 107, 113, 113, 113]  # the message from its start, its text as it grows
+    assert calls == [
+        (name, str(event["type"]), held)
+        for event, held in zip(RUN, seen, strict=True)
+        for name in ("first", "second")
+    ]
+
+
 def test_the_conversation_can_be_turned_off() -> None:
     assert run(STREAM, Pipeline(conversation=False)).materialised is None
     assert run(STREAM).conversation.messages[-1]["content"] == "Hello, world."
