@@ -51,8 +51,10 @@ class Dispatch(Stage):
 
     async def process(self, batch: Batch) -> Batch:
         try:
-            if self._handled:
+            if self._by_type:
                 await self._handle(batch)
+            elif self._every:  # every handler a "*" one: a loop of its own, no lookup
+                await self._handle_every(batch)
             elif self._conversation is not None:
                 self._conversation.apply(batch)
         except StreamRejected as rejection:
@@ -87,9 +89,6 @@ class Dispatch(Stage):
         A handler sees the Conversation with its own event applied and no later
         one, so the Conversation is fed the run of events up to each handled event.
         """
-        if not self._by_type:
-            await self._handle_every(batch)
-            return
         events, indices = batch.events, batch.indices
         by_type, every, conversation = self._by_type, self._every, self._conversation
         applied = 0
