@@ -30,10 +30,11 @@ class Batch:
     read from; an event a stage synthesizes carries the index of the event it
     was made from, so every diagnostic can point back at the bytes.
     ``types``, when given, is each event's ``type`` (see :attr:`types`);
-    ``objects`` says every event is known to be a ``dict`` (see :attr:`objects`).
+    ``objects`` says every event is known to be a ``dict`` (see :attr:`objects`);
+    ``marked``, the events metadata must read (see :attr:`marked`).
     """
 
-    __slots__ = ("_objects", "_types", "events", "indices")
+    __slots__ = ("_marked", "_objects", "_types", "events", "indices")
 
     def __init__(
         self,
@@ -42,11 +43,13 @@ class Batch:
         types: list[Any] | None = None,
         *,
         objects: bool = False,
+        marked: list[int] | None = None,
     ) -> None:
         self.events = events
         self.indices = indices
         self._types = types
         self._objects = objects
+        self._marked = marked
 
     @property
     def types(self) -> list[Any]:
@@ -69,6 +72,14 @@ class Batch:
         """Every event is known to be a ``dict``: the decoder made the batch from JSON
         objects and no stage has changed it since (enforce then skips asking)."""
         return self._objects
+
+    @property
+    def marked(self) -> list[int] | None:
+        """The positions of the events the metadata stage must read — those with a
+        ``metadata`` member, and those that create or restate items whatever their members —
+        when known: the native judge names them as it builds the events (deliver mode), so
+        metadata does not test every event in Python. ``None``: not known."""
+        return self._marked
 
     def by_type(self, table: Mapping[str, T], start: int = 0) -> Sequence[T | None]:
         """``table``'s entry for the type of each event from ``start`` on (``None`` for none).
@@ -105,9 +116,11 @@ class Batch:
             return [get(kind) if type(kind) is str else None for kind in types]
 
     def changed(self) -> None:
-        """Forget what :attr:`types` and :attr:`objects` knew: events changed in place."""
+        """Forget what :attr:`types`, :attr:`objects` and :attr:`marked` knew: events changed
+        in place."""
         self._types = None
         self._objects = False
+        self._marked = None
 
     def __len__(self) -> int:
         return len(self.events)

@@ -63,8 +63,9 @@ _TARGETS: dict[str, int] = {
 }
 """Event type → which kind of item its metadata merges into."""
 
-_SPECIAL = frozenset({"MESSAGES_SNAPSHOT", "ACTIVITY_SNAPSHOT", "REASONING_MESSAGE_START"})
-"""Events the stage must see whatever their metadata: they create or restate items."""
+ALWAYS_READ = frozenset({"MESSAGES_SNAPSHOT", "ACTIVITY_SNAPSHOT", "REASONING_MESSAGE_START"})
+"""Events the stage must see whatever their metadata: they create or restate items. (The
+native judge marks these and every event with a ``metadata`` member: ``Batch.marked``.)"""
 
 _CLIENT_ONLY = ("activity", "reasoning")
 """Roles a ``MESSAGES_SNAPSHOT`` without that role does not drop (``/spec/1.1/events/state``)."""
@@ -91,7 +92,14 @@ class Metadata(Stage):
             self._restate(messages, complete=False)
 
     async def process(self, batch: Batch) -> Batch:
-        special = _SPECIAL
+        marked = batch.marked
+        if marked is not None:  # the events to read, named by the native judge
+            events = batch.events
+            for position in marked:
+                event = events[position]
+                self.step(event, event.get("type"), position)
+            return batch
+        special = ALWAYS_READ
         for event, kind in zip(batch.events, batch.types, strict=True):
             # The common event carries no metadata and restates nothing: two tests.
             if kind in special:
@@ -103,7 +111,7 @@ class Metadata(Stage):
     def step(self, event: Event, kind: Any, index: int) -> Event:
         """One event of the engine's fused pass (``_engine/chain.py``), seen as
         :meth:`process` sees each."""
-        if kind in _SPECIAL:
+        if kind in ALWAYS_READ:
             self._note(event)
         elif "metadata" in event:
             self._merge(event)

@@ -22,6 +22,7 @@ import anyio
 import orjson
 import pytest
 from agui_pipeline import Incremental, Pipeline, Stage
+from agui_pipeline._engine.chain import STEPPED_READS
 from agui_pipeline._engine.deliver import JudgedSession, open_session
 from agui_pipeline._engine.judging import input_for_judge
 from agui_pipeline._engine.session import Session
@@ -210,6 +211,48 @@ def test_the_judge_interns_the_schema_s_names_and_no_name_of_the_producer_s() ->
     for name in started:
         assert sys.intern("".join(name)) is name, f"the schema's {name!r} is not interned"
     assert sys.intern("".join(started["type"])) is started["type"]
+
+
+def test_metadata_reads_the_events_the_judge_marks() -> None:
+    """The judge names the events metadata must read (``Batch.marked``): those with a
+    ``metadata`` member, and those that create an item whatever their members. A reasoning
+    message's start is one: its merged metadata then survives a later ``MESSAGES_SNAPSHOT``
+    without reasoning messages (``/spec/1.1/basic/metadata``, "Stored metadata"), read by the
+    reference after a handover, as on the pure core."""
+    run = {"threadId": "t", "runId": "r"}
+    judged_part: list[dict[str, Any]] = [
+        {"type": "RUN_STARTED", **run},
+        {"type": "REASONING_START", "messageId": "span"},
+        {"type": "REASONING_MESSAGE_START", "messageId": "think", "role": "reasoning"},
+        # More events than a read the engine carries event by event (``chain.STEPPED_READS``):
+        # this read goes to metadata's batch method, which reads only what the judge marked.
+        *[{"type": "REASONING_MESSAGE_CONTENT", "messageId": "think", "delta": "h"}]
+        * STEPPED_READS,
+        {"type": "REASONING_MESSAGE_END", "messageId": "think", "metadata": {"model": "m"}},
+        {"type": "REASONING_END", "messageId": "span"},
+    ]
+    snapshot = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [{"id": "u", "role": "user", "content": "hi"}],
+    }
+    reads = [_sse(judged_part), _sse([snapshot, {"type": "RUN_FINISHED", **run}])]
+    judged, _session = _paths(Pipeline, reads)
+    assert judged == [True, False], "the judge did not pass the reasoning message alone"
+    assert_same(Pipeline, reads, what="a reasoning message, then a snapshot")
+    merged: dict[str, Any] = {}
+    for core in ("native", "pure"):
+
+        async def read(core: str = core) -> None:
+            async with Pipeline().open(list(reads)) as stream:
+                async for _batch in stream.batches():
+                    pass
+            store = stream.context.item_metadata
+            assert store is not None
+            merged[core] = store.messages
+
+        with running(core):
+            anyio.run(read)
+    assert merged["native"] == merged["pure"] == {"think": {"model": "m"}}
 
 
 @pytest.mark.parametrize("at", [0, 1, 100, 190])
@@ -614,6 +657,36 @@ def test_a_stage_of_yours_after_lint_is_handed_the_judge_s_events(
     assert judged and all(judged), f"{where}: a batch came from the reference"
     outcome = assert_same(make, reads, what=f"a stage of yours {where}, {shape}")
     assert any(f"handed {len(CLEAN)}" in d for d in outcome["diagnostics"])
+
+
+class _Labelling(Stage):
+    """A stage of the user's after lint that gives each text message's end a ``metadata``
+    member in place, and hands on the same batch without saying so (``Batch.changed``)."""
+
+    name = "labelling"
+
+    async def process(self, batch: Batch) -> Batch:
+        for event in batch.events:
+            if event["type"] == "TEXT_MESSAGE_END":
+                event["metadata"] = {"labelled": True}
+        return batch
+
+
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_metadata_reads_what_a_stage_of_yours_changed_in_place(
+    shape: str, cut: Callable[[bytes], list[bytes]]
+) -> None:
+    """What the judge marked for metadata is forgotten after a stage of the user's (the engine
+    calls ``Batch.changed``), so an event it gave metadata is merged as on the pure core."""
+    reads = cut(_sse(CLEAN))
+
+    def make() -> Pipeline:
+        return Pipeline().insert_after("lint", _Labelling)
+
+    judged, _ = _paths(make, reads)
+    assert judged and all(judged), "a batch came from the reference"
+    outcome = assert_same(make, reads, what=f"metadata given in place, {shape}")
+    assert "'labelled': True" in outcome["conversation"]
 
 
 @pytest.mark.parametrize("at", [1, 100, 190])

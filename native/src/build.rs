@@ -74,35 +74,56 @@ impl Names {
     }
 }
 
-/// The events built from one read's frames (a `Deliver` for the judge's `feed`).
+/// The events built from one read's frames (a `Deliver` for the judge's `feed`), and which of
+/// them metadata must read.
 pub struct Built<'py, 'n> {
     py: Python<'py>,
     names: &'n mut Names,
     events: Vec<Bound<'py, PyAny>>,
+    /// The event types metadata reads whatever their members.
+    marked_types: &'n [String],
+    /// The positions of the events built that carry a `metadata` member or are of a type in
+    /// `marked_types`: the only ones metadata reads (`stages/metadata.py`).
+    marked: Vec<usize>,
     /// The first error building an event (Python out of memory): the read's answer.
     error: Option<PyErr>,
 }
 
 impl<'py, 'n> Built<'py, 'n> {
-    pub fn new(py: Python<'py>, names: &'n mut Names) -> Self {
+    pub fn new(py: Python<'py>, names: &'n mut Names, marked_types: &'n [String]) -> Self {
         Built {
             py,
             names,
             events: Vec::new(),
+            marked_types,
+            marked: Vec::new(),
             error: None,
         }
     }
 
-    /// The events built, when the judge is still `sure` of the stream after the read and it
-    /// passed any (`None` otherwise: what it was handed of a read it gave up on is dropped).
-    pub fn into_list(self, sure: bool) -> PyResult<Option<Bound<'py, PyList>>> {
+    /// The events built and the positions of the marked ones, when the judge is still `sure`
+    /// of the stream after the read and it passed any (`None` otherwise: what it was handed of
+    /// a read it gave up on is dropped).
+    pub fn into_list(self, sure: bool) -> PyResult<Option<(Bound<'py, PyList>, Vec<usize>)>> {
         if let Some(error) = self.error {
             return Err(error);
         }
         if !sure || self.events.is_empty() {
             return Ok(None);
         }
-        PyList::new(self.py, self.events).map(Some)
+        Ok(Some((PyList::new(self.py, self.events)?, self.marked)))
+    }
+
+    /// Whether metadata must read `event`: it has a `metadata` member, or its type is marked.
+    fn marks(&self, event: &Decoded<'_>) -> bool {
+        let Decoded::Object(members) = event else {
+            return false;
+        };
+        members.iter().any(|(name, value)| match (&**name, value) {
+            ("metadata", _) => true,
+            ("type", Decoded::Str(kind)) => self.marked_types.iter().any(|marked| marked == kind),
+            _ => false,
+        })
     }
 
     fn object(&mut self, value: &Decoded<'_>) -> PyResult<Bound<'py, PyAny>> {
@@ -191,7 +212,12 @@ impl Deliver for Built<'_, '_> {
     fn deliver(&mut self, event: &Decoded<'_>) {
         if self.error.is_none() {
             match self.object(event) {
-                Ok(built) => self.events.push(built),
+                Ok(built) => {
+                    if self.marks(event) {
+                        self.marked.push(self.events.len());
+                    }
+                    self.events.push(built);
+                }
                 Err(error) => self.error = Some(error),
             }
         }

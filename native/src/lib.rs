@@ -264,6 +264,10 @@ type JudgeInput = (
     Option<String>,
 );
 
+/// What a judge made to deliver passes of a read: the events built, and the positions of those
+/// it marked (`build::Built::marks`).
+type Delivered<'py> = (Bound<'py, PyList>, Vec<usize>);
+
 /// The judge of one stream (`judge.rs`): `feed` each read, then `finish`; clean, or `unsure`
 /// says why the reference must judge it.
 #[pyclass(module = "agui_pipeline._native")]
@@ -273,8 +277,10 @@ struct Judge {
     delivers: bool,
     /// The names the events built share: the schema's, interned, and the stream's own.
     names: build::Names,
+    /// The event types metadata reads whatever their members (`Built::marks`).
+    marked_types: Vec<String>,
     /// What `finish` built, for `take_ended`.
-    ended: Option<Py<PyList>>,
+    ended: Option<(Py<PyList>, Vec<usize>)>,
 }
 
 #[pymethods]
@@ -284,9 +290,11 @@ impl Judge {
     /// `quiet_versions`: the protocolVersion
     /// values compat is quiet about; `delivers`: build the events the judge passes, as
     /// `orjson.loads` builds them, for `feed` and `take_ended` to return; `input`: the run input
-    /// the stream answers (`JudgeInput`), if known.
+    /// the stream answers (`JudgeInput`), if known; `marked_types`: the event types whose events
+    /// a judge made to deliver marks whatever their members (besides every event with a
+    /// `metadata` member).
     #[new]
-    #[pyo3(signature = (framing, checks, limits, quiet_versions, delivers, input=None))]
+    #[pyo3(signature = (framing, checks, limits, quiet_versions, delivers, input=None, marked_types=Vec::new()))]
     fn new(
         framing: &str,
         checks: &Checks,
@@ -304,6 +312,7 @@ impl Judge {
         quiet_versions: Vec<String>,
         delivers: bool,
         input: Option<JudgeInput>,
+        marked_types: Vec<String>,
     ) -> PyResult<Self> {
         let framing = framing_named(framing, "the judge")?;
         let (
@@ -350,25 +359,27 @@ impl Judge {
             judge,
             delivers,
             names,
+            marked_types,
             ended: None,
         })
     }
 
     /// One read of the stream, from its first frame on; for a judge made to deliver, the
-    /// events it passed of the read, when it is still sure of the stream after it (`None`:
-    /// none, or it is unsure; a live read is often one event).
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
+    /// events it passed of the read and the positions of those it marked, when it is still sure
+    /// of the stream after it (`None`: none, or it is unsure; a live read is often one event).
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Delivered<'py>>> {
         let Judge {
             judge,
             delivers,
             names,
+            marked_types,
             ..
         } = self;
         if !*delivers {
             guarded("judge", || judge.feed(chunk, &mut ())).map_err(InternalError::new_err)?;
             return Ok(None);
         }
-        let mut built = build::Built::new(py, names);
+        let mut built = build::Built::new(py, names, marked_types);
         guarded("judge", || judge.feed(chunk, &mut built)).map_err(InternalError::new_err)?;
         built.into_list(judge.unsure().is_none())
     }
@@ -380,23 +391,28 @@ impl Judge {
             judge,
             delivers,
             names,
+            marked_types,
             ended,
         } = self;
-        let mut built = build::Built::new(py, names);
+        let mut built = build::Built::new(py, names, marked_types);
         let clean = if *delivers {
             guarded("judge", || judge.finish(&mut built))
         } else {
             guarded("judge", || judge.finish(&mut ()))
         }
         .map_err(InternalError::new_err)?;
-        *ended = built.into_list(clean)?.map(Bound::unbind);
+        *ended = built
+            .into_list(clean)?
+            .map(|(events, marked)| (events.unbind(), marked));
         Ok(clean)
     }
 
     /// For a judge made to deliver that finished clean, the events the end passed (`None`:
     /// none).
-    fn take_ended<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyList>> {
-        self.ended.take().map(|events| events.into_bound(py))
+    fn take_ended<'py>(&mut self, py: Python<'py>) -> Option<Delivered<'py>> {
+        self.ended
+            .take()
+            .map(|(events, marked)| (events.into_bound(py), marked))
     }
 
     /// Why the judge left the stream to the reference (`None` while it has not).

@@ -77,11 +77,18 @@ def new_judge(
     the events it passes, for deliver mode (``deliver.py``); ``input``: the
     run input the stream answers, as the judge takes it (``deliver.input_for_judge``)."""
     from agui_pipeline.stages._checks import native_checks  # the stages sit above the engine
+    from agui_pipeline.stages.metadata import ALWAYS_READ
 
     native = _cores.native
     assert native is not None
     judge: Judge = native.Judge(
-        framing, native_checks(native), _limits(limits), _quiet_versions(), delivers, input
+        framing,
+        native_checks(native),
+        _limits(limits),
+        _quiet_versions(),
+        delivers,
+        input,
+        sorted(ALWAYS_READ) if delivers else [],
     )
     return judge
 
