@@ -45,19 +45,21 @@ class Judge:
         input: tuple[Any, ...] | None = None,
         marked_types: list[str] = ...,
     ) -> None: ...
-    def feed(self, chunk: bytes) -> tuple[list[dict[str, Any]], list[int]] | None:
+    def feed(self, chunk: bytes) -> list[dict[str, Any]] | None:
         """One read, from the stream's first frame on; for a judge made to deliver, the
-        events it passed of the read, built as ``orjson.loads`` builds them, and the positions
-        of those it marked (a ``metadata`` member, or a type of ``marked_types``), when it is
-        still sure of the stream after it (``None``: none, or it is unsure)."""
+        events it passed of the read, built as ``orjson.loads`` builds them, when it is still
+        sure of the stream after it (``None``: none, or it is unsure)."""
     @property
     def noted(self) -> bool:
         """Whether runs were noted since ``take_runs`` was last called."""
     def finish(self) -> bool:
         """The end of the stream: whether it was clean to its end."""
-    def take_ended(self) -> tuple[list[dict[str, Any]], list[int]] | None:
+    def take_ended(self) -> list[dict[str, Any]] | None:
         """For a judge made to deliver that finished clean, the events the end passed (a JSON
-        line without a newline; ``None``: none) and those it marked, as ``feed`` gives them."""
+        line without a newline; ``None``: none)."""
+    def take_marked(self) -> list[int]:
+        """The positions, among the events the last ``feed`` (or ``finish``) passed, of those
+        with a ``metadata`` member or of a type of ``marked_types``."""
     @property
     def unsure(self) -> str | None:
         """Why the judge left the stream to the pipeline (``None`` while it has not)."""

@@ -264,10 +264,6 @@ type JudgeInput = (
     Option<String>,
 );
 
-/// What a judge made to deliver passes of a read: the events built, and the positions of those
-/// it marked (`build::Built::marks`).
-type Delivered<'py> = (Bound<'py, PyList>, Vec<usize>);
-
 /// The judge of one stream (`judge.rs`): `feed` each read, then `finish`; clean, or `unsure`
 /// says why the reference must judge it.
 #[pyclass(module = "agui_pipeline._native")]
@@ -280,7 +276,11 @@ struct Judge {
     /// The event types metadata reads whatever their members (`Built::marks`).
     marked_types: Vec<String>,
     /// What `finish` built, for `take_ended`.
-    ended: Option<(Py<PyList>, Vec<usize>)>,
+    ended: Option<Py<PyList>>,
+    /// The positions of the events last built that metadata must read (`Built::marks`), for
+    /// `take_marked`: asked only of a read of several events, so a live read of one event
+    /// pays nothing more for them.
+    marked: Vec<usize>,
 }
 
 #[pymethods]
@@ -361,18 +361,21 @@ impl Judge {
             names,
             marked_types,
             ended: None,
+            marked: Vec::new(),
         })
     }
 
     /// One read of the stream, from its first frame on; for a judge made to deliver, the
-    /// events it passed of the read and the positions of those it marked, when it is still sure
-    /// of the stream after it (`None`: none, or it is unsure; a live read is often one event).
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Delivered<'py>>> {
+    /// events it passed of the read, when it is still sure of the stream after it (`None`:
+    /// none, or it is unsure; a live read is often one event), and those it marked are then
+    /// `take_marked`'s.
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
         let Judge {
             judge,
             delivers,
             names,
             marked_types,
+            marked,
             ..
         } = self;
         if !*delivers {
@@ -381,7 +384,11 @@ impl Judge {
         }
         let mut built = build::Built::new(py, names, marked_types);
         guarded("judge", || judge.feed(chunk, &mut built)).map_err(InternalError::new_err)?;
-        built.into_list(judge.unsure().is_none())
+        let passed = built.into_list(judge.unsure().is_none())?;
+        Ok(passed.map(|(events, marks)| {
+            *marked = marks;
+            events
+        }))
     }
 
     /// The end of the stream: whether it was clean to its end. For a judge made to deliver,
@@ -393,6 +400,7 @@ impl Judge {
             names,
             marked_types,
             ended,
+            marked,
         } = self;
         let mut built = build::Built::new(py, names, marked_types);
         let clean = if *delivers {
@@ -401,18 +409,23 @@ impl Judge {
             guarded("judge", || judge.finish(&mut ()))
         }
         .map_err(InternalError::new_err)?;
-        *ended = built
-            .into_list(clean)?
-            .map(|(events, marked)| (events.unbind(), marked));
+        *ended = built.into_list(clean)?.map(|(events, marks)| {
+            *marked = marks;
+            events.unbind()
+        });
         Ok(clean)
     }
 
     /// For a judge made to deliver that finished clean, the events the end passed (`None`:
     /// none).
-    fn take_ended<'py>(&mut self, py: Python<'py>) -> Option<Delivered<'py>> {
-        self.ended
-            .take()
-            .map(|(events, marked)| (events.into_bound(py), marked))
+    fn take_ended<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyList>> {
+        self.ended.take().map(|events| events.into_bound(py))
+    }
+
+    /// The positions, among the events the last `feed` (or `finish`) passed, of those that
+    /// carry a `metadata` member or are of one of `marked_types`: what metadata must read.
+    fn take_marked(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.marked)
     }
 
     /// Why the judge left the stream to the reference (`None` while it has not).

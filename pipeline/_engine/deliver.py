@@ -142,7 +142,7 @@ class JudgedFront(Decoder):
         ctx.bytes_read += len(chunk)
         judge = self.judge
         if judge is not None:
-            passed = judge.feed(chunk)
+            events = judge.feed(chunk)
         else:
             head = b"".join(self.held)
             framing = judged_framing(head, ctx.options.framing)
@@ -154,14 +154,14 @@ class JudgedFront(Decoder):
             self.judge = judge = new_judge(
                 framing, ctx.limits, delivers=True, input=self._answering
             )
-            passed = judge.feed(head.removeprefix(BOM))
-        if passed is None:  # no frame judged (and so no run noted), or the judge is unsure
+            events = judge.feed(head.removeprefix(BOM))
+        if events is None:  # no frame judged (and so no run noted), or the judge is unsure
             if judge.unsure is not None:
                 return self._hand_over(self._unhold())
             return empty_batch()
         if judge.noted:
             self._run = record_runs(ctx, judge.take_runs(), self._run)
-        return self._batch(*passed)
+        return self._batch(judge, events)
 
     def finish(self) -> Batch:
         judge = self.judge
@@ -170,18 +170,20 @@ class JudgedFront(Decoder):
             return self._parse.finish()
         if judge.noted:
             self._run = record_runs(self.ctx, judge.take_runs(), self._run)
-        passed = judge.take_ended()  # a JSON line the stream ends without a newline
-        return empty_batch() if passed is None else self._batch(*passed)
+        events = judge.take_ended()  # a JSON line the stream ends without a newline
+        return empty_batch() if events is None else self._batch(judge, events)
 
-    def _batch(self, events: list[Event], marked: list[int]) -> Batch:
-        """The events the judge passed and built, each one frame, and those it marked for
-        metadata to read (``Batch.marked``)."""
+    def _batch(self, judge: Judge, events: list[Event]) -> Batch:
+        """The events ``judge`` passed and built, each one frame. A read of several says
+        which ones metadata must read (``Batch.marked``); a live read of one event does not
+        ask: metadata's test of one event costs less than the asking."""
         counters = self.ctx.counters
         start = counters.read
         counters.read = end = start + len(events)
         if end == start + 1:  # a live read: its one type read here, not by ``Batch.types``
-            return Batch(events, [start], [events[0]["type"]], objects=True, marked=marked)
-        return Batch(events, list(range(start, end)), objects=True, marked=marked)
+            return Batch(events, [start], [events[0]["type"]], objects=True)
+        indices = list(range(start, end))
+        return Batch(events, indices, objects=True, marked=judge.take_marked())
 
     def _unhold(self) -> bytes:
         """The last read, which the judge did not pass: the reference's to read."""
