@@ -98,6 +98,7 @@ def outcome(
         result = stream.result(delivered)
         verdict = result.verdict
         conversation = result.materialised
+        merged = stream.context.item_metadata  # the Conversation copies from it as it goes
         return {
             "events": [
                 f"{index}: {shown(event)}" for index, event in zip(indices, delivered, strict=True)
@@ -117,6 +118,9 @@ def outcome(
             "runs": [shown(run.to_dict()) for run in result.runs],
             "run counts": result.run_counts,
             "conversation": None if conversation is None else shown(conversation.to_dict()),
+            "item metadata": None
+            if merged is None
+            else shown({"messages": merged.messages, "tool calls": merged.tool_calls}),
         }
 
     with _on(core) as taken:
