@@ -222,10 +222,13 @@ async def test_a_handler_sees_the_conversation_up_to_its_own_event() -> None:
 
 
 @pytest.mark.anyio
-async def test_every_event_handlers_take_turns_with_the_conversation_one_step_ahead() -> None:
-    """Only ``"*"`` handlers (dispatch's own loop for them): each sees every event, in the
-    order they were registered, a coroutine awaited before the next call, and the
-    Conversation with that event applied and no later one."""
+@pytest.mark.parametrize("names", [("second",), ("first", "second")])
+async def test_every_event_handlers_take_turns_with_the_conversation_one_step_ahead(
+    names: tuple[str, ...],
+) -> None:
+    """Only ``"*"`` handlers — one (dispatch's own loop for it) or two (the general loop):
+    each sees every event, in the order they were registered, a coroutine awaited before the
+    next call, and the Conversation with that event applied and no later one."""
     calls: list[tuple[str, str, int]] = []
     context: list[Any] = []
 
@@ -241,7 +244,8 @@ async def test_every_event_handlers_take_turns_with_the_conversation_one_step_ah
         await anyio.lowlevel.checkpoint()
         calls.append(("second", str(event["type"]), applied()))
 
-    async with Pipeline(handlers={"*": [first, second]}).open(STREAM) as stream:
+    handlers = {"first": first, "second": second}
+    async with Pipeline(handlers={"*": [handlers[name] for name in names]}).open(STREAM) as stream:
         context.append(stream.context)
         async for _ in stream:
             pass
@@ -249,7 +253,7 @@ async def test_every_event_handlers_take_turns_with_the_conversation_one_step_ah
     assert calls == [
         (name, str(event["type"]), held)
         for event, held in zip(RUN, seen, strict=True)
-        for name in ("first", "second")
+        for name in names
     ]
 
 
