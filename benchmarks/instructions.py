@@ -167,11 +167,12 @@ def _floor_child(path: Path, measured: bool) -> None:
         """The same empty handler as the pipeline's."""
 
     warm_up = encode_sse(events(500, seed=1)).split(b"\n\n")[:-1]
-    payloads = [frame.removeprefix(b"data: ") for frame in path.read_bytes().split(b"\n\n")]
+    sse_frames = path.read_bytes().split(b"\n\n")[:-1]
+    payloads = [frame.removeprefix(b"data: ") for frame in sse_frames]  # cut out beforehand
     for frame in warm_up:
         handler(orjson.loads(frame.removeprefix(b"data: ")))
     if measured:
-        for payload in payloads[:-1]:
+        for payload in payloads:
             handler(orjson.loads(payload))
 
 
