@@ -4,9 +4,10 @@
 //!
 //! What is built is what `orjson.loads` builds from the same frame: the decoder refuses every
 //! frame the two would read differently (`decode.rs`), and reads floats correctly rounded, as
-//! orjson does (serde_json's `float_roundtrip`). Objects keep their members' order. Member
+//! orjson does (the standard library's parse). Objects keep their members' order. Member
 //! names, and the values of `type` members, are built once per stream and shared by every event
-//! that repeats them (a bounded table, as orjson keeps its own cache of names). The schema's
+//! that repeats them (a bounded table, as orjson keeps its own cache of names); so are the last
+//! few ids (`messageId`, `toolCallId`, ...), which a streamed message's events repeat. The schema's
 //! names are interned Python strings, built once per process ([`Known`]): a handler's
 //! `event["type"]` and dispatch's lookup by type then find the very string they hold.
 //!
@@ -32,6 +33,8 @@ const MAX_NAMES: usize = 1024;
 const MAX_NAME_BYTES: usize = 64;
 /// The member positions whose last name is kept to be compared first.
 const MAX_POSITIONS: usize = 32;
+/// The ids kept to be shared ([`Names::ids`]).
+const MAX_IDS: usize = 4;
 
 /// The schema's names (its event types and its objects' members) as interned Python strings:
 /// built once per process, with the checks they come from.
@@ -61,6 +64,12 @@ pub struct Names {
     at: Vec<(Box<str>, Py<PyString>)>,
     /// The last `type` value.
     kind: Option<(Box<str>, Py<PyString>)>,
+    /// The last few values of members named `…Id` (`messageId`, `toolCallId`, …), each the
+    /// Python string built for it: an event of a streamed message or call names the same id as
+    /// the one before, and comparing it costs a tenth of building its string.
+    ids: Vec<(Box<str>, Py<PyString>)>,
+    /// The place in `ids` the next new id takes once it is full.
+    next_id: usize,
 }
 
 impl Names {
@@ -70,6 +79,8 @@ impl Names {
             own: HashMap::default(),
             at: Vec::new(),
             kind: None,
+            ids: Vec::new(),
+            next_id: 0,
         }
     }
 }
@@ -147,6 +158,7 @@ impl<'py, 'n> Built<'py, 'n> {
                 for (at, (name, value)) in members.iter().enumerate() {
                     let value = match value {
                         Decoded::Str(kind) if name == "type" => self.kind(kind),
+                        Decoded::Str(id) if name.ends_with("Id") => self.id(id),
                         _ => self.object(value)?,
                     };
                     dict.set_item(self.name_at(at, name), value)?;
@@ -190,6 +202,26 @@ impl<'py, 'n> Built<'py, 'n> {
             self.names.kind = Some((kind.into(), shared.clone().unbind()));
         }
         shared.into_any()
+    }
+
+    /// The value of a member named `…Id`, shared with the last events that had the same one.
+    fn id(&mut self, id: &str) -> Bound<'py, PyAny> {
+        let py = self.py;
+        let names = &mut *self.names;
+        if let Some((_, kept)) = names.ids.iter().find(|(known, _)| **known == *id) {
+            return kept.bind(py).clone().into_any();
+        }
+        let built = PyString::new(py, id);
+        if id.len() <= MAX_NAME_BYTES {
+            let kept = (id.into(), built.clone().unbind());
+            if names.ids.len() < MAX_IDS {
+                names.ids.push(kept);
+            } else {
+                names.ids[names.next_id] = kept;
+                names.next_id = (names.next_id + 1) % MAX_IDS;
+            }
+        }
+        built.into_any()
     }
 
     /// `name` as a Python string: the schema's interned one, or the stream's own where its

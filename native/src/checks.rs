@@ -79,8 +79,17 @@ struct Object {
 
 impl Object {
     fn field(&self, name: &str) -> Option<usize> {
-        self.fields.iter().position(|field| field.name == name)
+        self.fields
+            .iter()
+            .position(|field| same_name(&field.name, name))
     }
+}
+
+/// Whether two member names are the same: their lengths and last bytes first, which tell most
+/// of the schema's names apart (`timestamp` and `messageId`) without a call to compare them
+/// whole.
+pub fn same_name(one: &str, other: &str) -> bool {
+    one.len() == other.len() && one.as_bytes().last() == other.as_bytes().last() && one == other
 }
 
 #[derive(Clone, Debug)]

@@ -175,7 +175,7 @@ impl Framer {
         let mut payload = if start == 0 { None } else { self.held_data };
         if let Some(last_line) = memrchr(b'\n', &self.buffer[start..]) {
             let lines = &self.buffer[start..start + last_line];
-            if let Some(data) = sse_event_data(lines) {
+            if let Some(data) = sse_event_data(lines, memchr(b'\n', lines).is_none()) {
                 payload = Some(joined(payload, data.len()));
             }
             start += last_line + 1;
@@ -233,13 +233,27 @@ pub fn each_payload(framing: Framing, region: &[u8], mut emit: impl FnMut(&[u8])
             }
         }
         Framing::Sse => {
+            // The blocks between blank lines ("\n\n", taken left to right), read in one pass
+            // over the region's LFs, which also tells a block of one line (the usual event: a
+            // single `data:` line) from one of several.
             let mut start = 0;
-            let ends = memmem::find_iter(region, b"\n\n").chain([region.len()]);
-            for end in ends {
-                if let Some(data) = sse_event_data(&region[start..end]) {
-                    emit(&data);
+            let mut one_line = true;
+            for at in memchr_iter(b'\n', region) {
+                if at < start {
+                    continue; // the second LF of a blank line already taken
                 }
-                start = end + 2;
+                if region.get(at + 1) == Some(&b'\n') {
+                    if let Some(data) = sse_event_data(&region[start..at], one_line) {
+                        emit(&data);
+                    }
+                    start = at + 2;
+                    one_line = true;
+                } else {
+                    one_line = false;
+                }
+            }
+            if let Some(data) = sse_event_data(&region[start..], one_line) {
+                emit(&data);
             }
         }
     }
@@ -247,8 +261,9 @@ pub fn each_payload(framing: Framing, region: &[u8], mut emit: impl FnMut(&[u8])
 
 /// The SSE field grammar for one event, a block with no blank line inside (WHATWG HTML,
 /// "Interpreting an event stream"): its `data` lines joined with LF, or `None` without any.
-fn sse_event_data(block: &[u8]) -> Option<Cow<'_, [u8]>> {
-    if block.starts_with(b"data:") && memchr(b'\n', block).is_none() {
+/// `one_line`: the block has no LF.
+fn sse_event_data(block: &[u8], one_line: bool) -> Option<Cow<'_, [u8]>> {
+    if one_line && block.starts_with(b"data:") {
         return Some(Cow::Borrowed(field_value(&block[5..])));
     }
     let mut data: Option<Cow<'_, [u8]>> = None;
