@@ -19,7 +19,8 @@ pub enum Framing {
 }
 
 impl Framing {
-    fn boundary(self) -> &'static [u8] {
+    /// The bytes between two frames.
+    pub fn boundary(self) -> &'static [u8] {
         match self {
             Framing::Sse => b"\n\n",
             Framing::JsonLines => b"\n",
@@ -50,8 +51,6 @@ pub struct Framer {
     framing: Framing,
     max_frame: usize,
     buffer: Vec<u8>,
-    /// Bytes of `buffer` already searched for a boundary.
-    scanned: usize,
     /// The previous read ended in CR: a leading LF is its CRLF pair (SSE only).
     skip_lf: bool,
     /// SSE: bytes of `buffer` whose whole lines `held_data` counts (0: none counted yet).
@@ -66,7 +65,6 @@ impl Framer {
             framing,
             max_frame,
             buffer: Vec::new(),
-            scanned: 0,
             skip_lf: false,
             held_lines: 0,
             held_data: None,
@@ -74,14 +72,18 @@ impl Framer {
     }
 
     /// Take one read. When it completes frames, `on_region` gets the bytes from the start of
-    /// the first frame to the last boundary (that boundary cut), and its answer is returned.
-    /// What is left waits for the next read; when it is already over the limit, that comes
-    /// too: the caller decodes the frames first and then refuses the held one, as in Python.
-    pub fn feed<R>(
+    /// the first frame to the last boundary (that boundary cut) — in two pieces when a frame
+    /// was held from the reads before: that frame, then the rest of this read, cut at a
+    /// boundary, so that a read is copied no further than the end of the held frame. The
+    /// answer is the first error of `on_region`, after which it is not called again for this
+    /// read. What is left waits for the next read; when it is already over the limit, that
+    /// comes too: the caller decodes the frames first and then refuses the held one, as in
+    /// Python.
+    pub fn feed<E>(
         &mut self,
         chunk: &[u8],
-        on_region: impl FnOnce(&[u8]) -> R,
-    ) -> (Option<R>, Option<FrameTooLarge>) {
+        mut on_region: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> (Option<Result<(), E>>, Option<FrameTooLarge>) {
         let normalised;
         let mut chunk = chunk;
         if self.framing == Framing::Sse && (self.skip_lf || memchr(b'\r', chunk).is_some()) {
@@ -89,37 +91,47 @@ impl Framer {
             chunk = &normalised;
         }
         let boundary = self.framing.boundary();
-        if self.buffer.is_empty() {
-            // Nothing held: the read is searched where it lies, and only its tail is copied.
-            return match memmem::rfind(chunk, boundary) {
-                None => {
-                    self.hold(chunk);
-                    (None, self.check_held())
-                }
-                Some(end) => {
-                    self.hold(&chunk[end + boundary.len()..]);
-                    let answer = on_region(&chunk[..end]);
-                    (Some(answer), self.check_held())
-                }
+        let mut answer = None;
+        if !self.buffer.is_empty() {
+            let Some(past) = self.complete_held(chunk) else {
+                self.buffer.extend_from_slice(chunk);
+                return (None, self.check_held());
             };
+            answer = Some(on_region(&self.buffer));
+            self.buffer.clear();
+            chunk = &chunk[past..];
         }
-        self.buffer.extend_from_slice(chunk);
-        // A boundary may straddle the previous read's end: search from just before it.
-        let from = (self.scanned + 1).saturating_sub(boundary.len());
-        match memmem::rfind(&self.buffer[from..], boundary) {
-            None => {
-                self.scanned = self.buffer.len();
-                (None, self.check_held())
-            }
-            Some(found) => {
-                let end = from + found;
-                let answer = on_region(&self.buffer[..end]);
-                self.buffer.drain(..end + boundary.len());
-                self.scanned = self.buffer.len();
-                self.held_lines = 0;
-                (Some(answer), self.check_held())
+        // Nothing held: the read is searched where it lies, and only its tail is copied.
+        match memmem::rfind(chunk, boundary) {
+            None => self.hold(chunk),
+            Some(end) => {
+                self.hold(&chunk[end + boundary.len()..]);
+                if !matches!(answer, Some(Err(_))) {
+                    answer = Some(on_region(&chunk[..end]));
+                }
             }
         }
+        (answer, self.check_held())
+    }
+
+    /// The frame held, completed from `chunk` when the chunk holds the boundary that ends it:
+    /// the buffer becomes that frame (the boundary cut) and the answer is where in `chunk` the
+    /// bytes after the boundary start. `None`: `chunk` ends no frame.
+    fn complete_held(&mut self, chunk: &[u8]) -> Option<usize> {
+        let boundary = self.framing.boundary();
+        let held = self.buffer.len();
+        // A boundary may straddle the previous read's end: an SSE blank line whose first LF
+        // ended the held bytes (the held bytes hold no whole boundary).
+        if boundary.len() == 2
+            && self.buffer.last() == Some(&b'\n')
+            && chunk.first() == Some(&b'\n')
+        {
+            self.buffer.truncate(held - 1);
+            return Some(1);
+        }
+        let found = memmem::find(chunk, boundary)?;
+        self.buffer.extend_from_slice(&chunk[..found]);
+        Some(found + boundary.len())
     }
 
     /// The bytes held past the last boundary (never more than `max_frame` after a read that
@@ -136,7 +148,6 @@ impl Framer {
 
     /// Everything held at the end of the stream (the buffer is left empty).
     pub fn take_rest(&mut self) -> Vec<u8> {
-        self.scanned = 0;
         self.held_lines = 0;
         std::mem::take(&mut self.buffer)
     }
@@ -144,7 +155,6 @@ impl Framer {
     fn hold(&mut self, tail: &[u8]) {
         self.buffer.clear();
         self.buffer.extend_from_slice(tail);
-        self.scanned = self.buffer.len();
         self.held_lines = 0;
     }
 
@@ -323,13 +333,13 @@ mod tests {
         let mut framer = Framer::new(framing, max_frame);
         let mut out = Vec::new();
         for read in reads {
+            let mut payloads = Vec::new();
             let (found, over) = framer.feed(read, |region| {
-                let mut payloads = Vec::new();
                 each_payload(framing, region, |payload| payloads.push(payload.to_vec()));
-                payloads
+                Ok::<(), ()>(())
             });
             assert_eq!(over, None, "within the limit");
-            if let Some(payloads) = found {
+            if found.is_some() {
                 out.push(payloads);
             }
         }
@@ -395,6 +405,11 @@ mod tests {
         );
     }
 
+    /// A region's handler that takes no notice of it.
+    fn ok(_: &[u8]) -> Result<(), ()> {
+        Ok(())
+    }
+
     fn over(size: usize, as_sent: bool) -> Option<FrameTooLarge> {
         Some(FrameTooLarge { size, as_sent })
     }
@@ -402,11 +417,18 @@ mod tests {
     #[test]
     fn what_is_held_past_the_limit_is_too_large_after_the_frames_before_it() {
         let mut framer = Framer::new(Framing::JsonLines, 4);
-        let fed = framer.feed(b"{}\n{\"a\"}", <[u8]>::to_vec);
-        assert_eq!(fed, (Some(b"{}".to_vec()), over(5, false)));
+        let mut region = Vec::new();
+        let fed = framer.feed(b"{}\n{\"a\"}", |bytes| {
+            region = bytes.to_vec();
+            Ok::<(), ()>(())
+        });
+        assert_eq!(
+            (fed, region),
+            ((Some(Ok(())), over(5, false)), b"{}".to_vec())
+        );
         let mut framer = Framer::new(Framing::JsonLines, 4);
-        assert_eq!(framer.feed(b"{\"", |_| ()), (None, None));
-        assert_eq!(framer.feed(b"abc", |_| ()), (None, over(5, false)));
+        assert_eq!(framer.feed(b"{\"", ok), (None, None));
+        assert_eq!(framer.feed(b"abc", ok), (None, over(5, false)));
         assert_eq!(framer.take_rest(), b"{\"abc".to_vec());
     }
 
@@ -416,30 +438,30 @@ mod tests {
         // not the payload's, the LF joining two data lines is.
         let mut framer = Framer::new(Framing::Sse, 4);
         assert_eq!(
-            framer.feed(b": c\nevent: e\ndata: ab\nda", |_| ()),
+            framer.feed(b": c\nevent: e\ndata: ab\nda", ok),
             (None, None)
         );
-        assert_eq!(framer.feed(b"ta: c", |_| ()), (None, None));
-        assert_eq!(framer.feed(b"d", |_| ()), (None, over(5, false)));
+        assert_eq!(framer.feed(b"ta: c", ok), (None, None));
+        assert_eq!(framer.feed(b"d", ok), (None, over(5, false)));
         let mut framer = Framer::new(Framing::Sse, 4);
-        assert_eq!(framer.feed(b"data: ab\ndata:\ndata", |_| ()), (None, None));
-        assert_eq!(framer.feed(b":x", |_| ()), (None, over(5, false)));
+        assert_eq!(framer.feed(b"data: ab\ndata:\ndata", ok), (None, None));
+        assert_eq!(framer.feed(b":x", ok), (None, over(5, false)));
     }
 
     #[test]
     fn an_sse_event_of_comments_is_bounded_as_sent() {
         let mut framer = Framer::new(Framing::Sse, 4);
         let comments = b": comment\n".repeat(8); // 80 bytes = 4 x 4 + 64
-        assert_eq!(framer.feed(&comments, |_| ()), (None, None));
-        assert_eq!(framer.feed(b":", |_| ()), (None, over(81, true)));
+        assert_eq!(framer.feed(&comments, ok), (None, None));
+        assert_eq!(framer.feed(b":", ok), (None, over(81, true)));
         // The LFs around an event's lines are not the event's (found by the fuzz target).
         assert_eq!(event_sent(b"\nab\n"), 2);
         assert_eq!(event_sent(b"\n"), 0);
         let mut framer = Framer::new(Framing::Sse, 4);
         let mut comments = b": comment\n".repeat(7);
         comments.extend_from_slice(b": comment1"); // 80 bytes: at the bound
-        assert_eq!(framer.feed(&comments, |_| ()), (None, None));
-        assert_eq!(framer.feed(b"\n", |_| ()), (None, None));
-        assert_eq!(framer.feed(b"\n", |_| ()), (Some(()), None));
+        assert_eq!(framer.feed(&comments, ok), (None, None));
+        assert_eq!(framer.feed(b"\n", ok), (None, None));
+        assert_eq!(framer.feed(b"\n", ok), (Some(Ok(())), None));
     }
 }

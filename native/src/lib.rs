@@ -96,24 +96,30 @@ impl Framer {
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Option<Fed<'py>>> {
         let framing = self.framing;
         let framer = &mut self.framer;
+        let mut payloads = Vec::new();
+        // The bytes the frames were cut from, as one region: the framer hands a held frame
+        // and the rest of the read apart, a boundary between them.
+        let mut region = Vec::new();
+        let mut pieces = 0;
         let fed = guarded("parse", || {
-            framer.feed(chunk, |region| {
-                let mut payloads = Vec::new();
-                each_payload(framing, region, |payload| {
+            framer.feed(chunk, |piece| {
+                each_payload(framing, piece, |payload| {
                     payloads.push(PyBytes::new(py, payload));
                 });
-                (payloads, PyBytes::new(py, region))
+                if pieces > 0 {
+                    region.extend_from_slice(framing.boundary());
+                }
+                region.extend_from_slice(piece);
+                pieces += 1;
+                Ok::<(), ()>(())
             })
         })
         .map_err(InternalError::new_err)?;
+        let region = PyBytes::new(py, &region);
         match fed {
             (None, None) => Ok(None),
-            (Some((payloads, region)), None) => {
-                Ok(Some(Fed::Frames(PyList::new(py, payloads)?, region)))
-            }
-            (found, Some(FrameTooLarge { size, as_sent })) => {
-                let (payloads, region) =
-                    found.unwrap_or_else(|| (Vec::new(), PyBytes::new(py, b"")));
+            (Some(_), None) => Ok(Some(Fed::Frames(PyList::new(py, payloads)?, region))),
+            (_, Some(FrameTooLarge { size, as_sent })) => {
                 let payloads = PyList::new(py, payloads)?;
                 Ok(Some(Fed::TooLarge(payloads, region, size, as_sent)))
             }

@@ -58,6 +58,7 @@ fn frame(framing: Framing, max_frame: usize, reads: &[&[u8]]) -> Framed {
             if framing == Framing::Sse {
                 whole_over |= longest_event(region) > bound;
             }
+            Ok::<(), ()>(())
         });
         if let Some(too_large) = too_large {
             let limit = if too_large.as_sent { bound } else { max_frame };
