@@ -23,7 +23,7 @@ use foldhash::fast::RandomState;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
 
-use crate::checks::Checks;
+use crate::checks::{Checks, same_text};
 use crate::decode::Decoded;
 use crate::judge::Deliver;
 
@@ -61,13 +61,13 @@ pub struct Names {
     /// The names of the stream's own, as plain Python strings.
     own: HashMap<Box<str>, Py<PyString>, RandomState>,
     /// The last name at each position of an object, up to `MAX_POSITIONS`.
-    at: Vec<(Box<str>, Py<PyString>)>,
+    at: Vec<Kept>,
     /// The last `type` value.
-    kind: Option<(Box<str>, Py<PyString>)>,
+    kind: Option<Kept>,
     /// The last few values of members named `…Id` (`messageId`, `toolCallId`, …), each the
     /// Python string built for it: an event of a streamed message or call names the same id as
     /// the one before, and comparing it costs a tenth of building its string.
-    ids: Vec<(Box<str>, Py<PyString>)>,
+    ids: Vec<Kept>,
     /// The place in `ids` the next new id takes once it is full.
     next_id: usize,
 }
@@ -82,6 +82,29 @@ impl Names {
             ids: Vec::new(),
             next_id: 0,
         }
+    }
+}
+
+/// A text and the Python string built for it. When another takes its place, the text's buffer
+/// is reused: the event types alternate, and a new buffer each time cost more than the lookup
+/// it spares.
+struct Kept {
+    text: String,
+    string: Py<PyString>,
+}
+
+impl Kept {
+    fn new(text: &str, string: Py<PyString>) -> Kept {
+        Kept {
+            text: text.to_owned(),
+            string,
+        }
+    }
+
+    fn replace(&mut self, text: &str, string: Py<PyString>) {
+        self.text.clear();
+        self.text.push_str(text);
+        self.string = string;
     }
 }
 
@@ -171,19 +194,19 @@ impl<'py, 'n> Built<'py, 'n> {
     /// The name of an object's member at position `at`, as the table shares it.
     fn name_at(&mut self, at: usize, name: &str) -> Bound<'py, PyAny> {
         let py = self.py;
-        if let Some((last, interned)) = self.names.at.get(at)
-            && **last == *name
+        if let Some(last) = self.names.at.get(at)
+            && same_text(&last.text, name)
         {
-            return interned.bind(py).clone().into_any();
+            return last.string.bind(py).clone().into_any();
         }
         let shared = self.name(name);
         if at < MAX_POSITIONS && name.len() <= MAX_NAME_BYTES {
-            let kept = (name.into(), shared.clone().unbind());
+            let string = shared.clone().unbind();
             let positions = &mut self.names.at;
-            if at < positions.len() {
-                positions[at] = kept;
+            if let Some(last) = positions.get_mut(at) {
+                last.replace(name, string);
             } else if at == positions.len() {
-                positions.push(kept); // each position is reached after the ones before it
+                positions.push(Kept::new(name, string)); // positions are reached in order
             }
         }
         shared.into_any()
@@ -192,14 +215,18 @@ impl<'py, 'n> Built<'py, 'n> {
     /// A `type` member's value, as the table shares it.
     fn kind(&mut self, kind: &str) -> Bound<'py, PyAny> {
         let py = self.py;
-        if let Some((last, interned)) = &self.names.kind
-            && **last == *kind
+        if let Some(last) = &self.names.kind
+            && same_text(&last.text, kind)
         {
-            return interned.bind(py).clone().into_any();
+            return last.string.bind(py).clone().into_any();
         }
         let shared = self.name(kind);
         if kind.len() <= MAX_NAME_BYTES {
-            self.names.kind = Some((kind.into(), shared.clone().unbind()));
+            let string = shared.clone().unbind();
+            match &mut self.names.kind {
+                Some(last) => last.replace(kind, string),
+                None => self.names.kind = Some(Kept::new(kind, string)),
+            }
         }
         shared.into_any()
     }
@@ -208,16 +235,16 @@ impl<'py, 'n> Built<'py, 'n> {
     fn id(&mut self, id: &str) -> Bound<'py, PyAny> {
         let py = self.py;
         let names = &mut *self.names;
-        if let Some((_, kept)) = names.ids.iter().find(|(known, _)| **known == *id) {
-            return kept.bind(py).clone().into_any();
+        if let Some(kept) = names.ids.iter().find(|kept| same_text(&kept.text, id)) {
+            return kept.string.bind(py).clone().into_any();
         }
         let built = PyString::new(py, id);
         if id.len() <= MAX_NAME_BYTES {
-            let kept = (id.into(), built.clone().unbind());
+            let string = built.clone().unbind();
             if names.ids.len() < MAX_IDS {
-                names.ids.push(kept);
+                names.ids.push(Kept::new(id, string));
             } else {
-                names.ids[names.next_id] = kept;
+                names.ids[names.next_id].replace(id, string);
                 names.next_id = (names.next_id + 1) % MAX_IDS;
             }
         }

@@ -22,7 +22,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::checks::{Json, Kind, same_name};
+use crate::checks::{Json, Kind, same_text};
 
 /// A decoded JSON value; its strings borrow from the frame where they can.
 #[derive(Debug, PartialEq)]
@@ -131,7 +131,7 @@ fn written_str(text: &str) -> usize {
 pub fn member<'m, 'a>(members: &'m Members<'a>, key: &str) -> Option<&'m Decoded<'a>> {
     members
         .iter()
-        .find(|(name, _)| name == key)
+        .find(|(name, _)| same_text(name, key))
         .map(|(_, value)| value)
 }
 
@@ -473,7 +473,7 @@ fn named_twice(members: &Members<'_>) -> bool {
         return members.iter().enumerate().any(|(at, (name, _))| {
             members[..at]
                 .iter()
-                .any(|(earlier, _)| same_name(earlier, name))
+                .any(|(earlier, _)| same_text(earlier, name))
         });
     }
     let mut names = HashSet::with_capacity(members.len());

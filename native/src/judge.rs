@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::checks::{Checks, Verdict};
+use crate::checks::{Checks, Verdict, same_text};
 use crate::decode::{Decoded, Members, member};
 use crate::framing::{Framer, Framing, each_payload, sse_event_bound};
 use crate::patch::{State, StateLimits};
@@ -388,12 +388,20 @@ fn frame(
         return Err("an event without a string type");
     };
     let node = match &stream.last_type {
-        Some((known, node)) if known == kind => *node, // deltas come in runs of one type
+        Some((known, node)) if same_text(known, kind) => *node, // deltas come in runs of one type
         _ => {
             let Some((_, node)) = checks.event_node(kind) else {
                 return Err("an event type enforce does not know");
             };
-            stream.last_type = Some((kind.to_owned(), node));
+            match &mut stream.last_type {
+                Some((last, at)) => {
+                    // The types alternate: the buffer is reused, not made anew each time.
+                    last.clear();
+                    last.push_str(kind);
+                    *at = node;
+                }
+                None => stream.last_type = Some((kind.to_owned(), node)),
+            }
             node
         }
     };
@@ -675,7 +683,7 @@ impl Stream {
 
     /// Whether `id` is the item of `family` the last delta went to (so it is open).
     fn is_recent(&self, item: Item, id: &str) -> bool {
-        matches!(&self.recent, Some((known, recent, _)) if *known == item && recent == id)
+        matches!(&self.recent, Some((known, recent, _)) if *known == item && same_text(recent, id))
     }
 
     /// An item opened (verify's `_*_start`): not open already, and one more within
