@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 
+use foldhash::fast::RandomState;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -140,7 +141,8 @@ enum Node {
 #[derive(Clone, Debug)]
 pub struct Checks {
     nodes: Vec<Node>,
-    events: HashMap<String, usize>,
+    /// foldhash's table: looked up at each change of type, where SipHash cost ~200 a lookup.
+    events: HashMap<String, usize, RandomState>,
 }
 
 /// A check's answer for one event: clean, and whether it holds a member not looked into.
@@ -207,7 +209,7 @@ impl Checks {
                 "the plan's node {node} holds itself: the checks would recurse without end"
             ));
         }
-        let mut by_type = HashMap::new();
+        let mut by_type = HashMap::default();
         for (kind, id) in events {
             within(id)?;
             if !matches!(nodes[id], Node::Object(_)) {
@@ -665,11 +667,15 @@ fn node_of(row: Row) -> Result<Node, String> {
             is_open,
             tells_opens,
             skip,
-            fields: rows,
+            fields: mut rows,
         } => {
             if rows.len() > 64 {
                 return Err("an object of more than 64 fields".to_owned());
             }
+            // The required fields first, in the plan's order within each group: an event's
+            // members are looked up in this order, and the schema lists the base event's
+            // optional fields (timestamp, rawEvent, ...) before the type's own.
+            rows.sort_by_key(|(_, _, is_required, _)| !is_required);
             let mut fields = Vec::with_capacity(rows.len());
             let mut required = 0u64;
             for (position, (name, node, is_required, opens)) in rows.into_iter().enumerate() {

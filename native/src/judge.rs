@@ -136,6 +136,33 @@ enum Item {
     Step,
 }
 
+/// The item the last delta went to, known to be open, and for a call its place in `run_calls`:
+/// deltas come in runs to one item, and this spares each its lookups. It is let go whenever an
+/// item closes; its buffer is kept for the next one (the items alternate).
+struct Recent {
+    item: Option<Item>,
+    id: String,
+    at: usize,
+}
+
+impl Recent {
+    /// Whether `id` is the item of `item`'s kind the last delta went to (so it is open).
+    fn is(&self, item: Item, id: &str) -> bool {
+        self.item == Some(item) && same_text(&self.id, id)
+    }
+
+    fn set(&mut self, item: Item, id: &str, at: usize) {
+        self.item = Some(item);
+        self.id.clear();
+        self.id.push_str(id);
+        self.at = at;
+    }
+
+    fn forget(&mut self) {
+        self.item = None;
+    }
+}
+
 /// The rules' state for one stream.
 struct Stream {
     limits: Limits,
@@ -156,10 +183,8 @@ struct Stream {
     /// `_new_calls`, `_args` and `_ends`).
     run_calls: Vec<(String, String, bool)>,
     run_call_at: HashMap<String, usize>,
-    /// The item the last delta went to, known to be open (and, for a call, its place in
-    /// `run_calls`): deltas come in runs to one item, and this spares each its lookups. Let go
-    /// whenever an item closes.
-    recent: Option<(Item, String, usize)>,
+    /// The item the last delta went to, known to be open.
+    recent: Recent,
     /// The last event's type and its check's node.
     last_type: Option<(String, usize)>,
     /// Characters of text and arguments this run streamed (lint's text budget).
@@ -219,7 +244,11 @@ impl Judge {
                 open: Default::default(),
                 run_calls: Vec::new(),
                 run_call_at: HashMap::new(),
-                recent: None,
+                recent: Recent {
+                    item: None,
+                    id: String::new(),
+                    at: 0,
+                },
                 last_type: None,
                 run_chars: 0,
                 conversation_chars: 0,
@@ -463,13 +492,16 @@ impl Stream {
         payload: &[u8],
         index: usize,
     ) -> Result<(), Unsure> {
-        // compat (stages/compat.py): a retired null is translated with a warning.
-        if member(event, "rawEvent").is_some_and(Decoded::is_null) {
-            return Err("a rawEvent sent as null (compat translates it)");
-        }
-        // Attribution (verify, lint, the Conversation): subagents are not followed here.
-        if member(event, "subagentRunId").is_some() {
-            return Err("an event attributed to a subagent");
+        for (name, value) in event {
+            match name.as_ref() {
+                // compat (stages/compat.py): a retired null is translated with a warning.
+                "rawEvent" if value.is_null() => {
+                    return Err("a rawEvent sent as null (compat translates it)");
+                }
+                // Attribution (verify, lint, the Conversation): subagents are not followed here.
+                "subagentRunId" => return Err("an event attributed to a subagent"),
+                _ => {}
+            }
         }
         if kind == "RUN_STARTED" {
             return self.run_started(event);
@@ -506,11 +538,11 @@ impl Stream {
                     Item::Reasoning
                 };
                 let message = text(event, "messageId")?;
-                if !self.is_recent(item, message) {
+                if !self.recent.is(item, message) {
                     if !self.open[item as usize].contains(message) {
                         return Err("a delta to an item that is not open");
                     }
-                    self.recent = Some((item, message.to_owned(), 0));
+                    self.recent.set(item, message, 0);
                 }
                 self.streamed(chars(text(event, "delta")?))
             }
@@ -521,20 +553,19 @@ impl Stream {
             "TOOL_CALL_START" => self.call_start(event),
             "TOOL_CALL_ARGS" => {
                 let call = text(event, "toolCallId")?;
-                let at = match &self.recent {
-                    Some((Item::Call, recent, at)) if recent == call => *at,
-                    _ => {
-                        if !self.open[Item::Call as usize].contains(call) {
-                            return Err("arguments to a call that is not open");
-                        }
-                        // Every open call was started in this run, so it has its place.
-                        let at = *self
-                            .run_call_at
-                            .get(call)
-                            .ok_or("an open call without its place in the run")?;
-                        self.recent = Some((Item::Call, call.to_owned(), at));
-                        at
+                let at = if self.recent.is(Item::Call, call) {
+                    self.recent.at
+                } else {
+                    if !self.open[Item::Call as usize].contains(call) {
+                        return Err("arguments to a call that is not open");
                     }
+                    // Every open call was started in this run, so it has its place.
+                    let at = *self
+                        .run_call_at
+                        .get(call)
+                        .ok_or("an open call without its place in the run")?;
+                    self.recent.set(Item::Call, call, at);
+                    at
                 };
                 let delta = text(event, "delta")?;
                 self.streamed(chars(delta))?;
@@ -676,14 +707,9 @@ impl Stream {
         self.open.iter_mut().for_each(HashSet::clear);
         self.run_calls.clear();
         self.run_call_at.clear();
-        self.recent = None;
+        self.recent.forget();
         self.run_chars = 0;
         Ok(())
-    }
-
-    /// Whether `id` is the item of `family` the last delta went to (so it is open).
-    fn is_recent(&self, item: Item, id: &str) -> bool {
-        matches!(&self.recent, Some((known, recent, _)) if *known == item && same_text(recent, id))
     }
 
     /// An item opened (verify's `_*_start`): not open already, and one more within
@@ -700,7 +726,7 @@ impl Stream {
     /// An item closed (verify's `_*_end`): only while it is open. The last delta's item may be
     /// the one closing, so it is let go.
     fn closed(&mut self, item: Item, id: &str) -> Result<(), Unsure> {
-        self.recent = None;
+        self.recent.forget();
         if !self.open[item as usize].remove(id) {
             return Err("the end of an item that is not open");
         }
