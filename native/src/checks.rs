@@ -261,19 +261,11 @@ impl Checks {
     }
 
     fn check<V: Json>(&self, node: usize, value: &V) -> bool {
-        match &self.nodes[node] {
-            Node::Str => value.kind() == Kind::Str,
-            Node::Bool => value.kind() == Kind::Bool,
-            Node::OpenObject => value.kind() == Kind::Dict,
-            Node::Any { nullable } => *nullable || value.kind() != Kind::Null,
-            Node::Integer { minimum, maximum } => value
-                .integer()
-                .is_some_and(|number| *minimum <= number && number <= *maximum),
-            Node::Const(expected) => value.text().is_some_and(|text| text == expected),
-            Node::ClosedSet(values) => value
-                .text()
-                .is_some_and(|text| values.iter().any(|known| known == text)),
-            Node::Pointer => value.text().is_some_and(is_json_pointer),
+        let node = &self.nodes[node];
+        if let Some(clean) = leaf(node, value) {
+            return clean;
+        }
+        match node {
             Node::List { item, min_items } => value
                 .elements(*min_items, |element| self.check(*item, element))
                 .unwrap_or(false),
@@ -294,6 +286,7 @@ impl Checks {
                     .find(|(each, _)| *each == kind)
                     .is_some_and(|(_, node)| self.check(*node, value))
             }
+            _ => unreachable!("leaf() tests every other node"),
         }
     }
 
@@ -315,7 +308,11 @@ impl Checks {
                 return true;
             }
             let field = &object.fields[position];
-            if !self.check(field.node, member) {
+            // Most members are leaves (strings, integers): tested here, without the call into
+            // `check` (measured: ~90 instructions an event).
+            let clean = leaf(&self.nodes[field.node], member)
+                .unwrap_or_else(|| self.check(field.node, member));
+            if !clean {
                 return false;
             }
             if object.tells_opens {
@@ -328,6 +325,39 @@ impl Checks {
             true
         });
         all_clean == Some(true) && seen & object.required == object.required
+    }
+}
+
+/// The test of a node that holds no other, `None` for one that does. Inlined where objects'
+/// members are checked, the kinds' tests in place and the texts' tests called.
+#[inline(always)]
+fn leaf<V: Json>(node: &Node, value: &V) -> Option<bool> {
+    Some(match node {
+        Node::Str => value.kind() == Kind::Str,
+        Node::Bool => value.kind() == Kind::Bool,
+        Node::OpenObject => value.kind() == Kind::Dict,
+        Node::Any { nullable } => *nullable || value.kind() != Kind::Null,
+        Node::Integer { minimum, maximum } => value
+            .integer()
+            .is_some_and(|number| *minimum <= number && number <= *maximum),
+        Node::Const(_) | Node::ClosedSet(_) | Node::Pointer => text_leaf(node, value),
+        Node::List { .. } | Node::Object(_) | Node::Union { .. } | Node::Alternatives(_) => {
+            return None;
+        }
+    })
+}
+
+/// The tests of a leaf by its text.
+#[inline(never)]
+fn text_leaf<V: Json>(node: &Node, value: &V) -> bool {
+    let Some(text) = value.text() else {
+        return false;
+    };
+    match node {
+        Node::Const(expected) => text == expected,
+        Node::ClosedSet(values) => values.iter().any(|known| known == text),
+        Node::Pointer => is_json_pointer(text),
+        _ => unreachable!("only the leaves tested by their text come here"),
     }
 }
 
