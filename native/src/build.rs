@@ -102,8 +102,7 @@ impl Kept {
     }
 
     fn replace(&mut self, text: &str, string: Py<PyString>) {
-        self.text.clear();
-        self.text.push_str(text);
+        text.clone_into(&mut self.text);
         self.string = string;
     }
 }

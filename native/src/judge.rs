@@ -139,6 +139,7 @@ enum Item {
 /// The item the last delta went to, known to be open, and for a call its place in `run_calls`:
 /// deltas come in runs to one item, and this spares each its lookups. It is let go whenever an
 /// item closes; its buffer is kept for the next one (the items alternate).
+#[derive(Default)]
 struct Recent {
     item: Option<Item>,
     id: String,
@@ -153,8 +154,7 @@ impl Recent {
 
     fn set(&mut self, item: Item, id: &str, at: usize) {
         self.item = Some(item);
-        self.id.clear();
-        self.id.push_str(id);
+        id.clone_into(&mut self.id);
         self.at = at;
     }
 
@@ -244,11 +244,7 @@ impl Judge {
                 open: Default::default(),
                 run_calls: Vec::new(),
                 run_call_at: HashMap::new(),
-                recent: Recent {
-                    item: None,
-                    id: String::new(),
-                    at: 0,
-                },
+                recent: Recent::default(),
                 last_type: None,
                 run_chars: 0,
                 conversation_chars: 0,
@@ -422,15 +418,10 @@ fn frame(
             let Some((_, node)) = checks.event_node(kind) else {
                 return Err("an event type enforce does not know");
             };
-            match &mut stream.last_type {
-                Some((last, at)) => {
-                    // The types alternate: the buffer is reused, not made anew each time.
-                    last.clear();
-                    last.push_str(kind);
-                    *at = node;
-                }
-                None => stream.last_type = Some((kind.to_owned(), node)),
-            }
+            // The types alternate: the buffer is reused, not made anew each time.
+            let (last, at) = stream.last_type.get_or_insert_with(Default::default);
+            kind.clone_into(last);
+            *at = node;
             node
         }
     };
