@@ -405,6 +405,35 @@ mod tests {
         );
     }
 
+    /// The pieces `feed` hands over for each of `reads`, and what it holds at the end.
+    fn pieces(reads: &[&[u8]], refuse_first: bool) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let mut framer = Framer::new(Framing::Sse, 100);
+        let mut pieces = Vec::new();
+        for read in reads {
+            framer.feed(read, |piece| {
+                pieces.push(piece.to_vec());
+                if refuse_first { Err(()) } else { Ok(()) }
+            });
+        }
+        (pieces, framer.take_rest())
+    }
+
+    #[test]
+    fn a_held_frame_is_handed_apart_from_the_rest_of_the_read_cut_where_the_whole_was() {
+        // Joined by the boundary, the pieces are the region the whole read was cut to:
+        // a blank line straddling two reads (its first LF ended the held bytes) is cut whole.
+        let straddling: [&[u8]; 3] = [b"data: {\"a\"", b":1}\n", b"\ndata: 2\n\ndata: 3\n\nda"];
+        let expected = vec![b"data: {\"a\":1}".to_vec(), b"data: 2\n\ndata: 3".to_vec()];
+        assert_eq!(pieces(&straddling, false), (expected, b"da".to_vec()));
+        let within: [&[u8]; 2] = [b"data: 1", b"\n\ndata: 2\n\nx"];
+        let expected = vec![b"data: 1".to_vec(), b"data: 2".to_vec()];
+        assert_eq!(pieces(&within, false), (expected, b"x".to_vec()));
+        // After an error on the held frame the rest of the read is not handed over, and it
+        // is held all the same.
+        let expected = vec![b"data: 1".to_vec()];
+        assert_eq!(pieces(&within, true), (expected, b"x".to_vec()));
+    }
+
     /// A region's handler that takes no notice of it.
     fn ok(_: &[u8]) -> Result<(), ()> {
         Ok(())
