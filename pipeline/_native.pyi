@@ -41,14 +41,17 @@ class Judge:
         checks: Checks,
         limits: tuple[int, int, int, int, int, int, int, int, int],
         quiet_versions: list[str],
-        delivers: bool,
         input: tuple[Any, ...] | None = None,
-        marked_types: list[str] = ...,
-    ) -> None: ...
+        delivers: tuple[list[str], list[str] | None] | None = None,
+    ) -> None:
+        """``delivers``, for a judge that builds the events it passes (``None``: it builds
+        none): the types it marks whatever their members (``take_marked``), and the only
+        types it builds (``None``: every one)."""
     def feed(self, chunk: bytes) -> list[dict[str, Any]] | None:
         """One read, from the stream's first frame on; for a judge made to deliver, the
         events it passed of the read, built as ``orjson.loads`` builds them, when it is still
-        sure of the stream after it (``None``: none, or it is unsure)."""
+        sure of the stream after it (``None``: none, or it is unsure); only those of
+        ``built_types`` when it names any."""
     @property
     def noted(self) -> bool:
         """Whether runs were noted since ``take_runs`` was last called."""
@@ -59,7 +62,8 @@ class Judge:
         line without a newline; ``None``: none)."""
     def take_marked(self) -> list[int]:
         """The positions, among the events the last ``feed`` (or ``finish``) passed, of those
-        with a ``metadata`` member or of a type of ``marked_types``."""
+        built (every one, unless ``built_types`` names the only types built) with a
+        ``metadata`` member or of a type of ``marked_types``."""
     @property
     def unsure(self) -> str | None:
         """Why the judge left the stream to the pipeline (``None`` while it has not)."""

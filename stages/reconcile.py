@@ -135,6 +135,10 @@ _HANDLERS: dict[str, str] = {
 }
 """Event type → the method that records what it shows; every other type costs one lookup."""
 
+EVIDENCE_TYPES = frozenset(_HANDLERS)
+"""The event types reconcile reads: every other passes it unread, so judge mode builds only
+these for it (``_engine/judge.py``)."""
+
 
 def transport_field(transport: str | None) -> str | None:
     """The ``transport`` field a binding name stands for (``"http+sse"`` → ``streaming``)."""

@@ -33,7 +33,7 @@ from agui_pipeline.events import AnyEvent
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import Stage
 from agui_pipeline.testing.conformance import load_fixture
-from agui_pipeline.testing.workload import encode_jsonl, encode_sse, events
+from agui_pipeline.testing.workload import DECLARATION, encode_jsonl, encode_sse, events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +41,7 @@ from tests import streams
 from tests.conftest import corpus_paths
 from tests.cores import native_module, shown
 from tests.test_core_differential import SHIPPED, SMALL_LIMITS, framing_pieces, random_input
+from tests.test_deliver import CALLING, DECLARED, answered_input, declaration
 
 
 @pytest.fixture(autouse=True)
@@ -65,13 +66,16 @@ def seen(result: RunResult) -> dict[str, Any]:
 
 def judged_alike(path: Path, pipeline: Pipeline, run_input: Any = None) -> bool:
     """Judge ``path`` (answering ``run_input``) and read it through ``pipeline``; when the
-    judge calls it clean, the two results must agree. Whether the judge did."""
+    judge calls it clean, the two results must agree, and only reconcile, holding the stream
+    to a declaration, may have said anything. Whether the judge did."""
     judged = judge_file(pipeline, path, copy.deepcopy(run_input))
     if judged is None:
         return False
     read = _drain(pipeline, path, copy.deepcopy(run_input), [])
     assert seen(judged) == seen(read), f"the judge called {path.name} clean"
-    assert judged.verdict.completed and not judged.diagnostics
+    assert judged.verdict.completed
+    declared = pipeline.options.capabilities is not None
+    assert all(declared and d.code.startswith("reconcile.") for d in judged.diagnostics)
     return True
 
 
@@ -200,12 +204,108 @@ def test_a_recording_in_storage_is_judged_as_its_file_is(
         assert stored.status == local.status
 
 
+@pytest.mark.parametrize(("what", "declaration", "said"), DECLARED, ids=[d[0] for d in DECLARED])
+@pytest.mark.parametrize("framing", ["sse", "jsonl"])
+def test_a_declared_stream_is_judged_with_reconcile_s_findings(
+    what: str, declaration: dict[str, Any], said: list[str], framing: str, tmp_path: Path
+) -> None:
+    """With a declaration the judge builds the events reconcile reads, where they stood in
+    the stream, and reconcile holds them to it: the stream is judged clean with the
+    pipeline's findings word for word, in one read or in many."""
+    path = tmp_path / f"calling.{framing}"
+    path.write_bytes(encode_sse(CALLING) if framing == "sse" else encode_jsonl(CALLING))
+    pipeline = Pipeline(capabilities=copy.deepcopy(declaration))
+    assert judged_alike(path, pipeline), f"{what}: the judge was unsure"
+    read = _drain(pipeline, path, None, [])
+    for code in said:
+        if code == "reconcile.transport" and framing == "jsonl":
+            continue  # a file of JSON lines names no transport to hold to the declaration
+        assert any(d.code.startswith(code) for d in read.diagnostics), f"{what}: no {code}"
+    for size in (1, 4096):
+        judged = judge_reads(pipeline, iter(_Reads(path.read_bytes(), size)))
+        assert isinstance(judged, RunResult), size
+        assert seen(judged) == seen(read)
+
+
+def test_a_declared_stream_s_last_line_without_its_newline_is_reconciled(tmp_path: Path) -> None:
+    """The end of a JSON-lines stream passes its last line, a run's finish: reconcile sums the
+    run up from it, as the pipeline does."""
+    path = tmp_path / "calling.jsonl"
+    path.write_bytes(encode_jsonl(CALLING).rstrip(b"\n"))
+    pipeline = Pipeline(capabilities=DECLARATION)
+    assert judged_alike(path, pipeline)
+    judged = judge_file(pipeline, path)
+    assert judged is not None
+    summaries = [d for d in judged.diagnostics if d.code == "reconcile.run-summary"]
+    assert len(summaries) == sum(1 for event in CALLING if event["type"] == "RUN_STARTED")
+    assert summaries[-1].event_index == len(CALLING) - 1
+
+
+def test_the_judge_builds_only_the_types_it_is_asked_for() -> None:
+    """Judge mode with a declaration builds the events of reconcile's types alone, and says
+    where each stood among those the read passed."""
+    from agui_pipeline._engine.judging import new_judge
+
+    judge = new_judge("sse", Limits(), delivers=False, only={"RUN_STARTED", "TOOL_CALL_START"})
+    built = judge.feed(encode_sse(_plain_run()))
+    assert built is not None
+    assert [event["type"] for event in built] == ["RUN_STARTED", "TOOL_CALL_START"]
+    assert judge.take_marked() == [0, 5]
+    assert judge.unsure is None and judge.finish()
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_random_declared_streams_judged_clean_are_clean(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    stream = data.draw(streams.valid_stream(max_runs=2, max_items=4))
+    declared = data.draw(declaration(stream))
+    run_input = data.draw(st.none() | answered_input(stream))
+    path = tmp_path_factory.mktemp("judge") / "stream.sse"
+    path.write_bytes(encode_sse(stream))
+    judged_alike(path, Pipeline(capabilities=declared), run_input)
+
+
+def test_check_with_a_declaration_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check --capabilities`` on a file: the judge's result is the report, the same as the
+    pipeline's."""
+    from agui_pipeline._checking.source import CheckSettings, check_source
+    from agui_pipeline.model.declared import read_declaration
+
+    answers: list[object] = []
+
+    def spied(*args: Any) -> object:
+        answers.append(answer := judged_file(*args))
+        return answer
+
+    judged_file = judge_module.judge_file
+    monkeypatch.setattr(judge_module, "judge_file", spied)
+    path = tmp_path / "calling.sse"
+    path.write_bytes(encode_sse(CALLING))
+    settings = CheckSettings(declaration=read_declaration(DECLARATION))
+    checked = check_source(str(path), settings)
+    assert isinstance(answers.pop(), RunResult)
+    assert checked.result is not None
+    read = _drain(Pipeline(capabilities=DECLARATION), path, None, [])
+    assert seen(checked.result) == seen(read)
+
+
 def test_a_pipeline_that_asks_for_more_is_never_judged() -> None:
     assert judges(Pipeline())
     assert judges(Pipeline(conversation=False, limits=Limits(max_depth=9)))
     assert judges(Pipeline(peer_max_protocol_version="0.0.57"))
+    assert judges(Pipeline(capabilities={"tools": {"supported": True}}))
+    assert judges(Pipeline(on_diagnostic=print))
     for asks in (
-        Pipeline(capabilities={"tools": {"supported": True}}),
+        # reconcile's findings would be heard twice if the pipeline read the stream again
+        Pipeline(capabilities={"tools": {"supported": True}}, on_diagnostic=print),
         Pipeline(peer_max_protocol_version="not a version"),
         Pipeline(sinks=[_Sink()]),
         Pipeline(handlers={"RUN_STARTED": lambda event: None}),

@@ -203,7 +203,7 @@ def test_the_judge_seeds_reach_a_clean_answer() -> None:
 
     native = native_module()
     limits = _judge_limits(0, bytes(JUDGE_ROOMY))
-    judge = native.Judge("sse", native_checks(native), limits, _quiet_versions(), False)
+    judge = native.Judge("sse", native_checks(native), limits, _quiet_versions())
     data = _workload()["workload.stateless"]
     for start in range(0, len(data), 200):
         judge.feed(data[start : start + 200])

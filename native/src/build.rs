@@ -16,7 +16,7 @@
 //! gh-113993), so interning the producer's names would let a hostile stream fill the process's
 //! memory with names it never frees.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
@@ -107,6 +107,9 @@ impl Kept {
     }
 }
 
+/// A set of event types (`Built`'s `built_types`).
+pub type TypeSet = HashSet<String, RandomState>;
+
 /// The events built from one read's frames (a `Deliver` for the judge's `feed`), and which of
 /// them metadata must read.
 pub struct Built<'py, 'n> {
@@ -115,20 +118,33 @@ pub struct Built<'py, 'n> {
     events: Vec<Bound<'py, PyAny>>,
     /// The event types metadata reads whatever their members.
     marked_types: &'n [String],
-    /// The positions of the events built that carry a `metadata` member or are of a type in
-    /// `marked_types`: the only ones metadata reads (`stages/metadata.py`).
+    /// The only event types built, when not every event is (judge mode with a declaration:
+    /// the types reconcile reads); the others are passed over, unbuilt.
+    built_types: Option<&'n TypeSet>,
+    /// The events the judge passed so far in the read, built or not.
+    passed: usize,
+    /// The positions, among the events passed, of those built that carry a `metadata` member
+    /// or are of a type in `marked_types`: the only ones metadata reads (`stages/metadata.py`).
+    /// Where every event is built, a position among the passed is one among the built.
     marked: Vec<usize>,
     /// The first error building an event (Python out of memory): the read's answer.
     error: Option<PyErr>,
 }
 
 impl<'py, 'n> Built<'py, 'n> {
-    pub fn new(py: Python<'py>, names: &'n mut Names, marked_types: &'n [String]) -> Self {
+    pub fn new(
+        py: Python<'py>,
+        names: &'n mut Names,
+        marked_types: &'n [String],
+        built_types: Option<&'n TypeSet>,
+    ) -> Self {
         Built {
             py,
             names,
             events: Vec::new(),
             marked_types,
+            built_types,
+            passed: 0,
             marked: Vec::new(),
             error: None,
         }
@@ -145,6 +161,19 @@ impl<'py, 'n> Built<'py, 'n> {
             return Ok(None);
         }
         Ok(Some((PyList::new(self.py, self.events)?, self.marked)))
+    }
+
+    /// Whether `event` is built: every event is, unless `built_types` names the only ones.
+    fn builds(&self, event: &Decoded<'_>) -> bool {
+        let Some(types) = self.built_types else {
+            return true;
+        };
+        let Decoded::Object(members) = event else {
+            return false;
+        };
+        members.iter().any(|(name, value)| {
+            &**name == "type" && value.as_str().is_some_and(|kind| types.contains(kind))
+        })
     }
 
     /// Whether metadata must read `event`: it has a `metadata` member, or its type is marked.
@@ -268,16 +297,19 @@ impl<'py, 'n> Built<'py, 'n> {
 
 impl Deliver for Built<'_, '_> {
     fn deliver(&mut self, event: &Decoded<'_>) {
-        if self.error.is_none() {
-            match self.object(event) {
-                Ok(built) => {
-                    if self.marks(event) {
-                        self.marked.push(self.events.len());
-                    }
-                    self.events.push(built);
+        let position = self.passed;
+        self.passed += 1;
+        if self.error.is_some() || !self.builds(event) {
+            return;
+        }
+        match self.object(event) {
+            Ok(built) => {
+                if self.marks(event) {
+                    self.marked.push(position);
                 }
-                Err(error) => self.error = Some(error),
+                self.events.push(built);
             }
+            Err(error) => self.error = Some(error),
         }
     }
 }

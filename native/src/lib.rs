@@ -281,11 +281,13 @@ struct Judge {
     names: build::Names,
     /// The event types metadata reads whatever their members (`Built::marks`).
     marked_types: Vec<String>,
+    /// The only event types built, when not every event is (`Built`'s `built_types`).
+    built_types: Option<build::TypeSet>,
     /// What `finish` built, for `take_ended`.
     ended: Option<Py<PyList>>,
-    /// The positions of the events last built that metadata must read (`Built::marks`), for
-    /// `take_marked`: asked only of a read of several events, so a live read of one event
-    /// pays nothing more for them.
+    /// The positions, among the events the last read passed, of those built that metadata must
+    /// read (`Built::marks`), for `take_marked`: asked only of a read of several events, so a
+    /// live read of one event pays nothing more for them.
     marked: Vec<usize>,
 }
 
@@ -293,14 +295,14 @@ struct Judge {
 impl Judge {
     /// `limits`: max_frame_bytes, max_depth, max_open_items, max_text_chars,
     /// max_conversation_chars, max_items, max_run_ids, max_state_bytes, max_patch_work;
-    /// `quiet_versions`: the protocolVersion
-    /// values compat is quiet about; `delivers`: build the events the judge passes, as
-    /// `orjson.loads` builds them, for `feed` and `take_ended` to return; `input`: the run input
-    /// the stream answers (`JudgeInput`), if known; `marked_types`: the event types whose events
-    /// a judge made to deliver marks whatever their members (besides every event with a
-    /// `metadata` member).
+    /// `quiet_versions`: the protocolVersion values compat is quiet about; `input`: the run
+    /// input the stream answers (`JudgeInput`), if known; `delivers`: for a judge that builds
+    /// the events it passes, as `orjson.loads` builds them, for `feed` and `take_ended` to
+    /// return (`None`: it builds none), the event types whose events it marks whatever their
+    /// members (besides every event with a `metadata` member), and the only event types it
+    /// builds, the others passed over (`None`: every one).
     #[new]
-    #[pyo3(signature = (framing, checks, limits, quiet_versions, delivers, input=None, marked_types=Vec::new()))]
+    #[pyo3(signature = (framing, checks, limits, quiet_versions, input=None, delivers=None))]
     fn new(
         framing: &str,
         checks: &Checks,
@@ -316,9 +318,8 @@ impl Judge {
             usize,
         ),
         quiet_versions: Vec<String>,
-        delivers: bool,
         input: Option<JudgeInput>,
-        marked_types: Vec<String>,
+        delivers: Option<(Vec<String>, Option<Vec<String>>)>,
     ) -> PyResult<Self> {
         let framing = framing_named(framing, "the judge")?;
         let (
@@ -361,11 +362,14 @@ impl Judge {
             judge::Judge::new(framing, checks, limits, quiet_versions, input)
         })
         .map_err(InternalError::new_err)?;
+        let delivering = delivers.is_some();
+        let (marked_types, built_types) = delivers.unwrap_or_default();
         Ok(Judge {
             judge,
-            delivers,
+            delivers: delivering,
             names,
             marked_types,
+            built_types: built_types.map(|types| types.into_iter().collect()),
             ended: None,
             marked: Vec::new(),
         })
@@ -381,6 +385,7 @@ impl Judge {
             delivers,
             names,
             marked_types,
+            built_types,
             marked,
             ..
         } = self;
@@ -388,7 +393,7 @@ impl Judge {
             guarded("judge", || judge.feed(chunk, &mut ())).map_err(InternalError::new_err)?;
             return Ok(None);
         }
-        let mut built = build::Built::new(py, names, marked_types);
+        let mut built = build::Built::new(py, names, marked_types, built_types.as_ref());
         guarded("judge", || judge.feed(chunk, &mut built)).map_err(InternalError::new_err)?;
         let passed = built.into_list(judge.unsure().is_none())?;
         Ok(passed.map(|(events, marks)| {
@@ -405,10 +410,11 @@ impl Judge {
             delivers,
             names,
             marked_types,
+            built_types,
             ended,
             marked,
         } = self;
-        let mut built = build::Built::new(py, names, marked_types);
+        let mut built = build::Built::new(py, names, marked_types, built_types.as_ref());
         let clean = if *delivers {
             guarded("judge", || judge.finish(&mut built))
         } else {
@@ -428,8 +434,8 @@ impl Judge {
         self.ended.take().map(|events| events.into_bound(py))
     }
 
-    /// The positions, among the events the last `feed` (or `finish`) passed, of those that
-    /// carry a `metadata` member or are of one of `marked_types`: what metadata must read.
+    /// The positions, among the events the last `feed` (or `finish`) passed, of those built
+    /// that carry a `metadata` member or are of one of `marked_types`: what metadata must read.
     fn take_marked(&mut self) -> Vec<usize> {
         std::mem::take(&mut self.marked)
     }

@@ -10,10 +10,17 @@ pipeline: the judge only spares a clean stream the cost of its events, and costs
 is unsure of its own pass on top (``docs/performance.md``, "Judge mode").
 
 It judges only where nothing asks for more than the verdict: the default decoder and stages
-(no stage of the user's), no capabilities declaration, handler or sink, a peer's version only
-one compat reads, SSE or JSON lines, a run input only if the judge can take it
-(``judging.input_for_judge``), and a caller that keeps neither the events nor the
-Conversation (the result has none).
+(no stage of the user's), no handler or sink, a peer's version only one compat reads, SSE or
+JSON lines, a run input only if the judge can take it (``judging.input_for_judge``), and a
+caller that keeps neither the events nor the Conversation (the result has none).
+
+A capabilities declaration is judged too. The judge is sure only of streams no stage but
+reconcile would say anything of, and reconcile reads the declaration, never changes an event,
+and reads only the events of its own types (``reconcile.EVIDENCE_TYPES``): so the judge builds
+those alone, where they stood in the stream, and reconcile, the reference's own stage, holds
+them to the declaration in its own words. Its findings are then the result's diagnostics, as
+the pipeline would report them. Such a pipeline is judged only without ``on_diagnostic``,
+which would hear reconcile's findings twice if the pipeline had to read the stream again.
 
 A file or bytes are read again when the judge gives up (:func:`judge_file`); a stream that can
 be read only once, a recording in object storage, is held for the pipeline as the judge reads
@@ -27,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agui_pipeline import _cores
+from agui_pipeline._engine.builtin import run_without_loop
 from agui_pipeline._engine.judging import (
     input_for_judge,
     judged_framing,
@@ -37,8 +45,10 @@ from agui_pipeline._engine.judging import (
 from agui_pipeline._engine.order import default_stages
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import iter_chunks_sync
+from agui_pipeline.batch import Batch, Event
 from agui_pipeline.stage import RunRecord
 from agui_pipeline.stages.parse import BOM
+from agui_pipeline.stages.reconcile import EVIDENCE_TYPES, Reconcile
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.pipeline import Pipeline
@@ -103,6 +113,8 @@ def _judge(
         if answering is None:
             return None
     ctx = pipeline.context(run_input)
+    reconcile = None if pipeline.options.capabilities is None else Reconcile(ctx)
+    evidence = None if reconcile is None else EVIDENCE_TYPES
     judge: Judge | None = None
     head = b""
     run: RunRecord | None = None
@@ -121,27 +133,46 @@ def _judge(
             if framing is None:
                 return None
             ctx.transport = framing  # as parse names a file's framing
-            judge = new_judge(framing, ctx.limits, delivers=False, input=answering)
+            judge = new_judge(framing, ctx.limits, delivers=False, input=answering, only=evidence)
             chunk = head.removeprefix(BOM)
-        judge.feed(chunk)
+        start = judge.read
+        built = judge.feed(chunk)
         run = record_runs(ctx, judge.take_runs(), run)
         if judge.unsure is not None:
             return None
-    if judge is None or not judge.finish():
+        if reconcile is not None and built is not None:
+            _reconciled(reconcile, built, start, judge.take_marked())
+    if judge is None:
+        return None
+    start = judge.read
+    if not judge.finish():
         return None
     record_runs(ctx, judge.take_runs(), run)
+    if reconcile is not None:
+        built = judge.take_ended()
+        if built is not None:
+            _reconciled(reconcile, built, start, judge.take_marked())
+        # No run is open at a clean end, so reconcile's finish would add nothing.
     ctx.counters.read = ctx.counters.delivered = judge.read
     return result_of(ctx, Verdict(Outcome.COMPLETED), [])
 
 
+def _reconciled(reconcile: Reconcile, built: list[Event], start: int, at: list[int]) -> None:
+    """The events of reconcile's types the judge built of a read, through reconcile: each at
+    its place in the stream (``at``: among the read's events, the first of which was the
+    stream's ``start``)."""
+    batch = Batch(built, [start + position for position in at], objects=True)
+    run_without_loop(reconcile.process(batch))
+
+
 def judges(pipeline: Pipeline) -> bool:
     """Whether the judge can stand in for ``pipeline``: nothing in it asks for more than the
-    verdict, and its framing (if set) is one the judge reads."""
+    verdict and reconcile's findings, and its framing (if set) is one the judge reads."""
     options = pipeline.options
     return (
         stands_in(pipeline, options)
         and len(pipeline.stage_factories) == len(default_stages())
-        and options.capabilities is None
+        and (options.capabilities is None or options.on_diagnostic is None)
         and options.handlers is None
         and not options.sinks
     )

@@ -4,6 +4,7 @@ code)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -71,24 +72,30 @@ def judged_framing(head: bytes, forced: str | None) -> str | None:
 
 
 def new_judge(
-    framing: str, limits: Limits, *, delivers: bool, input: JudgeInput | None = None
+    framing: str,
+    limits: Limits,
+    *,
+    delivers: bool,
+    input: JudgeInput | None = None,
+    only: Collection[str] | None = None,
 ) -> Judge:
     """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it builds
-    the events it passes, for deliver mode (``deliver.py``); ``input``: the
-    run input the stream answers, as the judge takes it (``deliver.input_for_judge``)."""
+    the events it passes, for deliver mode (``deliver.py``), or ``only`` those of these types,
+    each marked (``take_marked``: where each was among those passed), for judge mode's
+    reconcile (``judge.py``); ``input``: the run input the stream answers, as the judge takes
+    it (``deliver.input_for_judge``)."""
     from agui_pipeline.stages._checks import native_checks  # the stages sit above the engine
     from agui_pipeline.stages.metadata import ALWAYS_READ
 
     native = _cores.native
     assert native is not None
+    built = None if only is None else sorted(only)
+    if built is not None:
+        delivery: tuple[list[str], list[str] | None] | None = (built, built)
+    else:
+        delivery = (sorted(ALWAYS_READ), None) if delivers else None
     judge: Judge = native.Judge(
-        framing,
-        native_checks(native),
-        _limits(limits),
-        _quiet_versions(),
-        delivers,
-        input,
-        sorted(ALWAYS_READ) if delivers else [],
+        framing, native_checks(native), _limits(limits), _quiet_versions(), input, delivery
     )
     return judge
 
