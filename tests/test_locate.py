@@ -322,3 +322,72 @@ def test_findings_are_placed_alike_however_the_blocks_cut_the_file(
     with monkeypatch.context() as patched:
         patched.setattr(locate, "_BLOCK", block)
         assert places(tmp_path, data, framing, *findings) == whole
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pieces=st.lists(
+        st.sampled_from(
+            [
+                *(b'data: {"a": [1, {"b": 2}]}\n\n',) * 4,
+                *(b'{"a": [1, {"b": 2}]}\n',) * 4,
+                *(b'data: {"a": 1}', b"data:", b"data:  ", b": note", b"event: x", b"{", b" "),
+                *(b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n"),
+            ]
+        ),
+        max_size=60,
+    ),
+    framing=st.sampled_from(["sse", "jsonl"]),
+    block=st.sampled_from([3, 17, 64, locate._BLOCK]),
+    wanted=st.sets(st.integers(0, 40), min_size=1, max_size=4),
+)
+def test_regular_frames_counted_in_c_are_placed_as_lines_read_one_by_one(
+    pieces: list[bytes],
+    framing: str,
+    block: int,
+    wanted: set[int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runs of regular frames between the wanted ones, counted without reading their
+    lines, leave every finding where reading each line puts it."""
+    data = b"".join(pieces)
+    findings = [at(index, pointer) for index in sorted(wanted) for pointer in (None, "/a/1/b")]
+    monkeypatch.setattr(locate, "_BLOCK", block)
+    counted = places(tmp_path, data, framing, *findings)
+    monkeypatch.setattr(locate, "_regular_frames", lambda *_: 0)
+    assert places(tmp_path, data, framing, *findings) == counted
+
+
+def test_what_is_not_a_regular_frame_is_read_line_by_line(tmp_path: Path) -> None:
+    """Two ``data`` lines with a field between them are one event, not two; an event that
+    opens with another field before its regular frame ends there, so the event the stream
+    ends inside begins on its own first line; a blank JSON line among regular ones is no
+    frame."""
+    data = b'data: {"a": 1}\nevent: x\ndata: {"b": 2}\n\ndata: {"c": 3}\n\n'
+    assert places(tmp_path, data, "sse", at(1, "/c")) == [(5, 8)]
+    data = b'event: x\ndata: {"a": 1}\n\ndata: {"b"'
+    assert places(tmp_path, data, "sse", at(1, None, "parse.incomplete-frame")) == [(4, 1)]
+    data = b'{"a": 1}\n   \n{"b": 2}\n{"c": 3}\n'  # a blank JSON line is no frame
+    assert places(tmp_path, data, "jsonl", at(2, "/c")) == [(4, 2)]
+
+
+def test_a_late_finding_in_a_long_regular_stream_is_placed_without_reading_each_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frames before a run summary at the last event are counted in runs, not line by
+    line, and the summary lands on the last event's line."""
+    events = 5000
+    data = b"".join(b'data: {"type": "X", "n": %d}\n\n' % n for n in range(events))
+    runs: list[int] = []
+    regular_frames = locate._regular_frames
+
+    def counting(*arguments: Any) -> int:
+        runs.append(counted := regular_frames(*arguments))
+        return counted
+
+    monkeypatch.setattr(locate, "_regular_frames", counting)
+    assert places(tmp_path, data, "sse", at(events - 1, "/n")) == [(2 * events - 1, 21)]
+    assert sum(runs) == events - 1 and len(runs) < events / 50

@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress, count, islice, repeat
+from operator import not_
 from pathlib import Path
 
 import orjson
@@ -56,6 +59,9 @@ _BLOCK = 1 << 15
 """Characters read at a time (at most four bytes each, once a line holds one past Latin-1)."""
 MAX_TEXT = max(Limits().max_document_bytes, MAX_DOCUMENT) + 1
 """The longest JSON document held whole: a longer one was refused before it was decoded."""
+_OPENS_LINE = repeat("{")
+_OPENS_EVENT = repeat("data: {")
+"""How a regular JSON line and a regular SSE event open (:func:`_regular_frames`)."""
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 """A byte that is not UTF-8, as the file is read (``errors="surrogateescape"``)."""
 
@@ -216,7 +222,10 @@ def _lines(path: Path, framing: str) -> Iterator[list[str]]:
             held = lines.pop()[:MAX_LINE]
             if not lines:
                 continue
-            if max(map(len, lines)) > MAX_LINE:
+            # Only the line the block began inside can be longer than the block.
+            if len(lines[0]) > MAX_LINE or (
+                len(block) > MAX_LINE and max(map(len, lines)) > MAX_LINE
+            ):
                 lines = [line[:MAX_LINE] for line in lines]
             if first:
                 lines[0], first = lines[0].removeprefix(_BOM), False
@@ -227,15 +236,37 @@ def _lines(path: Path, framing: str) -> Iterator[list[str]]:
 
 def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _Frame]:
     """The frames of an SSE or JSON-lines file whose index is ``wanted``, read no further
-    than the last of them."""
+    than the last of them.
+
+    Lines are read one by one only where a frame may be wanted or the stream is irregular:
+    between two wanted frames, a run of regular frames (:func:`_regular_frames`) is counted
+    in C, a block at a time. A declaration's run summary sits at a stream's last event, so
+    placing it used to cost a pass in Python over every line before it.
+    """
     found: dict[int, _Frame] = {}
-    last = max(wanted)
+    ahead = sorted(wanted)
+    last = ahead[-1]
     index = 0
     data: list[tuple[int, int, str]] = []  # the data lines of the SSE event being read
     event_start = 0  # its first line
     counted = 0  # the lines before this block
+    per_frame, opens = (1, "{") if framing == "jsonl" else (2, "data: {")  # a regular frame
     for lines in _lines(path, framing):
-        for number, line in enumerate(lines, counted + 1):
+        position = 0  # the next line of the block to read
+        while position < len(lines):
+            if not data and lines[position].startswith(opens):
+                # Between SSE events (or JSON lines): count the regular frames that come
+                # before the next frame wanted.
+                before = ahead[bisect_left(ahead, index)] - index
+                regular = _regular_frames(lines, position, framing, before)
+                if regular:
+                    index += regular
+                    position += regular * per_frame
+                    event_start = 0  # the last line counted was an event's blank line
+                    if position == len(lines):
+                        break
+            number, line = counted + position + 1, lines[position]
+            position += 1
             if framing == "jsonl":
                 if line.strip(_BLANK):
                     if index in wanted:
@@ -262,6 +293,22 @@ def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _
         # The stream ended inside an event (parse.incomplete-frame names this index).
         found[index] = _Frame("", [(event_start, 0, 0)])
     return found
+
+
+def _regular_frames(lines: list[str], at: int, framing: str, most: int) -> int:
+    """How many frames, up to ``most``, open at ``lines[at]`` in the commonest form, each
+    sure to be one frame: a JSON line that opens an object, or an SSE event of one
+    ``data: {`` line and the blank line after it. Counted in C, and lazily: an irregular
+    line ends the count where it stands, so no line is looked at more than twice."""
+    if framing == "jsonl":
+        run = islice(lines, at, at + most)
+        whole = min(most, len(lines) - at)
+        return next(compress(count(), map(not_, map(str.startswith, run, _OPENS_LINE))), whole)
+    events = min(most, (len(lines) - at) // 2)  # one whose blank line is in the next block: no
+    blanks = islice(lines, at + 1, at + 2 * events, 2)
+    unbroken = next(compress(count(), blanks), events)  # up to an event's second line
+    data = islice(lines, at, at + 2 * unbroken, 2)
+    return next(compress(count(), map(not_, map(str.startswith, data, _OPENS_EVENT))), unbroken)
 
 
 def _sse_data(line: str) -> str | None:
