@@ -57,7 +57,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
 from agui_pipeline import Pipeline
+from agui_pipeline.testing.workload import DECLARATION
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -281,23 +283,28 @@ def startup() -> str:
 def versus_sdk(path: Path) -> str:
     """``--versus-sdk``: instructions per event of whole processes, each run on the workload
     and on its first 20 events (start-up and imports cancel out): ``agui-pipeline check``,
-    the same on the pure Python core, and the SDK's parse-only pass
+    the same on the pure Python core, each also held to the workload's declaration
+    (``--capabilities``: reconcile's findings, placed by line), and the SDK's parse-only pass
     (``benchmarks/sdk_check.py``) — issue 36's measure of the native core."""
     env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONHASHSEED"] = "0"
     env.pop("AGUI_PIPELINE_PURE", None)
+    pure = {**env, "AGUI_PIPELINE_PURE": "1"}
     body = path.read_bytes()
     count = body.count(b"\n\n")
-    contenders = {
-        "check": ([sys.executable, "-m", "agui_pipeline", "check"], env),
-        "check, pure core": (
-            [sys.executable, "-m", "agui_pipeline", "check"],
-            {**env, "AGUI_PIPELINE_PURE": "1"},
-        ),
-        "SDK parse-only": ([sys.executable, str(Path(__file__).parent / "sdk_check.py")], env),
-    }
     per_event: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
+        declaration = Path(scratch) / "declaration.json"
+        declaration.write_bytes(orjson.dumps(DECLARATION))
+        check = [sys.executable, "-m", "agui_pipeline", "check"]
+        declared = [*check, "--capabilities", str(declaration)]
+        contenders = {
+            "check": (check, env),
+            "check, pure core": (check, pure),
+            "check --capabilities": (declared, env),
+            "check --capabilities, pure core": (declared, pure),
+            "SDK parse-only": ([sys.executable, str(Path(__file__).parent / "sdk_check.py")], env),
+        }
         small = Path(scratch) / "small.sse"
         small.write_bytes(b"".join(body.split(b"\n\n")[i] + b"\n\n" for i in range(20)))
         for name, (command, environment) in contenders.items():
