@@ -212,7 +212,21 @@ def test_serve_exits_0_when_stopped_by_a_signal(tmp_path: Path, stop: signal.Sig
             process.kill()
 
 
+@pytest.fixture
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """A child started meanwhile takes Ctrl-C as a terminal's foreground job does, even
+    where the test run itself was started with SIGINT ignored (a background job of a shell
+    without job control): a child inherits an ignored signal, and Python then installs no
+    ``KeyboardInterrupt`` handler. A handled signal is reset to its default in the child."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("sources", [1, 2])
+@pytest.mark.usefixtures("ctrl_c_reaches_children")
 def test_an_interrupted_check_leaves_a_report_that_parses(tmp_path: Path, sources: int) -> None:
     """Ctrl-C while a URL streams: the JSON written so far is closed round the sources done
     (or nothing is written), the status is 130, and no traceback."""
