@@ -325,7 +325,7 @@ def test_findings_are_placed_alike_however_the_blocks_cut_the_file(
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     pieces=st.lists(
@@ -335,28 +335,35 @@ def test_findings_are_placed_alike_however_the_blocks_cut_the_file(
                 *(b'{"a": [1, {"b": 2}]}\n',) * 4,
                 *(b'data: {"a": 1}', b"data:", b"data:  ", b": note", b"event: x", b"{", b" "),
                 *(b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n"),
+                *(b"\xef\xbb\xbf", b"\xff", "é".encode()),
             ]
         ),
         max_size=60,
     ),
     framing=st.sampled_from(["sse", "jsonl"]),
     block=st.sampled_from([3, 17, 64, locate._BLOCK]),
+    longest=st.sampled_from([4, 30, locate.MAX_LINE]),
     wanted=st.sets(st.integers(0, 40), min_size=1, max_size=4),
 )
 def test_regular_frames_counted_in_c_are_placed_as_lines_read_one_by_one(
     pieces: list[bytes],
     framing: str,
     block: int,
+    longest: int,
     wanted: set[int],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The runs of regular frames between the wanted ones, counted without reading their
-    lines, leave every finding where reading each line puts it."""
+    """The file read in regions of bytes, with the runs of regular frames between the wanted
+    ones counted without reading their lines, leaves every finding where the text reader,
+    reading each line, puts it: however the blocks cut the file, with CRs, byte order marks,
+    bytes that are not UTF-8, and lines too long to hold."""
     data = b"".join(pieces)
     findings = [at(index, pointer) for index in sorted(wanted) for pointer in (None, "/a/1/b")]
     monkeypatch.setattr(locate, "_BLOCK", block)
+    monkeypatch.setattr(locate, "MAX_LINE", longest)
     counted = places(tmp_path, data, framing, *findings)
+    monkeypatch.setattr(locate, "_read_regions", lambda *_: 0)  # the text reader from byte 0
     monkeypatch.setattr(locate, "_regular_frames", lambda *_: 0)
     assert places(tmp_path, data, framing, *findings) == counted
 
@@ -365,29 +372,77 @@ def test_what_is_not_a_regular_frame_is_read_line_by_line(tmp_path: Path) -> Non
     """Two ``data`` lines with a field between them are one event, not two; an event that
     opens with another field before its regular frame ends there, so the event the stream
     ends inside begins on its own first line; a blank JSON line among regular ones is no
-    frame."""
+    frame; a CR ends an SSE line; a byte order mark past the file's start is no mark."""
     data = b'data: {"a": 1}\nevent: x\ndata: {"b": 2}\n\ndata: {"c": 3}\n\n'
     assert places(tmp_path, data, "sse", at(1, "/c")) == [(5, 8)]
     data = b'event: x\ndata: {"a": 1}\n\ndata: {"b"'
     assert places(tmp_path, data, "sse", at(1, None, "parse.incomplete-frame")) == [(4, 1)]
     data = b'{"a": 1}\n   \n{"b": 2}\n{"c": 3}\n'  # a blank JSON line is no frame
     assert places(tmp_path, data, "jsonl", at(2, "/c")) == [(4, 2)]
+    data = b'data: {"a": 1}\rdata: {"b": 2}\n\ndata: {"c": 3}\n\n'  # a CR ends a line
+    assert places(tmp_path, data, "sse", at(1, "/c")) == [(4, 8)]
+    bom = "\ufeff".encode()  # only the file's first line may open with one
+    data = b'data: {"a": 1}\n\n' + bom + b'data: {"b": 2}\n\ndata: {"c": 3}\n\n'
+    assert places(tmp_path, data, "sse", at(1, "/c")) == [(5, 8)]
+
+
+def test_a_read_that_ends_between_an_event_and_its_blank_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A region of whole lines that holds an event's data line but not yet its blank line
+    counts no regular frame: the event is read with its blank line, in the next region."""
+    monkeypatch.setattr(locate, "_BLOCK", 15)  # the first read ends after the first LF
+    data = b'data: {"a": 1}\n\ndata: {"b": 2}\n\ndata: {"c": 3}\n\n'
+    assert places(tmp_path, data, "sse", at(2, "/c")) == [(5, 8)]
+
+
+@pytest.mark.parametrize(
+    ("framing", "first_read", "data", "index", "expected"),
+    [
+        # a blank JSON line among regular ones, where the count of line breaks is no more
+        # than the frames wanted before the next finding
+        ("jsonl", 13, b'{"a": 1}\n   \n{"b": 2}\n{"c": 3}\n', 2, [(4, 2)]),
+        # an event with a second line: one frame, three lines
+        ("sse", 25, b'data: {"a": 1}\nevent: x\n\ndata: {"c": 3}\n\n', 1, [(4, 8)]),
+    ],
+)
+def test_a_region_is_counted_in_bulk_only_when_every_line_break_is_a_regular_frame_s(
+    framing: str,
+    first_read: int,
+    data: bytes,
+    index: int,
+    expected: list[Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(locate, "_BLOCK", first_read)  # the first region: the lines before "c"
+    assert places(tmp_path, data, framing, at(index, "/c")) == expected
 
 
 def test_a_late_finding_in_a_long_regular_stream_is_placed_without_reading_each_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The frames before a run summary at the last event are counted in runs, not line by
-    line, and the summary lands on the last event's line."""
+    """The frames before a run summary at the last event are counted in runs, most of them
+    in bytes and the rest in lines, not read line by line; the summary lands on the last
+    event's line."""
     events = 5000
     data = b"".join(b'data: {"type": "X", "n": %d}\n\n' % n for n in range(events))
-    runs: list[int] = []
-    regular_frames = locate._regular_frames
+    in_bytes: list[int] = []
+    in_lines: list[int] = []
+    regular, regular_frames = locate._Placer.regular, locate._regular_frames
 
-    def counting(*arguments: Any) -> int:
-        runs.append(counted := regular_frames(*arguments))
+    def counting_bytes(placer: Any, region: bytes) -> int:
+        before = placer.index
+        taken = regular(placer, region)
+        in_bytes.append(placer.index - before)
+        return taken
+
+    def counting_lines(*arguments: Any) -> int:
+        in_lines.append(counted := regular_frames(*arguments))
         return counted
 
-    monkeypatch.setattr(locate, "_regular_frames", counting)
+    monkeypatch.setattr(locate._Placer, "regular", counting_bytes)
+    monkeypatch.setattr(locate, "_regular_frames", counting_lines)
     assert places(tmp_path, data, "sse", at(events - 1, "/n")) == [(2 * events - 1, 21)]
-    assert sum(runs) == events - 1 and len(runs) < events / 50
+    assert sum(in_bytes) + sum(in_lines) == events - 1
+    assert sum(in_bytes) > events / 2 and len(in_bytes) + len(in_lines) < events / 50

@@ -19,8 +19,10 @@ characters, after a byte-order mark. :func:`locate_pointer` does the same for a
 JSON document, such as a capabilities declaration.
 
 Only the report's slow path reads this: a file is re-read when it has findings to
-place, line by line and only as far as the last of them, so a long file costs no
-memory and a clean one no time. No line is held past ``MAX_LINE`` characters (nor a JSON
+place, a region at a time and only as far as the last of them, so a long file costs no
+memory and a clean one no time. The regular frames between two findings are counted in
+bytes, without decoding them; the rest is read line by line. No line is held past
+``MAX_LINE`` characters (nor a JSON
 document past ``MAX_TEXT``): the parse stage refused a longer frame where it began, so
 nothing past that length is placed, and a 1 GB line costs no more than the cap. A stream
 with no file (stdin, a URL), a conformance fixture and protobuf frames have no lines to
@@ -29,14 +31,16 @@ give.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress, count, islice, repeat
-from operator import not_
+from operator import ne, not_
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 from agui_pipeline._json import MAX_DOCUMENT, read_document, unescape
@@ -61,7 +65,13 @@ MAX_TEXT = max(Limits().max_document_bytes, MAX_DOCUMENT) + 1
 """The longest JSON document held whole: a longer one was refused before it was decoded."""
 _OPENS_LINE = repeat("{")
 _OPENS_EVENT = repeat("data: {")
-"""How a regular JSON line and a regular SSE event open (:func:`_regular_frames`)."""
+_LF, _NOT_FOUND = repeat(b"\n"), repeat(-1)
+"""How a regular JSON line and a regular SSE event open, as text (:func:`_regular_frames`),
+and the line break a regular frame in bytes has none of (:meth:`_Placer._regular_run`;
+``bytes.find``, not ``in``, which first tries the needle as an integer)."""
+_HELD = 1 << 20
+"""The most bytes held of a line whose end has not been read yet: past it, the text reader
+reads the rest of the file (:func:`_read_regions`)."""
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 """A byte that is not UTF-8, as the file is read (``errors="surrogateescape"``)."""
 
@@ -201,9 +211,9 @@ def _read_text(path: Path) -> str:
     return text.removeprefix(_BOM)
 
 
-def _lines(path: Path, framing: str) -> Iterator[list[str]]:
+def _lines(path: Path, framing: str, start: int = 0) -> Iterator[list[str]]:
     """The file's lines without their line breaks, as an editor counts them, a list per
-    block read.
+    block read (from byte ``start``, a line's first, on).
 
     SSE lines end at LF, CRLF or CR, as the parse stage reads them; a JSON line
     ends at LF only (a CR before it is whitespace inside the frame). The file is read a
@@ -213,9 +223,11 @@ def _lines(path: Path, framing: str) -> Iterator[list[str]]:
     of a longer one is read and dropped.
     """
     newline = None if framing == "sse" else "\n"
-    with path.open(encoding="utf-8", errors="surrogateescape", newline=newline) as file:
+    with path.open("rb") as raw:
+        raw.seek(start)
+        file = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline=newline)
         held = ""  # the start of the line the last block ended inside
-        first = True
+        first = start == 0
         while block := file.read(_BLOCK):
             lines = block.split("\n")
             lines[0] = held + lines[0]
@@ -238,21 +250,159 @@ def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _
     """The frames of an SSE or JSON-lines file whose index is ``wanted``, read no further
     than the last of them.
 
-    Lines are read one by one only where a frame may be wanted or the stream is irregular:
-    between two wanted frames, a run of regular frames (:func:`_regular_frames`) is counted
-    in C, a block at a time. A declaration's run summary sits at a stream's last event, so
-    placing it used to cost a pass in Python over every line before it.
+    The file is read in bytes, a region of whole lines at a time. Between two wanted
+    frames, the regular frames a region opens with are counted in C, without decoding them
+    (:meth:`_Placer.regular`); the rest is decoded and read line by line
+    (:meth:`_Placer.read`). A declaration's run summary sits at a stream's last event, so
+    placing it used to cost a pass in Python over every line before it. A line too long to
+    hold sends the rest of the file to the text reader (:func:`_lines`), which keeps
+    ``MAX_LINE`` characters of each line.
     """
-    found: dict[int, _Frame] = {}
-    ahead = sorted(wanted)
-    last = ahead[-1]
-    index = 0
-    data: list[tuple[int, int, str]] = []  # the data lines of the SSE event being read
-    event_start = 0  # its first line
-    counted = 0  # the lines before this block
-    per_frame, opens = (1, "{") if framing == "jsonl" else (2, "data: {")  # a regular frame
-    for lines in _lines(path, framing):
-        position = 0  # the next line of the block to read
+    placer = _Placer(framing, wanted)
+    with path.open("rb") as file:
+        rest = _read_regions(file, placer)
+    if rest is not None:
+        for lines in _lines(path, framing, rest):
+            if placer.read(lines):
+                break
+    return placer.end()
+
+
+def _read_regions(file: BinaryIO, placer: _Placer) -> int | None:
+    """``file`` to ``placer``, a region of whole lines at a time (the last perhaps without
+    its line break); ``None`` at the end or once the last wanted frame is found, else the
+    byte offset of a line too long to hold, for the text reader to go on from."""
+    held = b""  # the start of the line the last read ended inside
+    offset = 0  # where ``held`` starts in the file
+    first = True
+    most = min(_HELD, 4 * MAX_LINE + 4)  # bytes enough for MAX_LINE characters
+    while block := file.read(_BLOCK):
+        held += block
+        cut = held.rfind(b"\n") + 1
+        if not cut:
+            if len(held) > most:
+                return offset
+            continue
+        region, held = held[:cut], held[cut:]
+        if placer.region(region, first):
+            return None
+        first, offset = False, offset + cut
+    if held:
+        placer.region(held, first)
+    return None
+
+
+class _Placer:
+    """The wanted frames of a stream file, found as its lines go by, counted as parse
+    counts frames (a blank SSE ``data`` or JSON line is no frame, an SSE event with no blank
+    line after it is none either)."""
+
+    def __init__(self, framing: str, wanted: set[int]) -> None:
+        self.framing = framing
+        self.wanted = wanted
+        self.ahead = sorted(wanted)
+        self.found: dict[int, _Frame] = {}
+        self.index = 0  # the next frame's
+        self.data: list[tuple[int, int, str]] = []  # the data lines of the SSE event being read
+        self.event_start = 0  # its first line
+        self.counted = 0  # the lines read so far
+
+    def _before_next(self) -> int:
+        """The frames before the next one wanted."""
+        return self.ahead[bisect_left(self.ahead, self.index)] - self.index
+
+    def region(self, region: bytes, first: bool) -> bool:
+        """A region of whole lines (``first``: the file's first); whether the last frame
+        wanted has been found. Its regular frames are counted in bytes up to the next frame
+        wanted, that frame's lines are read, and so on, until the region is irregular."""
+        end = b"\n" if self.framing == "jsonl" else b"\n\n"  # after one frame, when regular
+        while True:
+            taken = 0 if self.data else self.regular(region)  # none of a BOM's line
+            if taken:
+                region, first = region[taken:], False
+            if self.data or self._before_next():  # irregular from here, or wholly counted
+                return self.decoded(region, first)
+            cut = region.find(end) + len(end)  # the frame wanted, if it is regular
+            if cut < len(end):
+                return self.decoded(region, first)
+            if self.decoded(region[:cut], first):
+                return True
+            region, first = region[cut:], False
+
+    def decoded(self, region: bytes, first: bool) -> bool:
+        """``region``'s lines, read (:meth:`read`); whether the last frame wanted is found."""
+        text = region.decode("utf-8", "surrogateescape")
+        if self.framing == "sse":  # LF, CRLF or CR, as the text reader reads SSE
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        if not lines[-1]:
+            lines.pop()  # the region ended with its line break
+        if len(text) > MAX_LINE and max(map(len, lines)) > MAX_LINE:
+            lines = [line[:MAX_LINE] for line in lines]
+        if first and lines:
+            lines[0] = lines[0].removeprefix(_BOM)
+        return self.read(lines)
+
+    def regular(self, region: bytes) -> int:
+        """The bytes of the regular frames ``region`` opens with, before the next frame
+        wanted, counted without decoding them: JSON lines that open an object, or SSE events
+        of one ``data: {`` line and a blank line (a region with a CR, which may end an SSE
+        line, has none).
+
+        The commonest case, frames that are all regular up to the region's last one and none
+        wanted, is told by counting line breaks, in C, over the whole region: every line
+        break then belongs to a frame's end or to the opening of the next one. Otherwise the
+        frames are looked at one by one (:meth:`_regular_run`)."""
+        most = self._before_next()
+        if not most:
+            return 0
+        if self.framing == "jsonl":
+            if not region.startswith(b"{"):
+                return 0
+            whole = region.rfind(b"\n") + 1
+            if not whole:
+                return 0
+            frames = region.count(b"\n", 0, whole)
+            breaks_per_frame = 1
+            if frames > most or region.count(b"\n{", 0, whole) != frames - 1:
+                whole, frames = self._regular_run(region.split(b"\n", most)[:-1], b"{", 1)
+        else:
+            if not region.startswith(b"data: {") or b"\r" in region:
+                return 0
+            whole = region.rfind(b"\n\n") + 2
+            if whole < 2:
+                return 0  # not one event's end yet
+            frames = region.count(b"\n\ndata: {", 0, whole) + 1
+            breaks_per_frame = 2
+            if frames > most or region.count(b"\n", 0, whole) != 2 * frames:
+                events = region.split(b"\n\n", most)[:-1]
+                whole, frames = self._regular_run(events, b"data: {", 2)
+        if frames:
+            self.index += frames
+            self.counted += breaks_per_frame * frames
+            self.event_start = 0  # the last line counted ended an event
+        return whole
+
+    @staticmethod
+    def _regular_run(frames: list[bytes], opening: bytes, breaks: int) -> tuple[int, int]:
+        """The bytes and the number of the regular frames ``frames`` (each followed by
+        ``breaks`` line breaks) open with: up to the first that does not open with
+        ``opening`` or holds a line break."""
+        whole = next(compress(count(), map(ne, map(bytes.find, frames, _LF), _NOT_FOUND)), None)
+        run = frames if whole is None else frames[:whole]
+        opens = map(bytes.startswith, run, repeat(opening))
+        regular = next(compress(count(), map(not_, opens)), len(run))
+        return sum(map(len, run[:regular])) + breaks * regular, regular
+
+    def read(self, lines: list[str]) -> bool:
+        """The next ``lines``, read one by one but for runs of regular frames between the
+        wanted ones (:func:`_regular_frames`); whether the last frame wanted is found."""
+        framing, wanted, ahead, found = self.framing, self.wanted, self.ahead, self.found
+        index, data, event_start, counted = self.index, self.data, self.event_start, self.counted
+        last = ahead[-1]
+        per_frame, opens = (1, "{") if framing == "jsonl" else (2, "data: {")  # a regular frame
+        position = 0  # the next line to read
+        done = False
         while position < len(lines):
             if not data and lines[position].startswith(opens):
                 # Between SSE events (or JSON lines): count the regular frames that come
@@ -287,12 +437,18 @@ def _delimited_frames(path: Path, framing: str, wanted: set[int]) -> dict[int, _
             else:
                 event_start = 0
             if index > last:
-                return found
-        counted += len(lines)
-    if data and index in wanted:
-        # The stream ended inside an event (parse.incomplete-frame names this index).
-        found[index] = _Frame("", [(event_start, 0, 0)])
-    return found
+                done = True
+                break
+        self.index, self.data, self.event_start = index, data, event_start
+        self.counted = counted + len(lines)
+        return done
+
+    def end(self) -> dict[int, _Frame]:
+        """The frames found, once the file is read as far as it needs to be."""
+        if self.data and self.index in self.wanted:
+            # The stream ended inside an event (parse.incomplete-frame names this index).
+            self.found[self.index] = _Frame("", [(self.event_start, 0, 0)])
+        return self.found
 
 
 def _regular_frames(lines: list[str], at: int, framing: str, most: int) -> int:
