@@ -31,7 +31,8 @@ it under trio instead of asyncio (a cancel scope per read there). ``--proto`` fe
 the same events as HTTP + Protobuf frames (the ``proto`` extra), in 64 KiB reads.
 ``--deliver`` measures delivery to a handler in process (issue 36's measure of deliver mode):
 ``Pipeline(handlers={"*": handler})``, no declaration, in 64 KiB reads, with the Conversation
-(the default) and without it (``conversation=False``), each on the native core and on the pure
+(the default), without it (``conversation=False``), and with a middleware stage that hands each
+batch on unchanged (the native run split around it), each on the native core and on the pure
 one (``AGUI_PIPELINE_PURE=1``), beside the SDK's parse-only pass over the same frames in
 process (``TypeAdapter(Event).validate_json``) and a floor under any delivery to a Python
 handler: each frame, cut out beforehand, built by ``orjson.loads`` and handed to the same
@@ -56,9 +57,10 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ClassVar
 
 import orjson
-from agui_pipeline import Pipeline
+from agui_pipeline import Batch, Pipeline, Stage
 from agui_pipeline.testing.workload import DECLARATION
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +96,9 @@ def _child(
         def handler(event: object) -> None:
             """What a handler that looks at each event costs at least."""
 
-        pipeline = Pipeline(handlers={"*": handler}, conversation=deliver == "handler")
+        pipeline = Pipeline(handlers={"*": handler}, conversation=deliver != "bare")
+        if deliver == "middleware":
+            pipeline = pipeline.insert_before("enforce", Unchanged)
     names = pipeline.stage_names
     for later in reversed(names[names.index(upto) + 1 :]):
         pipeline = pipeline.without(later)
@@ -139,6 +143,16 @@ def _child(
             await consume(reads)
 
     anyio.run(passes, backend=backend)
+
+
+class Unchanged(Stage):
+    """A user's middleware that hands every batch on as it came: what splitting the native
+    run around a stage of the user's costs, and no more."""
+
+    name: ClassVar[str] = "unchanged"
+
+    async def process(self, batch: Batch) -> Batch:
+        return batch
 
 
 def _sdk_child(path: Path, measured: bool) -> None:
@@ -332,12 +346,14 @@ def delivery(path: Path, live: bool) -> str:
         "pure core": (["--deliver", "handler"], pure),
         "native core, no Conversation": (["--deliver", "bare"], env),
         "pure core, no Conversation": (["--deliver", "bare"], pure),
+        "native core, a middleware stage": (["--deliver", "middleware"], env),
+        "pure core, a middleware stage": (["--deliver", "middleware"], pure),
         "SDK parse-only": (["--deliver", "sdk"], env),
         "orjson.loads to the handler, nothing else": (["--deliver", "floor"], env),
     }
     per_event = {}
     for name, (reading, environment) in contenders.items():
-        if live and reading[1] in ("handler", "bare"):
+        if live and reading[1] in ("handler", "bare", "middleware"):
             reading = [*reading, "--live"]
         baseline = _instructions(path, [], False, reading, environment)
         total = _instructions(path, [], True, reading, environment)
@@ -380,7 +396,7 @@ def main(argv: list[str] | None = None) -> None:
         "--deliver",
         nargs="?",
         const="handler",
-        choices=("handler", "bare", "sdk", "floor"),
+        choices=("handler", "bare", "middleware", "sdk", "floor"),
         help="delivery to a handler in process, native and pure, beside the SDK and a floor",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

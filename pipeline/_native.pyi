@@ -43,10 +43,12 @@ class Judge:
         quiet_versions: list[str],
         input: tuple[Any, ...] | None = None,
         delivers: tuple[list[str], list[str] | None] | None = None,
+        stands_in: str = "lint",
     ) -> None:
         """``delivers``, for a judge that builds the events it passes (``None``: it builds
         none): the types it marks whatever their members (``take_marked``), and the only
-        types it builds (``None``: every one)."""
+        types it builds (``None``: every one); ``stands_in``: the last stage it stands in for,
+        ``"lint"`` (every rule) or ``"compat"`` (the frames and compat alone)."""
     def feed(self, chunk: bytes) -> list[dict[str, Any]] | None:
         """One read, from the stream's first frame on; for a judge made to deliver, the
         events it passed of the read, built as ``orjson.loads`` builds them, when it is still

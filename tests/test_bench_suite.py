@@ -66,3 +66,22 @@ def test_typescript_peer_consumes_the_whole_stream(tmp_path: Path) -> None:
     path.write_bytes(encode_sse(events(500)))
     result = peers.run_ts(path, 1)
     assert result["events"] == 500 and len(result["seconds"]) == 1
+
+
+@pytest.mark.parametrize("deliver", ["handler", "bare", "middleware", "floor"])
+def test_the_instruction_count_s_delivery_children_read_the_workload_to_its_end(
+    deliver: str, tmp_path: Path
+) -> None:
+    """What ``python -m benchmarks.instructions --deliver`` runs under valgrind, run once
+    without it: each pipeline's child completes the workload (it asserts the verdict)."""
+    path = tmp_path / "workload.sse"
+    path.write_bytes(encode_sse(events(300)))
+    child = [sys.executable, "-m", "benchmarks.instructions", "--child", "--file", str(path)]
+    done = subprocess.run(
+        [*child, "--measured", "--deliver", deliver],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

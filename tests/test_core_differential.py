@@ -13,10 +13,11 @@ one core.
 The inputs: the conformance corpus (``AGUI_SPEC_DIR``), the streams in ``examples/`` and
 ``tests/walkthrough/`` (with the capabilities declaration or run input beside them), and
 random streams, valid and broken, as SSE, JSON lines and a JSON array, in random reads (one
-byte a read, empty reads among them), some under small limits. Every input runs on both
-implementations of a run of built-in stages (``built_in_run``). Where deliver mode applies (no
-declaration, run input or peer version: ``pipeline/_engine/deliver.py``), the native run is
-deliver mode's — the judge's events until it is unsure, the reference's after — and
+byte a read, empty reads among them), some under small limits. The corpus and the random
+streams also go through a pipeline with a middleware stage, around which the native run is
+split. Every input runs on both implementations of a run of built-in stages
+(``built_in_run``). Where deliver mode applies (``pipeline/_engine/deliver.py``), the native
+run is deliver mode's — the judge's events until it is unsure, the reference's after — and
 ``tests/test_deliver.py`` checks that both paths are taken.
 """
 
@@ -36,7 +37,7 @@ from typing import Any, cast
 import anyio
 import orjson
 import pytest
-from agui_pipeline import Pipeline, _cores
+from agui_pipeline import Batch, Pipeline, Stage, _cores
 from agui_pipeline.errors import InputRejected
 from agui_pipeline.options import Limits
 from agui_pipeline.testing.conformance import load_fixture
@@ -52,6 +53,16 @@ from tests.test_parse_differential import broken_stream
 pytestmark = pytest.mark.usefixtures("built_in_run")  # batch and fused (conftest)
 
 PipelineFactory = Callable[[], Pipeline]
+
+
+class Unchanged(Stage):
+    """A user's middleware that hands each batch on as it came: the native run is split
+    around it (the judge stands in for parse and compat alone, ``judging.stands_in``)."""
+
+    name = "unchanged"
+
+    async def process(self, batch: Batch) -> Batch:
+        return batch
 
 
 # -- one run, everything it shows --------------------------------------------------------------
@@ -256,6 +267,14 @@ def test_the_corpus_gives_the_same_on_both_cores(path: Path) -> None:
                 framed_natively=bool(frames),
                 what=f"{path.stem} as {framing}, {shape}",
             )
+        # A middleware stage: the judge stands in for parse and compat alone.
+        assert_same(
+            lambda: Pipeline(peer_max_protocol_version=version, middleware=[Unchanged]),
+            random_reads(data, 11),
+            run_input,
+            framed_natively=bool(frames),
+            what=f"{path.stem} as {framing} through a middleware stage, random reads",
+        )
 
 
 # -- the streams shipped with the project --------------------------------------------------------
@@ -478,6 +497,11 @@ PIPELINES: dict[str, PipelineFactory] = {
     "no conversation": lambda: Pipeline(conversation=False),
     "a handler": lambda: Pipeline(handlers={"*": lambda event: None}),
     "an old peer": lambda: Pipeline(peer_max_protocol_version="0.0.57"),
+    "middleware": lambda: Pipeline(middleware=[Unchanged]),
+    "middleware, declared": lambda: Pipeline(capabilities=DECLARATION, middleware=[Unchanged]),
+    "middleware, an old peer": lambda: Pipeline(
+        peer_max_protocol_version="0.0.57", middleware=[Unchanged]
+    ),
 }
 
 LIMITS = st.sampled_from(

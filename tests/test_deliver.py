@@ -691,9 +691,14 @@ def test_a_stage_of_yours_after_lint_is_not_handed_an_event_again_at_a_handover(
     ("what", "make", "run_input"),
     [
         ("a JSON array document", lambda: Pipeline(framing="json"), None),
-        ("a stage of yours before enforce", lambda: Pipeline(middleware=[_Yours]), None),
-        ("a stage of yours before lint", lambda: Pipeline().insert_before("lint", _Yours), None),
+        ("a stage of yours first", lambda: Pipeline().insert_before("compat", _Yours), None),
+        ("a stage of yours for compat", lambda: Pipeline().replace("compat", _Yours), None),
         ("a stage of yours for lint", lambda: Pipeline().replace("lint", _Yours), None),
+        (
+            "a stage of yours before enforce, for a peer that knows no subagents",
+            lambda: Pipeline(middleware=[_Yours], peer_max_protocol_version="0.0.57"),
+            None,
+        ),
         ("a run input on no thread", Pipeline, {"runId": "r", "messages": []}),
         ("a run input whose state JSON cannot hold", Pipeline, {**INPUT, "state": {1j}}),
     ],
@@ -712,9 +717,146 @@ def test_what_deliver_mode_leaves_to_the_reference(
             Pipeline(peer_max_protocol_version="0.0.57"),
             Pipeline().insert_after("lint", _Yours),
             Pipeline().insert_before("dispatch", _Yours),
+            Pipeline(middleware=[_Yours]),
+            Pipeline(middleware=[_Yours], peer_max_protocol_version="0.0.58"),
+            Pipeline().insert_before("lint", _Yours),
         ):
             assert isinstance(open_session(taken, taken.context()), JudgedSession)
             assert isinstance(open_session(taken, taken.context(INPUT)), JudgedSession)
+
+
+@pytest.mark.parametrize(
+    ("make", "upto"),
+    [
+        (Pipeline, "lint"),
+        (lambda: Pipeline().insert_after("lint", _Yours), "lint"),
+        (lambda: Pipeline(middleware=[_Yours]), "compat"),
+        (lambda: Pipeline(capabilities=DECLARATION).insert_before("lint", _Yours), "compat"),
+        (lambda: Pipeline().insert_after("enforce", _Yours), "compat"),
+    ],
+)
+def test_the_judge_stands_in_up_to_the_first_stage_of_yours(
+    make: Callable[[], Pipeline], upto: str
+) -> None:
+    """Up to lint where every stage of the user's comes after it; else for compat alone, and
+    the stages after it run in Python (with a run input too: only lint's rules read it)."""
+    pipeline = make()
+    with running("native"):
+        for run_input in (None, INPUT):
+            session = open_session(pipeline, pipeline.context(run_input))
+            assert isinstance(session, JudgedSession)
+            assert session.front._upto.name == upto
+            assert [stage.name for stage in session.front._front][-1] == upto
+
+
+class _Translating(Stage):
+    """Middleware that turns the producer's own ``ACME_PROGRESS`` events, which the protocol
+    does not describe, into ``CUSTOM`` ones, and upper-cases each text delta in place."""
+
+    name = "translating"
+
+    async def process(self, batch: Batch) -> Batch:
+        for event in batch.events:
+            if event["type"] == "ACME_PROGRESS":
+                event["type"] = "CUSTOM"
+                event["name"] = "acme.progress"
+            elif event["type"] == "TEXT_MESSAGE_CONTENT":
+                event["delta"] = event["delta"].upper()
+        return Batch(batch.events, batch.indices)
+
+
+def _with_progress(stream: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``stream`` with an ``ACME_PROGRESS`` event of the producer's own after each step, and
+    with documents compat reads but leaves as they are: the first run echoes its input, a
+    snapshot of messages follows it, and the first tool result has content parts."""
+    parts = [{"type": "text", "text": "see"}, {"type": "image", "source": _IMAGE}]
+    messages = [{"id": "history-1", "role": "user", "content": parts}]
+    made: list[dict[str, Any]] = []
+    for event in stream:
+        made.append(dict(event))
+        if event["type"] == "STEP_STARTED":
+            made.append({"type": "ACME_PROGRESS", "value": {"percent": len(made)}})
+    started = next(at for at, event in enumerate(made) if event["type"] == "RUN_STARTED")
+    made[started]["input"] = {**INPUT, "messages": messages, "forwardedProps": {}}
+    made.insert(started + 1, {"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    result = next(event for event in made if event["type"] == "TOOL_CALL_RESULT")
+    result["content"] = parts
+    return made
+
+
+_IMAGE = {"type": "url", "value": "https://example.com/a.png", "mimeType": "image/png"}
+_BINARY = {"type": "binary", "mimeType": "image/png"}
+
+
+MIDDLEWARE: list[tuple[str, Callable[[], Pipeline]]] = [
+    ("middleware", lambda: Pipeline(middleware=[_Watching])),
+    ("a translating middleware", lambda: Pipeline(middleware=[_Translating, _Watching])),
+    (
+        "before lint, declared",
+        lambda: Pipeline(capabilities=DECLARATION).insert_before("lint", _Watching),
+    ),
+]
+
+
+@pytest.mark.parametrize("framing", ["sse", "jsonl, the last line without its newline"])
+@pytest.mark.parametrize(("where", "make"), MIDDLEWARE, ids=[where for where, _ in MIDDLEWARE])
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_stage_of_yours_before_lint_is_handed_the_events_the_judge_passed_for_compat(
+    framing: str,
+    where: str,
+    make: Callable[[], Pipeline],
+    shape: str,
+    cut: Callable[[bytes], list[bytes]],
+) -> None:
+    """The judge stands in for parse and compat; the stage of the user's, then enforce and
+    every stage after it, run in Python on the events it built: a type the protocol does not
+    describe among them, for the stage to translate."""
+    stream = _with_progress(events(600, seed=3))  # the workload's first tool result at 354
+    encode = _sse if framing == "sse" else lambda events: _jsonl(events)[:-1]
+    reads = cut(encode(stream))
+    judged, session = _paths(make, reads)
+    assert judged and all(judged), f"{where}: a batch came from the reference"
+    assert session.front._upto.name == "compat"
+    outcome = assert_same(make, reads, what=f"a stage of yours {where}, {framing}, {shape}")
+    # Before lint, after enforce: the producer's own type is dropped, with a warning, first.
+    kept = [event for event in stream if event["type"] != "ACME_PROGRESS"]
+    handed = len(kept) if where.startswith("before lint") else len(stream)
+    assert any(f"handed {handed}" in d for d in outcome["diagnostics"])
+
+
+def _with_compat_at(at: int, change: str) -> list[dict[str, Any]]:
+    """The clean runs with something compat changes, and warns of, at event ``at``."""
+    stream = [dict(event) for event in CLEAN]
+    binary = {**_BINARY, "data": "AA=="}
+    if change == "rawEvent":
+        stream[at]["rawEvent"] = None
+    elif change == "THINKING_*":
+        stream.insert(at, {"type": "THINKING_START", "title": "pondering"})
+        stream.insert(at + 1, {"type": "THINKING_END"})
+    else:  # a legacy part, or a part's metadata sent as null, in a snapshot's message
+        part: dict[str, Any] = {"type": "image", "source": _IMAGE, "metadata": None}
+        if change == "a binary part":
+            part = binary
+        messages = [{"id": f"snapshot-{at}", "role": "user", "content": [part]}]
+        stream.insert(at, {"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    return stream
+
+
+@pytest.mark.parametrize("change", ["rawEvent", "THINKING_*", "a binary part", "a null metadata"])
+@pytest.mark.parametrize("at", [10, 100, 190])
+def test_a_stage_of_yours_before_lint_is_not_handed_an_event_again_at_a_handover(
+    at: int, change: str
+) -> None:
+    """Where compat would change an event, the reference takes over: the reads held go
+    through parse and compat again, and the stage is handed each event once."""
+    stream = _with_compat_at(at, change)
+    reads = random_reads(_sse(stream), 5)
+    make = MIDDLEWARE[0][1]
+    judged, session = _paths(make, reads)
+    assert judged[0] and not session.judging
+    outcome = assert_same(make, reads, what=f"middleware, {change} at {at}")
+    assert any(f"handed {len(stream)}" in d for d in outcome["diagnostics"])
+    assert any("compat." in d for d in outcome["diagnostics"])
 
 
 @st.composite
@@ -827,3 +969,47 @@ def test_random_declared_streams_give_the_same_on_both_cores(data: st.DataObject
         return Pipeline(capabilities=copy.deepcopy(declared))
 
     assert_same(make, reads, run_input, what=f"a stream declared {declared}")
+
+
+def test_for_a_peer_that_knows_no_subagents_compat_stays_in_python() -> None:
+    """The 0.0.57 shim drops subagent events and strips their attribution: a stage of the
+    user's before lint is then handed what the reference's compat passes, so the judge stands
+    in for none of it."""
+    delegated = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "s", "name": "helper"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant", "subagentRunId": "s"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "s"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+
+    def make() -> Pipeline:
+        return Pipeline(middleware=[_Watching], peer_max_protocol_version="0.0.57")
+
+    outcome = assert_same(make, [_sse(delegated)], what="an old peer's subagents")
+    assert any("compat.peer-downgrade-dropped" in d for d in outcome["diagnostics"]), outcome
+
+
+@pytest.mark.parametrize(
+    "retired",
+    [
+        {"forwardedProps": None},
+        {"tools": [{"name": "lookup", "description": "", "parameters": None}]},
+        {"resume": [{"interruptId": "i-1", "status": "resolved", "payload": None}]},
+        {"messages": [{"id": "u", "role": "user", "content": [{**_BINARY, "url": "https://a"}]}]},
+    ],
+    ids=["forwardedProps", "a tool's parameters", "a resume payload", "a binary part"],
+)
+def test_an_echoed_input_with_a_retired_shape_is_left_to_compat(retired: dict[str, Any]) -> None:
+    """A run that echoes an input holding a retired shape: compat translates it, so a stage of
+    the user's before lint is handed it from the reference."""
+    stream = [dict(event) for event in CLEAN]
+    stream[0]["input"] = {**INPUT, **retired}
+    reads = random_reads(_sse(stream), 5)
+    make = MIDDLEWARE[0][1]
+    _, session = _paths(make, reads)
+    assert isinstance(session, JudgedSession) and not session.judging
+    outcome = assert_same(make, reads, what=f"an echoed input with {retired}")
+    assert any("compat." in d for d in outcome["diagnostics"]), outcome["diagnostics"]

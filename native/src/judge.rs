@@ -165,6 +165,7 @@ impl Recent {
 
 /// The rules' state for one stream.
 struct Stream {
+    stands_in: StandsIn,
     limits: Limits,
     quiet_versions: Vec<String>,
     phase: Phase,
@@ -208,6 +209,19 @@ impl Deliver for () {
     fn deliver(&mut self, _event: &Decoded<'_>) {}
 }
 
+/// The last of the reference's stages, from parse, whose work the judge stands in for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StandsIn {
+    /// Parse to lint: every rule below (a pipeline whose stages of the user's all come after
+    /// lint, or that has none).
+    Lint,
+    /// Parse and compat only (a pipeline with a stage of the user's before lint, which must
+    /// be handed the events compat passes): the frames as parse reads them, each one that
+    /// compat would leave as sent (`compat_quiet`); enforce and every stage after it run in
+    /// Python on what the judge passes.
+    Compat,
+}
+
 /// The judge of one stream.
 pub struct Judge {
     framer: Framer,
@@ -222,6 +236,7 @@ pub struct Judge {
 impl Judge {
     pub fn new(
         framing: Framing,
+        stands_in: StandsIn,
         checks: Arc<Checks>,
         limits: Limits,
         quiet_versions: Vec<String>,
@@ -232,6 +247,7 @@ impl Judge {
             framing,
             checks,
             stream: Stream {
+                stands_in,
                 limits,
                 quiet_versions,
                 phase: Phase::BeforeFirst,
@@ -331,7 +347,10 @@ impl Judge {
             } else {
                 Err("an SSE event the stream ended inside")
             };
-            let closed = matches!(self.stream.phase, Phase::Finished | Phase::Errored);
+            // Standing in for compat alone, the judge does not follow runs: verify, in Python,
+            // says how the stream ended.
+            let closed = self.stream.stands_in == StandsIn::Compat
+                || matches!(self.stream.phase, Phase::Finished | Phase::Errored);
             let ended = ends.and(if closed {
                 Ok(())
             } else {
@@ -412,6 +431,11 @@ fn frame(
     let Some(kind) = member(event, "type").and_then(Decoded::as_str) else {
         return Err("an event without a string type");
     };
+    if stream.stands_in == StandsIn::Compat {
+        compat_quiet(kind, event, &stream.quiet_versions)?;
+        deliver.deliver(&value);
+        return Ok(());
+    }
     let node = match &stream.last_type {
         Some((known, node)) if same_text(known, kind) => *node, // deltas come in runs of one type
         _ => {
@@ -431,6 +455,85 @@ fn frame(
     stream.event(kind, event, payload, index)?;
     deliver.deliver(&value);
     Ok(())
+}
+
+/// Whether compat (`stages/compat.py`) leaves an event exactly as sent and says nothing of it,
+/// the peer's version gating no shim (the caller's to know): no retired event type, no retired
+/// `null` or legacy part where compat looks for one (on the event, and in the documents it
+/// carries: a run's echoed input, a snapshot's messages, a tool result's content parts), no
+/// version its negotiation warns of. Any other type, known to the protocol or not, compat
+/// passes on untouched.
+fn compat_quiet(kind: &str, event: &Members<'_>, quiet_versions: &[String]) -> Result<(), Unsure> {
+    let null = |field: &str| member(event, field).is_some_and(Decoded::is_null);
+    if null("rawEvent") {
+        return Err("a rawEvent sent as null (compat translates it)");
+    }
+    match kind {
+        "THINKING_START"
+        | "THINKING_END"
+        | "THINKING_TEXT_MESSAGE_START"
+        | "THINKING_TEXT_MESSAGE_CONTENT"
+        | "THINKING_TEXT_MESSAGE_END" => Err("a retired event type compat translates"),
+        "TOOL_CALL_START" | "TOOL_CALL_CHUNK" if null("parentMessageId") => {
+            Err("a parentMessageId sent as null (compat translates it)")
+        }
+        "RUN_FINISHED" if null("outcome") || null("result") => {
+            Err("a run's outcome or result sent as null (compat translates it)")
+        }
+        "SUBAGENT_FINISHED" if null("result") => {
+            Err("a subagent's result sent as null (compat translates it)")
+        }
+        "RUN_STARTED" => {
+            if member(event, "input").is_some_and(retired_input) {
+                return Err("a run input with a retired shape (compat translates it)");
+            }
+            match member(event, "protocolVersion").and_then(Decoded::as_str) {
+                // Not a string: compat leaves it to enforce.
+                Some(version) if !quiet_versions.iter().any(|known| known == version) => {
+                    Err("a protocolVersion compat may warn of")
+                }
+                _ => Ok(()),
+            }
+        }
+        "MESSAGES_SNAPSHOT" if retired_messages(member(event, "messages")) => {
+            Err("a snapshot's message with a retired part (compat translates it)")
+        }
+        "TOOL_CALL_RESULT" if retired_parts(member(event, "content")) => {
+            Err("a content part compat translates")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether a content part is one compat translates (`model/retired.py`, `upgrade_parts`): a
+/// legacy `binary` part, or a `metadata` sent as null (compat drops it on a media part; the
+/// judge asks it of any part).
+fn retired_part(part: &Decoded<'_>) -> bool {
+    part.get("type").and_then(Decoded::as_str) == Some("binary")
+        || part.get("metadata").is_some_and(Decoded::is_null)
+}
+
+/// Whether a list of content parts holds one compat translates (anything but a list: none).
+fn retired_parts(content: Option<&Decoded<'_>>) -> bool {
+    matches!(content, Some(Decoded::List(parts)) if parts.iter().any(retired_part))
+}
+
+/// Whether a list of messages holds a content part compat translates (`upgrade_messages`).
+fn retired_messages(messages: Option<&Decoded<'_>>) -> bool {
+    matches!(messages, Some(Decoded::List(items))
+        if items.iter().any(|message| retired_parts(message.get("content"))))
+}
+
+/// Whether an echoed run input holds a shape compat translates (`upgrade_input`): a
+/// `forwardedProps`, a tool's `parameters` or a resume entry's `payload` sent as null, or a
+/// message's retired part.
+fn retired_input(input: &Decoded<'_>) -> bool {
+    let null = |holder: &Decoded<'_>, field: &str| holder.get(field).is_some_and(Decoded::is_null);
+    let any_null = |list: Option<&Decoded<'_>>, field: &str| matches!(list, Some(Decoded::List(items)) if items.iter().any(|item| null(item, field)));
+    null(input, "forwardedProps")
+        || any_null(input.get("tools"), "parameters")
+        || any_null(input.get("resume"), "payload")
+        || retired_messages(input.get("messages"))
 }
 
 fn text<'a>(event: &'a Members<'_>, field: &str) -> Result<&'a str, Unsure> {
@@ -865,11 +968,7 @@ fn content_chars(content: Option<&Decoded<'_>>) -> Result<usize, Unsure> {
     match content {
         Some(Decoded::Str(text)) => Ok(chars(text)),
         Some(parts @ Decoded::List(items)) => {
-            let retired = items.iter().any(|part| {
-                part.get("type").and_then(Decoded::as_str) == Some("binary")
-                    || part.get("metadata").is_some_and(Decoded::is_null)
-            });
-            if retired {
+            if items.iter().any(retired_part) {
                 return Err("a content part compat translates");
             }
             Ok(parts.written_bound())
@@ -924,8 +1023,92 @@ fn is_json_document(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_json_document, may_nest_too_deep, usage_adds_up};
+    use super::{compat_quiet, is_json_document, may_nest_too_deep, usage_adds_up};
     use crate::decode::Decoded;
+
+    /// `compat_quiet` of one event, given as JSON text, with 1.0 the one quiet version.
+    fn quiet(event: &str) -> bool {
+        let decoded = Decoded::read(event.as_bytes()).unwrap();
+        let members = decoded.as_object().unwrap();
+        let kind = members[0].1.as_str().unwrap();
+        compat_quiet(kind, members, &["1.0".to_owned()]).is_ok()
+    }
+
+    #[test]
+    fn what_compat_leaves_as_sent() {
+        assert!(quiet(
+            r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "hi"}"#
+        ));
+        assert!(quiet(
+            r#"{"type": "SOMETHING_NEW", "rawEvent": {"a": null}}"#
+        ));
+        assert!(quiet(
+            r#"{"type": "RUN_STARTED", "protocolVersion": "1.0"}"#
+        ));
+        assert!(quiet(r#"{"type": "RUN_STARTED", "protocolVersion": 1}"#));
+        assert!(quiet(
+            r#"{"type": "TOOL_CALL_START", "parentMessageId": "m"}"#
+        ));
+        assert!(quiet(r#"{"type": "TOOL_CALL_RESULT", "content": "text"}"#));
+        assert!(quiet(r#"{"type": "RUN_FINISHED", "result": {"a": null}}"#));
+        let parts = r#"[{"type": "text", "text": "hi"}, {"type": "image", "metadata": {}}]"#;
+        assert!(quiet(&format!(
+            r#"{{"type": "TOOL_CALL_RESULT", "content": {parts}}}"#
+        )));
+        let messages = format!(r#"[{{"id": "m", "role": "user", "content": {parts}}}]"#);
+        assert!(quiet(&format!(
+            r#"{{"type": "MESSAGES_SNAPSHOT", "messages": {messages}}}"#
+        )));
+        let input = format!(
+            r#"{{"forwardedProps": {{}}, "tools": [{{"name": "t", "parameters": {{}}}}],
+                "resume": [{{"payload": 1}}], "messages": {messages}}}"#
+        );
+        assert!(quiet(&format!(
+            r#"{{"type": "RUN_STARTED", "input": {input}}}"#
+        )));
+    }
+
+    #[test]
+    fn the_retired_shapes_inside_documents() {
+        let binary = r#"[{"type": "binary", "mimeType": "image/png", "data": "AA=="}]"#;
+        let null_metadata = r#"[{"type": "image", "metadata": null}]"#;
+        for parts in [binary, null_metadata] {
+            let result = format!(r#"{{"type": "TOOL_CALL_RESULT", "content": {parts}}}"#);
+            assert!(!quiet(&result), "{result}");
+            let messages = format!(r#"[{{"id": "m", "role": "user", "content": {parts}}}]"#);
+            let snapshot = format!(r#"{{"type": "MESSAGES_SNAPSHOT", "messages": {messages}}}"#);
+            assert!(!quiet(&snapshot), "{snapshot}");
+            let input =
+                format!(r#"{{"type": "RUN_STARTED", "input": {{"messages": {messages}}}}}"#);
+            assert!(!quiet(&input), "{input}");
+        }
+        for input in [
+            r#"{"forwardedProps": null}"#,
+            r#"{"tools": [{"name": "t"}, {"name": "u", "parameters": null}]}"#,
+            r#"{"resume": [{"payload": null}]}"#,
+        ] {
+            let started = format!(r#"{{"type": "RUN_STARTED", "input": {input}}}"#);
+            assert!(!quiet(&started), "{started}");
+        }
+    }
+
+    #[test]
+    fn what_compat_changes_or_reads() {
+        assert!(!quiet(r#"{"type": "TEXT_MESSAGE_END", "rawEvent": null}"#));
+        assert!(!quiet(r#"{"type": "THINKING_START"}"#));
+        assert!(!quiet(
+            r#"{"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "x"}"#
+        ));
+        assert!(!quiet(
+            r#"{"type": "TOOL_CALL_CHUNK", "parentMessageId": null}"#
+        ));
+        assert!(!quiet(r#"{"type": "RUN_FINISHED", "outcome": null}"#));
+        assert!(!quiet(r#"{"type": "RUN_FINISHED", "result": null}"#));
+        assert!(!quiet(r#"{"type": "SUBAGENT_FINISHED", "result": null}"#));
+        assert!(!quiet(
+            r#"{"type": "RUN_STARTED", "protocolVersion": "9.0"}"#
+        ));
+    }
 
     fn usage(text: &str) -> Decoded<'_> {
         Decoded::read(text.as_bytes()).unwrap()

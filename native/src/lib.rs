@@ -300,9 +300,11 @@ impl Judge {
     /// the events it passes, as `orjson.loads` builds them, for `feed` and `take_ended` to
     /// return (`None`: it builds none), the event types whose events it marks whatever their
     /// members (besides every event with a `metadata` member), and the only event types it
-    /// builds, the others passed over (`None`: every one).
+    /// builds, the others passed over (`None`: every one); `stands_in`: the last of the
+    /// reference's stages the judge stands in for, `"lint"` (every rule) or `"compat"` (the
+    /// frames and compat alone: `judge::StandsIn`).
     #[new]
-    #[pyo3(signature = (framing, checks, limits, quiet_versions, input=None, delivers=None))]
+    #[pyo3(signature = (framing, checks, limits, quiet_versions, input=None, delivers=None, stands_in="lint"))]
     fn new(
         framing: &str,
         checks: &Checks,
@@ -320,8 +322,18 @@ impl Judge {
         quiet_versions: Vec<String>,
         input: Option<JudgeInput>,
         delivers: Option<(Vec<String>, Option<Vec<String>>)>,
+        stands_in: &str,
     ) -> PyResult<Self> {
         let framing = framing_named(framing, "the judge")?;
+        let stands_in = match stands_in {
+            "lint" => judge::StandsIn::Lint,
+            "compat" => judge::StandsIn::Compat,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "the judge stands in for parse up to 'lint' or 'compat', not {other:?}"
+                )));
+            }
+        };
         let (
             max_frame_bytes,
             max_depth,
@@ -359,7 +371,7 @@ impl Judge {
         let names = build::Names::new(Arc::clone(&checks.known));
         let checks = Arc::clone(&checks.checks);
         let judge = guarded("judge", || {
-            judge::Judge::new(framing, checks, limits, quiet_versions, input)
+            judge::Judge::new(framing, stands_in, checks, limits, quiet_versions, input)
         })
         .map_err(InternalError::new_err)?;
         let delivering = delivers.is_some();

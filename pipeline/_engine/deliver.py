@@ -33,9 +33,14 @@ Deliver mode runs where the judge can stand in (``judging.stands_in``: the defau
 and stages, the user's only after lint, any peer version compat reads, SSE or JSON lines),
 with any declaration, handlers or sinks, and with a run input the judge can take
 (``judging.input_for_judge``: what ``HttpAgent`` and the conformance runner send); the
-session (``open_session``) chooses it per stream. A stage of the user's before lint (the
-middleware slot is before enforce) reads what the judge stands in for, and the stream is the
-reference's from its start.
+session (``open_session``) chooses it per stream.
+
+A stage of the user's before lint (the middleware slot is before enforce) reads what the
+judge's rules stand in for, so there the judge stands in for parse and compat alone
+(``judging.FRONT_JUDGED``): it passes the events compat would leave as sent, and the route is
+the user's stage, enforce and every stage after it, in Python. The same handover holds: the
+reads it passed go through parse and compat again, and verify, in the route, has recorded
+the runs itself. A run input is then the route's to read, not the judge's.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ from agui_pipeline._engine.judging import (
 from agui_pipeline._engine.session import Session
 from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, Event, empty_batch
-from agui_pipeline.stage import Decoder, RunRecord, StreamContext
+from agui_pipeline.stage import Decoder, RunRecord, Stage, StreamContext
 from agui_pipeline.stages.parse import BOM
 from agui_pipeline.stages.reconcile import Reconcile
 
@@ -66,33 +71,42 @@ if TYPE_CHECKING:
 
 
 def open_session(plan: StagePlan, ctx: StreamContext) -> Session:
-    """The session for one stream: in deliver mode where the judge can stand in for the
-    stages up to lint, else the reference's."""
+    """The session for one stream: in deliver mode where the judge can stand in for parse and
+    some of the stages after it, else the reference's."""
     if _cores.native is not None and delivers(plan, ctx):
-        if ctx.run_input is None:
-            return JudgedSession(plan, ctx, None)
+        upto = stands_in(plan, ctx.options)
+        assert upto is not None
+        if ctx.run_input is None or upto is not LAST_JUDGED:  # only lint's rules read it
+            return JudgedSession(plan, ctx, upto, None)
         answering = input_for_judge(ctx.run_input)
         if answering is not None:
-            return JudgedSession(plan, ctx, answering)
+            return JudgedSession(plan, ctx, upto, answering)
     return Session(plan, ctx)
 
 
 def delivers(plan: StagePlan, ctx: StreamContext) -> bool:
     """Whether deliver mode can run ``plan`` on this stream (see the module's docstring): a
-    run input besides, when the judge can take it (:func:`input_for_judge`)."""
-    return stands_in(plan, ctx.options) and ctx.transport != PROTO_TRANSPORT
+    run input besides, when the judge standing in up to lint can take it
+    (:func:`input_for_judge`)."""
+    return stands_in(plan, ctx.options) is not None and ctx.transport != PROTO_TRANSPORT
 
 
 class JudgedSession(Session):
     """A :class:`Session` whose decoder is the native judge (:class:`JudgedFront`) while it
-    is sure of the stream, on a route of metadata and dispatch alone; the reference's decoder
-    and route once it hands over."""
+    is sure of the stream, on a route of the stages after ``upto`` alone; the reference's
+    decoder and route once it hands over."""
 
     __slots__ = ("front",)
 
-    def __init__(self, plan: StagePlan, ctx: StreamContext, answering: JudgeInput | None) -> None:
+    def __init__(
+        self,
+        plan: StagePlan,
+        ctx: StreamContext,
+        upto: type[Stage],
+        answering: JudgeInput | None,
+    ) -> None:
         super().__init__(plan, ctx)  # the reference's stages, ready to take over
-        self.front = JudgedFront(self, answering)
+        self.front = JudgedFront(self, upto, answering)
         """The judge's decoder, kept after a handover (for tests and curiosity)."""
         self.decoder, self.route = self.front, self.front.tail
 
@@ -106,25 +120,28 @@ class JudgedFront(Decoder):
     """The decoder of a stream in deliver mode: each read to the native judge, the events it
     passed built from its decoding; where it is unsure, the reference takes over."""
 
-    def __init__(self, session: Session, answering: JudgeInput | None) -> None:
+    def __init__(self, session: Session, upto: type[Stage], answering: JudgeInput | None) -> None:
         super().__init__(session.context)
         self._session = session
         self._parse = session.decoder
         self._route = route = session.route
+        self._upto = upto
+        """The last stage the judge stands in for: lint, or compat alone
+        (``judging.stands_in``)."""
         stages = route.stages
-        cut = next(at for at, stage in enumerate(stages) if type(stage) is LAST_JUDGED) + 1
+        cut = next(at for at, stage in enumerate(stages) if type(stage) is upto) + 1
         front, tail = stages[:cut], stages[cut:]
-        if session.context.options.capabilities is not None:
+        if upto is LAST_JUDGED and session.context.options.capabilities is not None:
             reconcile = next(stage for stage in front if type(stage) is Reconcile)
             front.remove(reconcile)
             tail.insert(0, reconcile)
         self._front = front
-        """Parse's stages up to lint but a declaration's reconcile: what the judge stands in
-        for."""
+        """Parse's stages up to ``upto`` but a declaration's reconcile: what the judge stands
+        in for."""
         self.tail = Route(tail, route.built_in, route.run_type)
-        """What runs on the events the judge passes: the user's stages after lint, metadata
-        and dispatch, after reconcile when there is a declaration to hold the stream to (the
-        same stage objects the reference's route holds)."""
+        """What runs on the events the judge passes: the stages after ``upto`` (reconcile
+        first when the judge stands in up to lint and there is a declaration to hold the
+        stream to), the same stage objects the reference's route holds."""
         self.judge: Judge | None = None
         self.held: list[bytes] = []
         """The reads fed so far, for the reference to take over from."""
@@ -152,7 +169,7 @@ class JudgedFront(Decoder):
                 return self._hand_over(self._unhold())
             ctx.transport = ctx.transport or framing  # as parse names it
             self.judge = judge = new_judge(
-                framing, ctx.limits, delivers=True, input=self._answering
+                framing, ctx.limits, delivers=True, input=self._answering, upto=self._upto
             )
             events = judge.feed(head.removeprefix(BOM))
         if events is None:  # no frame judged (and so no run noted), or the judge is unsure
@@ -174,15 +191,17 @@ class JudgedFront(Decoder):
         return empty_batch() if events is None else self._batch(judge, events)
 
     def _batch(self, judge: Judge, events: list[Event]) -> Batch:
-        """The events ``judge`` passed and built, each one frame. A read of several says
-        which ones metadata must read (``Batch.marked``); a live read of one event does not
-        ask: metadata's test of one event costs less than the asking."""
+        """The events ``judge`` passed and built, each one frame. A read of several handed on
+        to metadata says which ones it must read (``Batch.marked``); a live read of one event
+        does not ask: metadata's test of one event costs less than the asking."""
         counters = self.ctx.counters
         start = counters.read
         counters.read = end = start + len(events)
         if end == start + 1:  # a live read: its one type read here, not by ``Batch.types``
             return Batch(events, [start], [events[0]["type"]], objects=True)
         indices = list(range(start, end))
+        if self._upto is not LAST_JUDGED:  # enforce and the stages after it remake the batch
+            return Batch(events, indices, objects=True)
         return Batch(events, indices, objects=True, marked=judge.take_marked())
 
     def _unhold(self) -> bytes:
@@ -199,8 +218,9 @@ class JudgedFront(Decoder):
         ctx = self.ctx
         ctx.counters.read = 0  # what the judge counted, the reference counts again
         ctx.bytes_read = 0
-        ctx.runs.clear()
-        ctx.runs_unlisted.clear()
+        if self._upto is LAST_JUDGED:  # else verify, in the route, recorded them as itself
+            ctx.runs.clear()
+            ctx.runs_unlisted.clear()
         front, parse = StageRun(self._front), self._parse
         held, self.held, self.held_bytes = self.held, [], 0
         try:

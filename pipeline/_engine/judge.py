@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from agui_pipeline import _cores
 from agui_pipeline._engine.builtin import run_without_loop
 from agui_pipeline._engine.judging import (
+    LAST_JUDGED,
     input_for_judge,
     judged_framing,
     new_judge,
@@ -170,7 +171,7 @@ def judges(pipeline: Pipeline) -> bool:
     verdict and reconcile's findings, and its framing (if set) is one the judge reads."""
     options = pipeline.options
     return (
-        stands_in(pipeline, options)
+        stands_in(pipeline, options) is LAST_JUDGED
         and len(pipeline.stage_factories) == len(default_stages())
         and (options.capabilities is None or options.on_diagnostic is None)
         and options.handlers is None

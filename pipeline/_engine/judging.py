@@ -11,9 +11,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from agui_pipeline import _cores
 from agui_pipeline._engine.order import default_decoder, default_stages
-from agui_pipeline.model.versions import PROTOCOL_VERSION, SPOKEN, parse_version, peer_version
+from agui_pipeline.model.versions import (
+    GATE_SUBAGENTS,
+    PROTOCOL_VERSION,
+    SPOKEN,
+    at_or_below,
+    parse_version,
+    peer_version,
+)
 from agui_pipeline.options import Limits, Options
 from agui_pipeline.stage import RunRecord, RunStatus, Stage, StreamContext
+from agui_pipeline.stages.compat import Compat
 from agui_pipeline.stages.lint import Lint
 from agui_pipeline.stages.parse import BOM, framing_of
 
@@ -23,28 +31,48 @@ if TYPE_CHECKING:
 
 
 LAST_JUDGED: type[Stage] = Lint
-"""The last of the built-in stages, from parse, that the judge stands in for: a stage of the
-user's may follow it (and is handed what it passes), never precede it. Judge and deliver mode
-both cut the pipeline here."""
+"""The last of the built-in stages, from parse, that the judge stands in for with every rule:
+judge mode cuts the pipeline here, and so does deliver mode where every stage of the user's
+follows it (each is handed what it passes)."""
+
+FRONT_JUDGED: type[Stage] = Compat
+"""The last of the built-in stages the judge stands in for in deliver mode when a stage of the
+user's comes before lint (middleware, say): the judge frames and decodes the stream and stands
+in for compat alone, and enforce and every stage after it run in Python on what it passes."""
 
 
-def stands_in(plan: StagePlan, options: Options) -> bool:
-    """Whether the judge can stand in for ``plan``'s decoder and its stages up to lint but
-    reconcile: the default decoder, the default stages in their order with any of the user's
-    only after lint (they see what lint passes, which the judge hands on), a peer's version
-    only one that compat reads, and a framing, if one is set, that the judge reads. Each mode
-    asks more of its own (``judge.judges``: no stage of the user's and no declaration either,
-    since they read the events; ``deliver.delivers``)."""
+def stands_in(plan: StagePlan, options: Options) -> type[Stage] | None:
+    """The last of ``plan``'s built-in stages, from parse, that the judge can stand in for:
+    :data:`LAST_JUDGED` where the decoder is the default one, the default stages keep their
+    order, and any of the user's come only after lint (they see what lint passes, which the
+    judge hands on); :data:`FRONT_JUDGED` where a stage of the user's comes before lint but
+    after compat, and the peer's version gates none of compat's shims; ``None`` otherwise. A
+    peer's version must be one that compat reads, and a framing, if one is set, one the judge
+    reads. Each mode asks more of its own (``judge.judges``: no stage of the user's and no
+    declaration either, since they read the events; ``deliver.delivers``)."""
     built_in = [stage for _, stage in default_stages()]
-    checked = built_in.index(LAST_JUDGED) + 1
     factories = list(plan.stage_factories)
-    return (
+    if not (
         plan.decoder is default_decoder()
-        and factories[:checked] == built_in[:checked]
         and [factory for factory in factories if factory in built_in] == built_in
         and options.framing in (None, "sse", "jsonl")
         and _usable_peer(options.peer_max_protocol_version)
-    )
+    ):
+        return None
+    checked = built_in.index(LAST_JUDGED) + 1
+    if factories[:checked] == built_in[:checked]:
+        return LAST_JUDGED
+    fronted = built_in.index(FRONT_JUDGED) + 1
+    if factories[:fronted] == built_in[:fronted] and not _gated(options.peer_max_protocol_version):
+        return FRONT_JUDGED
+    return None
+
+
+def _gated(setting: str | None) -> bool:
+    """Whether the peer's version (one compat reads) selects the shim that drops subagents and
+    strips their attribution: compat then changes events the judge passes as sent, so it stands
+    in for compat only where no shim is selected."""
+    return at_or_below(peer_version(setting), GATE_SUBAGENTS)
 
 
 def _usable_peer(setting: str | None) -> bool:
@@ -78,12 +106,14 @@ def new_judge(
     delivers: bool,
     input: JudgeInput | None = None,
     only: Collection[str] | None = None,
+    upto: type[Stage] = LAST_JUDGED,
 ) -> Judge:
     """A native judge of one stream in ``framing`` under ``limits``; ``delivers``: it builds
     the events it passes, for deliver mode (``deliver.py``), or ``only`` those of these types,
     each marked (``take_marked``: where each was among those passed), for judge mode's
     reconcile (``judge.py``); ``input``: the run input the stream answers, as the judge takes
-    it (``deliver.input_for_judge``)."""
+    it (``deliver.input_for_judge``); ``upto``: the last stage it stands in for
+    (:func:`stands_in`)."""
     from agui_pipeline.stages._checks import native_checks  # the stages sit above the engine
     from agui_pipeline.stages.metadata import ALWAYS_READ
 
@@ -95,7 +125,13 @@ def new_judge(
     else:
         delivery = (sorted(ALWAYS_READ), None) if delivers else None
     judge: Judge = native.Judge(
-        framing, native_checks(native), _limits(limits), _quiet_versions(), input, delivery
+        framing,
+        native_checks(native),
+        _limits(limits),
+        _quiet_versions(),
+        input,
+        delivery,
+        upto.name,
     )
     return judge
 

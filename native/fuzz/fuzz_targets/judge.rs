@@ -1,7 +1,9 @@
 //! The judge under random reads: it never panics; it answers the same however the stream is
 //! cut (clean or unsure), and for a clean stream the same `read` count and the same run notes,
 //! which are well formed (a start, then its end, in turn; ends at increasing indices below
-//! `read`; a finish's frame holding its outcome).
+//! `read`; a finish's frame holding its outcome). The judge that stands in for compat alone
+//! (deliver mode's, before a stage of the user's) answers the same however cut too, notes no
+//! run, and is clean, with the same count, wherever the judge of every rule is.
 //!
 //! The one answer that may differ is the judge's shortcut for SSE: it is unsure of a read
 //! whose complete events take more bytes than one event may as sent, without measuring each,
@@ -29,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use agui_native::checks::{Checks, Row};
 use agui_native::decode::Decoded;
 use agui_native::framing::Framing;
-use agui_native::judge::{Deliver, Judge, Limits, RunNote, Unsure};
+use agui_native::judge::{Deliver, Judge, Limits, RunNote, StandsIn, Unsure};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../common/input.rs"]
@@ -90,10 +92,11 @@ impl Deliver for Passed {
     }
 }
 
-fn judge(framing: Framing, limits: Limits, reads: &[&[u8]]) -> Judged {
+fn judge(framing: Framing, stands_in: StandsIn, limits: Limits, reads: &[&[u8]]) -> Judged {
     let setup = setup();
     let mut judge = Judge::new(
         framing,
+        stands_in,
         Arc::clone(&setup.checks),
         limits,
         setup.quiet_versions.clone(),
@@ -207,8 +210,30 @@ fuzz_target!(|data: &[u8]| {
         },
     };
     let reads = reads_of(rest);
-    let cut = judge(framing, limits, &reads);
-    let whole = judge(framing, limits, &[&reads.concat()]);
+    let whole_read = reads.concat();
+    let cut = judge(framing, StandsIn::Lint, limits, &reads);
+    let whole = judge(framing, StandsIn::Lint, limits, &[&whole_read]);
+    same_however_cut(&cut, &whole);
+    // Standing in for compat alone asks less: whatever every rule passes, it passes, with the
+    // same frames read; it notes no run (verify's, in Python).
+    let compat_cut = judge(framing, StandsIn::Compat, limits, &reads);
+    let compat_whole = judge(framing, StandsIn::Compat, limits, &[&whole_read]);
+    same_however_cut(&compat_cut, &compat_whole);
+    assert!(compat_cut.notes.is_empty(), "compat's judge noted a run");
+    if cut.unsure.is_none() {
+        assert_eq!(
+            compat_cut.unsure, None,
+            "clean up to lint, unsure of compat"
+        );
+        assert_eq!(
+            compat_cut.read, cut.read,
+            "compat's judge read another count"
+        );
+    }
+});
+
+/// A stream judged in pieces (`cut`) and whole: the same answer, but for the SSE shortcut.
+fn same_however_cut(cut: &Judged, whole: &Judged) {
     match (cut.unsure, whole.unsure) {
         (None, None) => {
             assert_eq!(
@@ -224,4 +249,4 @@ fuzz_target!(|data: &[u8]| {
         ),
         (Some(reason), None) => panic!("unsure in pieces ({reason}), clean whole"),
     }
-});
+}
