@@ -177,6 +177,20 @@ def test_reads_past_the_held_bound_go_to_the_pipeline_at_the_bound(tmp_path: Pat
     assert seen(replayed) == seen(_drain(Pipeline(limits=limits), path, None, []))
 
 
+def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[object]:
+    """What the judge module's function ``name`` answers, each call's answer in turn (the
+    function still answers: the spy only listens)."""
+    answers: list[object] = []
+    judged = getattr(judge_module, name)
+
+    def spied(*args: Any) -> object:
+        answers.append(answer := judged(*args))
+        return answer
+
+    monkeypatch.setattr(judge_module, name, spied)
+    return answers
+
+
 def test_a_recording_in_storage_is_judged_as_its_file_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -184,14 +198,7 @@ def test_a_recording_in_storage_is_judged_as_its_file_is(
     recording's reads; clean, the judge's result is the report, and broken, the pipeline's."""
     from agui_pipeline._checking.source import CheckSettings, check_source
 
-    answers: list[object] = []
-
-    def spied(*args: Any) -> object:
-        answers.append(answer := judged_reads(*args))
-        return answer
-
-    judged_reads = judge_module.judge_reads
-    monkeypatch.setattr(judge_module, "judge_reads", spied)
+    answers = _spy(monkeypatch, "judge_reads")
     clean, broken = tmp_path / "clean.sse", tmp_path / "broken.sse"
     clean.write_bytes(encode_sse(events(300)))
     broken.write_bytes(encode_sse(_broken(_plain_run(), "a second result")))
@@ -279,14 +286,7 @@ def test_check_with_a_declaration_is_judged(
     from agui_pipeline._checking.source import CheckSettings, check_source
     from agui_pipeline.model.declared import read_declaration
 
-    answers: list[object] = []
-
-    def spied(*args: Any) -> object:
-        answers.append(answer := judged_file(*args))
-        return answer
-
-    judged_file = judge_module.judge_file
-    monkeypatch.setattr(judge_module, "judge_file", spied)
+    answers = _spy(monkeypatch, "judge_file")
     path = tmp_path / "calling.sse"
     path.write_bytes(encode_sse(CALLING))
     settings = CheckSettings(declaration=read_declaration(DECLARATION))
