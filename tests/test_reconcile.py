@@ -501,6 +501,8 @@ def test_a_declaration_changes_nothing_but_diagnostics(
     events: list[Event], declaration: Any, framing: str, with_input: bool, cuts: list[int]
 ) -> None:
     body = split(encode(events, framing), cuts)  # reads, so batches, cut anywhere
+    if isinstance(declaration, str):  # a JSON string is sent as JSON: a str is a file path
+        declaration = orjson.dumps(declaration)
     kwargs: dict[str, Any] = {"run_input": RUN_INPUT} if with_input else {}
     plain = run(body, Pipeline(), **kwargs)
     declared = run(body, Pipeline(capabilities=declaration), **kwargs)
