@@ -487,19 +487,25 @@ fn compat_quiet(kind: &str, event: &Members<'_>, quiet_versions: &[String]) -> R
             if member(event, "input").is_some_and(retired_input) {
                 return Err("a run input with a retired shape (compat translates it)");
             }
-            match member(event, "protocolVersion").and_then(Decoded::as_str) {
-                // Not a string: compat leaves it to enforce.
-                Some(version) if !quiet_versions.iter().any(|known| known == version) => {
-                    Err("a protocolVersion compat may warn of")
-                }
-                _ => Ok(()),
-            }
+            negotiation_quiet(event, quiet_versions)
         }
         "MESSAGES_SNAPSHOT" if retired_messages(member(event, "messages")) => {
             Err("a snapshot's message with a retired part (compat translates it)")
         }
         "TOOL_CALL_RESULT" if retired_parts(member(event, "content")) => {
             Err("a content part compat translates")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// compat's version negotiation (`Compat._negotiate`): quiet about a run that declares no
+/// `protocolVersion`, one of `quiet_versions`, or one that is not a string (enforce's to
+/// refuse).
+fn negotiation_quiet(event: &Members<'_>, quiet_versions: &[String]) -> Result<(), Unsure> {
+    match member(event, "protocolVersion").and_then(Decoded::as_str) {
+        Some(version) if !quiet_versions.iter().any(|known| known == version) => {
+            Err("a protocolVersion compat may warn of")
         }
         _ => Ok(()),
     }
@@ -529,7 +535,10 @@ fn retired_messages(messages: Option<&Decoded<'_>>) -> bool {
 /// message's retired part.
 fn retired_input(input: &Decoded<'_>) -> bool {
     let null = |holder: &Decoded<'_>, field: &str| holder.get(field).is_some_and(Decoded::is_null);
-    let any_null = |list: Option<&Decoded<'_>>, field: &str| matches!(list, Some(Decoded::List(items)) if items.iter().any(|item| null(item, field)));
+    let any_null = |list: Option<&Decoded<'_>>, field: &str| match list {
+        Some(Decoded::List(items)) => items.iter().any(|item| null(item, field)),
+        _ => false,
+    };
     null(input, "forwardedProps")
         || any_null(input.get("tools"), "parameters")
         || any_null(input.get("resume"), "payload")
@@ -688,15 +697,8 @@ impl Stream {
         if member(event, "input").is_some() {
             return Err("a run that echoes its input"); // compat, verify and lint read it
         }
-        // compat's version negotiation: only versions it is quiet about.
-        if let Some(version) = member(event, "protocolVersion") {
-            let quiet = version
-                .as_str()
-                .is_some_and(|version| self.quiet_versions.iter().any(|known| known == version));
-            if !quiet {
-                return Err("a protocolVersion compat may warn of");
-            }
-        }
+        // enforce's check has passed: a protocolVersion sent is a string.
+        negotiation_quiet(event, &self.quiet_versions)?;
         let run_id = text(event, "runId")?;
         let thread_id = text(event, "threadId")?;
         // lint.run-identity against the run input: every run on its thread, and the first one
