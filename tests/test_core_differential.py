@@ -94,22 +94,34 @@ def _on(core: str) -> Iterator[set[str]]:
 
 
 def outcome(
-    core: str, make: PipelineFactory, reads: list[bytes], run_input: Any = None
+    core: str,
+    make: PipelineFactory,
+    reads: list[bytes],
+    run_input: Any = None,
+    *,
+    drained: bool = False,
 ) -> tuple[dict[str, Any], set[str]]:
-    """Everything one stream shows on ``core``, by part; and the native names it took."""
+    """Everything one stream shows on ``core``, by part; and the native names it took.
+
+    ``drained``: read by ``drain(conversation=False)``, for the verdict alone, which the
+    native core may judge without building an event: the result is all there is to see."""
 
     async def read() -> dict[str, Any]:
         pipeline = make()
         delivered: list[Any] = []
         indices: list[int] = []
-        async with pipeline.open(list(reads), run_input=copy.deepcopy(run_input)) as stream:
-            async for batch in stream.batches():
-                delivered += batch.events
-                indices += batch.indices
-        result = stream.result(delivered)
+        stream = pipeline.open(list(reads), run_input=copy.deepcopy(run_input))
+        if drained:
+            result = await stream.drain(conversation=False)
+        else:
+            async with stream:
+                async for batch in stream.batches():
+                    delivered += batch.events
+                    indices += batch.indices
+            result = stream.result(delivered)
         verdict = result.verdict
         conversation = result.materialised
-        merged = stream.context.item_metadata  # the Conversation copies from it as it goes
+        merged = None if drained else stream.context.item_metadata  # the Conversation's
         return {
             "events": [
                 f"{index}: {shown(event)}" for index, event in zip(indices, delivered, strict=True)
@@ -172,14 +184,16 @@ def assert_same(
     run_input: Any = None,
     *,
     framed_natively: bool = False,
+    drained: bool = False,
     what: str = "",
 ) -> dict[str, Any]:
     """The stream gives the same on both cores; the pure core's outcome.
 
     ``framed_natively``: the input is SSE or JSON lines whose first frame parse reads, so the
-    native run must have taken the native core up."""
-    native, taken = outcome("native", make, reads, run_input)
-    pure, _ = outcome("pure", make, reads, run_input)
+    native run must have taken the native core up. ``drained``: read for its verdict alone
+    (:func:`outcome`)."""
+    native, taken = outcome("native", make, reads, run_input, drained=drained)
+    pure, _ = outcome("pure", make, reads, run_input, drained=drained)
     if native != pure:
         pytest.fail(
             f"the cores disagree on {what or 'a stream'} ({_described(reads)}):\n"
@@ -267,6 +281,15 @@ def test_the_corpus_gives_the_same_on_both_cores(path: Path) -> None:
                 framed_natively=bool(frames),
                 what=f"{path.stem} as {framing}, {shape}",
             )
+        # Read for the verdict alone: the judge builds no event.
+        assert_same(
+            lambda: Pipeline(peer_max_protocol_version=version),
+            random_reads(data, 5),
+            run_input,
+            framed_natively=bool(frames),
+            drained=True,
+            what=f"{path.stem} as {framing}, drained for its verdict, random reads",
+        )
         # A middleware stage: the judge stands in for parse and compat alone.
         assert_same(
             lambda: Pipeline(peer_max_protocol_version=version, middleware=[Unchanged]),
@@ -327,6 +350,14 @@ def test_the_shipped_streams_give_the_same_on_both_cores(path: Path) -> None:
                 framed_natively=path.suffix != ".bin",
                 what=f"{path.name} through the {name} pipeline, {shape}",
             )
+        assert_same(
+            make,
+            random_reads(data, 5),
+            run_input,
+            framed_natively=path.suffix != ".bin",
+            drained=True,
+            what=f"{path.name} through the {name} pipeline, drained for its verdict",
+        )
 
 
 SMALL_LIMITS = [
@@ -374,6 +405,13 @@ def test_small_limits_are_hit_alike_on_both_cores(limits: Limits) -> None:
                 what=f"{path.name} under {_changed(limits)}, {shape}",
             )
             hit = hit or _reached(pure)
+        assert_same(
+            lambda: Pipeline(limits=limits),
+            random_reads(data, 3),
+            framed_natively=path.suffix != ".bin",
+            drained=True,
+            what=f"{path.name} under {_changed(limits)}, drained for its verdict",
+        )
     assert hit, f"no shipped stream reaches {limits}"
 
 
@@ -533,18 +571,25 @@ def framing_pieces(draw: st.DrawFn) -> tuple[str, bytes, bool]:
     drawn=st.one_of(random_input(), random_input(), framing_pieces()),
     pipeline=st.sampled_from(sorted(PIPELINES)),
     limits=LIMITS,
+    drained=st.booleans(),
     data=st.data(),
 )
 def test_random_streams_give_the_same_on_both_cores(
-    drawn: tuple[str, bytes, bool], pipeline: str, limits: Limits, data: st.DataObject
+    drawn: tuple[str, bytes, bool],
+    pipeline: str,
+    limits: Limits,
+    drained: bool,
+    data: st.DataObject,
 ) -> None:
     name, body, framed = drawn
     reads = data.draw(reads_of(body))
     make = PIPELINES[pipeline]
     limited = _changed(limits) or "no limit set"
+    read = "drained for its verdict" if drained else "read event by event"
     assert_same(
         lambda: make().with_options(limits=limits),
         reads,
         framed_natively=framed,
-        what=f"a {name} stream through the {pipeline} pipeline, {limited}",
+        drained=drained,
+        what=f"a {name} stream through the {pipeline} pipeline, {limited}, {read}",
     )

@@ -30,6 +30,7 @@ from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import StreamContext
+from agui_pipeline.subscribers import JsonLinesSink
 from agui_pipeline.testing.workload import DECLARATION, events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -1013,3 +1014,191 @@ def test_an_echoed_input_with_a_retired_shape_is_left_to_compat(retired: dict[st
     assert isinstance(session, JudgedSession) and not session.judging
     outcome = assert_same(make, reads, what=f"an echoed input with {retired}")
     assert any("compat." in d for d in outcome["diagnostics"]), outcome["diagnostics"]
+
+
+# -- a stream drained for its verdict alone ---------------------------------------------------
+
+
+def _drained(make: Callable[[], Pipeline], reads: list[bytes], run_input: Any = None) -> Any:
+    """The session of the stream drained for its verdict alone
+    (``drain(conversation=False)``) on the native core, with the count of events read after
+    each read it was fed."""
+    counted: list[int] = []
+
+    class Counted(JudgedSession):
+        __slots__ = ()
+
+        async def feed(self, chunk: bytes | None) -> Any:
+            batch = await super().feed(chunk)
+            counted.append(self.context.counters.read)
+            return batch
+
+    async def read() -> Any:
+        stream = make().open(list(reads), run_input=copy.deepcopy(run_input))
+        await stream.drain(conversation=False)
+        return stream._session
+
+    from agui_pipeline._engine import deliver
+
+    original = deliver.JudgedSession
+    deliver.JudgedSession = Counted  # type: ignore[misc]
+    try:
+        with running("native"):
+            return anyio.run(read), counted
+    finally:
+        deliver.JudgedSession = original  # type: ignore[misc]
+
+
+def _builds_nothing(session: Any) -> bool:
+    """Whether the session's judge builds no event and hands none to a stage."""
+    front = session.front if isinstance(session, JudgedSession) else None
+    return front is not None and not front._builds and not front.tail.stages
+
+
+@pytest.mark.parametrize("framing", list(ENCODINGS))
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_stream_drained_for_its_verdict_is_judged_without_building_an_event(
+    framing: str, shape: str, cut: Callable[[bytes], list[bytes]]
+) -> None:
+    reads = cut(ENCODINGS[framing])
+    session, counted = _drained(Pipeline, reads)
+    assert _builds_nothing(session) and session.judging, "the judge did not judge to the end"
+    assert session.front.judge.read == len(CLEAN)
+    # The events are counted as they are read, as the idle window asks.
+    assert counted == sorted(counted) and counted[-1] == len(CLEAN)
+    if shape == "one event a read" and framing == "sse":
+        assert counted[: len(CLEAN)] == list(range(1, len(CLEAN) + 1))
+    outcome = assert_same(Pipeline, reads, drained=True, what=f"{framing}, {shape}, drained")
+    assert outcome["counters"]["delivered"] == len(CLEAN) and outcome["conversation"] is None
+
+
+@pytest.mark.parametrize("at", [0, 1, 100, 190])
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_drained_stream_the_judge_is_unsure_of_is_read_by_the_reference_from_its_start(
+    at: int, shape: str, cut: Callable[[bytes], list[bytes]]
+) -> None:
+    reads = cut(_sse(_with_unsure_at(at)))
+    session, _ = _drained(Pipeline, reads)
+    assert _builds_nothing(session) and not session.judging, "the reference never took over"
+    outcome = assert_same(Pipeline, reads, drained=True, what=f"a chunk at {at}, {shape}")
+    assert outcome["verdict"]["outcome"] == "completed"
+    assert outcome["counters"]["read"] == len(CLEAN) + 1
+
+
+def test_a_drained_stream_rejected_after_the_handover_is_judged_as_the_reference_judges_it() -> (
+    None
+):
+    stream = [dict(event) for event in CLEAN]
+    ended = next(i for i, e in enumerate(stream) if i > 200 and e["type"] == "TEXT_MESSAGE_END")
+    stream.insert(ended + 1, dict(stream[ended]))  # the same message ended twice
+    for reads in ([_sse(stream)], random_reads(_sse(stream), 3)):
+        session, _ = _drained(Pipeline, reads)
+        assert _builds_nothing(session) and not session.judging
+        outcome = assert_same(Pipeline, reads, drained=True, what="a message ended twice")
+        assert outcome["verdict"]["outcome"] == "rejected"
+        assert outcome["verdict"]["event index"] == ended + 1
+
+
+@pytest.mark.parametrize("limit", [1, 4_096, 20_000])
+def test_a_drained_stream_past_max_held_bytes_is_the_reference_s(limit: int) -> None:
+    reads = random_reads(_sse(CLEAN), 11)
+
+    def make() -> Pipeline:
+        return Pipeline(limits=Limits(max_held_bytes=limit))
+
+    session, _ = _drained(make, reads)
+    assert _builds_nothing(session) and not session.judging
+    assert session.front.held_bytes == 0 and not session.front.held
+    assert_same(make, reads, drained=True, what=f"drained under max_held_bytes={limit}")
+
+
+@pytest.mark.parametrize(
+    ("what", "stream", "run_input", "to_the_end"), ANSWERS, ids=[a[0] for a in ANSWERS]
+)
+def test_a_drained_stream_answering_a_run_input_is_judged_against_it(
+    what: str, stream: list[dict[str, Any]], run_input: dict[str, Any], to_the_end: bool
+) -> None:
+    data = _sse(stream)
+    for reads in ([data], random_reads(data, 1), bytewise(data)):
+        session, _ = _drained(Pipeline, reads, run_input)
+        assert _builds_nothing(session), what
+        assert session.judging is to_the_end, what
+        assert_same(Pipeline, reads, run_input, drained=True, what=what)
+
+
+def _ignored(line: bytes) -> None:
+    """A sink's writer that keeps nothing."""
+
+
+_DRAINS: list[tuple[str, Callable[[], Pipeline], bool, bool]] = [
+    ("the default pipeline", Pipeline, False, False),
+    ("the default pipeline, the Conversation kept", Pipeline, True, True),
+    ("no Conversation built", lambda: Pipeline(conversation=False), True, False),
+    ("a declaration", lambda: Pipeline(capabilities=DECLARATION), False, True),
+    ("a handler", lambda: Pipeline(handlers={"*": lambda event: None}), False, True),
+    ("a sink", lambda: Pipeline(sinks=[JsonLinesSink(_ignored)]), False, True),
+    ("a stage of yours after lint", lambda: Pipeline().insert_after("lint", _Yours), False, True),
+    ("middleware", lambda: Pipeline(middleware=[_Yours]), False, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "make", "kept", "builds"), _DRAINS, ids=[drain[0] for drain in _DRAINS]
+)
+def test_what_a_drain_for_the_verdict_leaves_to_deliver_mode(
+    what: str, make: Callable[[], Pipeline], kept: bool, builds: bool
+) -> None:
+    """Where anything reads the events (or the caller keeps the Conversation), the judge
+    builds them as deliver mode does; else it builds none."""
+    reads = random_reads(_sse(CLEAN), 2)
+
+    async def read() -> Any:
+        stream = make().open(list(reads))
+        await stream.drain(conversation=kept)
+        return stream._session
+
+    with running("native"):
+        session = anyio.run(read)
+    assert isinstance(session, JudgedSession) and session.judging, what
+    assert _builds_nothing(session) is not builds, what
+    assert_same(make, reads, drained=not kept, what=what)
+
+
+async def _arriving(reads: list[bytes]) -> Any:
+    """The reads as a live source delivers them (one that may stall, as stdin may)."""
+    for read in reads:
+        yield read
+
+
+@pytest.mark.parametrize("conversation", [False, True], ids=["the verdict", "--conversation"])
+def test_check_drains_a_live_stream_for_its_verdict_unless_it_shows_the_conversation(
+    conversation: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check -`` (and an agent's URL, and the proxy's tap) drains the stream keeping the
+    Conversation only for a report that shows it: otherwise the judge builds no event."""
+    from agui_pipeline._checking.source import _drain
+    from agui_pipeline._engine import stream as stream_module
+
+    sessions: list[Session] = []
+
+    def spied(*args: Any, **kwargs: Any) -> Session:
+        sessions.append(session := open_session(*args, **kwargs))
+        return session
+
+    monkeypatch.setattr(stream_module, "open_session", spied)
+    reads = random_reads(_sse(CLEAN), 4)
+    results = {}
+    for core in ("native", "pure"):
+        with running(core):
+            drained = _drain(Pipeline(), _arriving(reads), None, [], conversation=conversation)
+        results[core] = (
+            drained.verdict.to_dict(),
+            [d.to_dict() for d in drained.diagnostics],
+            drained.counters,
+            [run.to_dict() for run in drained.runs],
+            None if drained.materialised is None else drained.materialised.to_dict(),
+        )
+    assert isinstance(sessions[0], JudgedSession) and sessions[0].judging
+    assert _builds_nothing(sessions[0]) is not conversation
+    assert (results["pure"][-1] is None) is not conversation
+    assert results["native"] == results["pure"]

@@ -11,6 +11,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,7 +148,7 @@ def _run_source(
         if isinstance(judged, RunResult):
             result = judged
         else:
-            result = _drain(pipeline, judged, body, outgoing)
+            result = _drain(pipeline, judged, body, outgoing, conversation=settings.conversation)
         if stream_file is None:
             return result, None, None
         return result, stream_file, before if stamp(stream_file) == before else CHANGED
@@ -183,6 +184,7 @@ def _check_url(
             max_duration=settings.max_duration,
             transport=settings.transport,
             middleware=[load_middleware(spec) for spec in settings.middleware],
+            conversation=settings.conversation,
         )
     except (ValueError, InputRejected, RequestFailed) as error:
         raise CheckError(str(error)) from error
@@ -262,7 +264,12 @@ def build_pipeline(
 
 
 def _drain(
-    pipeline: Pipeline, source: Source, run_input: dict[str, Any] | None, said: list[Diagnostic]
+    pipeline: Pipeline,
+    source: Source,
+    run_input: dict[str, Any] | None,
+    said: list[Diagnostic],
+    *,
+    conversation: bool = False,
 ) -> RunResult:
     """Judge one stream keeping none of its events (so a stream of any length fits), with
     ``said`` — the outgoing boundary's diagnostics on the run input — reported first.
@@ -270,14 +277,16 @@ def _drain(
     A file or bytes cannot stall, so they go through the sync shell: the same stages and
     verdict as :meth:`EventStream.drain`, without an event loop, so ``check FILE`` never
     imports anyio or asyncio (a fifth of its start-up). Stdin can stall, and its idle
-    window and deadline are the async shell's clock.
+    window and deadline are the async shell's clock; its Conversation is kept only for a
+    report that shows it (``conversation``), so the native core may judge it without
+    building its events.
     """
     if may_stall(source):
         import anyio
 
         stream = pipeline.open(source, run_input=run_input)
         stream.context.diagnostics.extend(said)
-        return anyio.run(stream.drain)
+        return anyio.run(partial(stream.drain, conversation=conversation))
     incremental = pipeline.incremental(run_input=run_input)
     incremental.context.diagnostics.extend(said)
     for chunk in iter_chunks_sync(source):

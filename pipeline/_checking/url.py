@@ -55,6 +55,7 @@ def check_url(
     max_duration: float | None = None,
     transport: str = "httpx",
     middleware: Sequence[StageFactory] = (),
+    conversation: bool = False,
 ) -> Any:
     """Run ``check`` against an agent URL; returns the RunResult (raises ValueError on misuse).
 
@@ -62,7 +63,9 @@ def check_url(
     ``capabilities`` is the agent's declaration, to reconcile the stream with;
     ``idle_timeout`` and ``max_duration`` are the pipeline's (``--idle-timeout``,
     ``--max-duration``); ``transport`` names the HTTP client (``--transport``);
-    ``middleware`` runs before enforce (``--middleware``).
+    ``middleware`` runs before enforce (``--middleware``); ``conversation``: the result keeps
+    the Conversation (``--conversation``), else the native core may judge the stream without
+    building its events.
     """
     from agui_pipeline._engine.pipeline import Pipeline
     from agui_pipeline.http.client import HttpAgent
@@ -96,7 +99,8 @@ def check_url(
             ) as agent,
             agent.open(body) as stream,
         ):
-            return await stream.drain()  # the report needs no events: keep none
+            # The report needs no events, and the Conversation only if it shows it.
+            return await stream.drain(conversation=conversation)
 
     import anyio  # only a URL needs an event loop: `check FILE` never imports it
 

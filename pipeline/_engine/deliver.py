@@ -55,6 +55,7 @@ from agui_pipeline._engine.judging import (
     input_for_judge,
     judged_framing,
     new_judge,
+    reads_no_event,
     record_runs,
     stands_in,
 )
@@ -70,17 +71,28 @@ if TYPE_CHECKING:
     from agui_pipeline._native import Judge
 
 
-def open_session(plan: StagePlan, ctx: StreamContext) -> Session:
+def open_session(plan: StagePlan, ctx: StreamContext, *, verdict_only: bool = False) -> Session:
     """The session for one stream: in deliver mode where the judge can stand in for parse and
-    some of the stages after it, else the reference's."""
+    some of the stages after it, else the reference's.
+
+    ``verdict_only``: the caller keeps neither the events nor the Conversation
+    (``EventStream.drain(conversation=False)``). Where nothing after lint reads the events
+    either (:func:`~agui_pipeline._engine.judging.reads_no_event`, and no declaration), the
+    judge builds none: judge mode on a stream read as it arrives."""
     if _cores.native is not None and delivers(plan, ctx):
         upto = stands_in(plan, ctx.options)
         assert upto is not None
+        builds = not (
+            verdict_only
+            and upto is LAST_JUDGED
+            and ctx.options.capabilities is None
+            and reads_no_event(plan, ctx.options)
+        )
         if ctx.run_input is None or upto is not LAST_JUDGED:  # only lint's rules read it
-            return JudgedSession(plan, ctx, upto, None)
+            return JudgedSession(plan, ctx, upto, None, builds)
         answering = input_for_judge(ctx.run_input)
         if answering is not None:
-            return JudgedSession(plan, ctx, upto, answering)
+            return JudgedSession(plan, ctx, upto, answering, builds)
     return Session(plan, ctx)
 
 
@@ -104,9 +116,10 @@ class JudgedSession(Session):
         ctx: StreamContext,
         upto: type[Stage],
         answering: JudgeInput | None,
+        builds: bool = True,
     ) -> None:
         super().__init__(plan, ctx)  # the reference's stages, ready to take over
-        self.front = JudgedFront(self, upto, answering)
+        self.front = JudgedFront(self, upto, answering, builds)
         """The judge's decoder, kept after a handover (for tests and curiosity)."""
         self.decoder, self.route = self.front, self.front.tail
 
@@ -120,7 +133,9 @@ class JudgedFront(Decoder):
     """The decoder of a stream in deliver mode: each read to the native judge, the events it
     passed built from its decoding; where it is unsure, the reference takes over."""
 
-    def __init__(self, session: Session, upto: type[Stage], answering: JudgeInput | None) -> None:
+    def __init__(
+        self, session: Session, upto: type[Stage], answering: JudgeInput | None, builds: bool
+    ) -> None:
         super().__init__(session.context)
         self._session = session
         self._parse = session.decoder
@@ -138,10 +153,15 @@ class JudgedFront(Decoder):
         self._front = front
         """Parse's stages up to ``upto`` but a declaration's reconcile: what the judge stands
         in for."""
-        self.tail = Route(tail, route.built_in, route.run_type)
+        self._builds = builds
+        """Whether the judge builds the events it passes; if not (a verdict alone is wanted,
+        :func:`open_session`), nothing runs on them, and at a handover the reference reads
+        the stream from its first byte."""
+        self.tail = Route(tail if builds else [], route.built_in, route.run_type)
         """What runs on the events the judge passes: the stages after ``upto`` (reconcile
         first when the judge stands in up to lint and there is a declaration to hold the
-        stream to), the same stage objects the reference's route holds."""
+        stream to), the same stage objects the reference's route holds; none where the
+        judge builds no event."""
         self.judge: Judge | None = None
         self.held: list[bytes] = []
         """The reads fed so far, for the reference to take over from."""
@@ -169,24 +189,33 @@ class JudgedFront(Decoder):
                 return self._hand_over(self._unhold())
             ctx.transport = ctx.transport or framing  # as parse names it
             self.judge = judge = new_judge(
-                framing, ctx.limits, delivers=True, input=self._answering, upto=self._upto
+                framing,
+                ctx.limits,
+                delivers=self._builds,
+                input=self._answering,
+                upto=self._upto,
             )
             events = judge.feed(head.removeprefix(BOM))
-        if events is None:  # no frame judged (and so no run noted), or the judge is unsure
-            if judge.unsure is not None:
-                return self._hand_over(self._unhold())
-            return empty_batch()
+        if events is None and judge.unsure is not None:
+            return self._hand_over(self._unhold())
         if judge.noted:
             self._run = record_runs(ctx, judge.take_runs(), self._run)
+        if events is None:  # no frame judged, or the judge builds none
+            ctx.counters.read = judge.read  # as parse counts them: the idle window reads it
+            return empty_batch()
         return self._batch(judge, events)
 
     def finish(self) -> Batch:
         judge = self.judge
         if judge is None or not judge.finish():
-            self._hand_over(None)
-            return self._parse.finish()
+            replayed = self._hand_over(None)
+            return replayed + self._parse.finish()
         if judge.noted:
             self._run = record_runs(self.ctx, judge.take_runs(), self._run)
+        if not self._builds:
+            counters = self.ctx.counters
+            counters.read = counters.delivered = judge.read  # as judge mode counts them
+            return empty_batch()
         events = judge.take_ended()  # a JSON line the stream ends without a newline
         return empty_batch() if events is None else self._batch(judge, events)
 
@@ -214,7 +243,9 @@ class JudgedFront(Decoder):
         """The reference takes over: the reads held go through parse and the stages the
         judge stood in for, their events dropped — the route's stages have seen them — so
         that every stage holds what it would have held; then the session's decoder and route
-        are the reference's, and ``chunk`` its first read."""
+        are the reference's, and ``chunk`` its first read. Where the judge built no event,
+        no stage has seen one: the reference reads the held reads and ``chunk`` as one read,
+        from the stream's first byte, and what parse makes of it is this read's batch."""
         ctx = self.ctx
         ctx.counters.read = 0  # what the judge counted, the reference counts again
         ctx.bytes_read = 0
@@ -223,6 +254,11 @@ class JudgedFront(Decoder):
             ctx.runs_unlisted.clear()
         front, parse = StageRun(self._front), self._parse
         held, self.held, self.held_bytes = self.held, [], 0
+        session = self._session
+        if not self._builds:
+            session.decoder, session.route = parse, self._route
+            whole = b"".join([*held, chunk or b""])
+            return parse.feed(whole) if whole else empty_batch()
         try:
             for read in held:
                 batch = parse.feed(read)
@@ -233,6 +269,5 @@ class JudgedFront(Decoder):
                 "internal error: the reference rejected frames the native judge passed "
                 "(a disagreement between the two: set AGUI_PIPELINE_PURE=1, and report it)"
             ) from error
-        session = self._session
         session.decoder, session.route = parse, self._route
         return empty_batch() if chunk is None else parse.feed(chunk)

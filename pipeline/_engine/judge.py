@@ -40,10 +40,10 @@ from agui_pipeline._engine.judging import (
     input_for_judge,
     judged_framing,
     new_judge,
+    reads_no_event,
     record_runs,
     stands_in,
 )
-from agui_pipeline._engine.order import default_stages
 from agui_pipeline._engine.result import Outcome, RunResult, Verdict, result_of
 from agui_pipeline._engine.sources import iter_chunks_sync
 from agui_pipeline.batch import Batch, Event
@@ -172,8 +172,6 @@ def judges(pipeline: Pipeline) -> bool:
     options = pipeline.options
     return (
         stands_in(pipeline, options) is LAST_JUDGED
-        and len(pipeline.stage_factories) == len(default_stages())
+        and reads_no_event(pipeline, options)
         and (options.capabilities is None or options.on_diagnostic is None)
-        and options.handlers is None
-        and not options.sinks
     )

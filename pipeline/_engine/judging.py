@@ -68,6 +68,17 @@ def stands_in(plan: StagePlan, options: Options) -> type[Stage] | None:
     return None
 
 
+def reads_no_event(plan: StagePlan, options: Options) -> bool:
+    """Whether nothing after lint reads the events but a declaration's reconcile and the
+    Conversation: no stage of the user's, no handler, no sink. Where the caller keeps neither
+    the events nor the Conversation, the judge then need build none of them."""
+    return (
+        len(plan.stage_factories) == len(default_stages())
+        and options.handlers is None
+        and not options.sinks
+    )
+
+
 def _gated(setting: str | None) -> bool:
     """Whether the peer's version (one compat reads) selects the shim that drops subagents and
     strips their attribution: compat then changes events the judge passes as sent, so it stands

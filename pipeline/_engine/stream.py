@@ -79,6 +79,8 @@ class EventStream:
         self._closed = False
         self._batches: AsyncGenerator[Batch, None] | None = None
         self._pending: Iterator[AnyEvent] = iter(())
+        self._verdict_only = False
+        """Whether the caller keeps neither the events nor the Conversation (:meth:`drain`)."""
 
     # -- reading ------------------------------------------------------------
 
@@ -135,18 +137,30 @@ class EventStream:
             batches, self._batches = self._batches, None  # batches() now says it was closed
             await batches.aclose()
 
-    async def drain(self) -> RunResult:
+    async def drain(self, *, conversation: bool = True) -> RunResult:
         """Read the stream to its end keeping none of its events, and close it.
 
         For judging a stream rather than using it: the result has the verdict,
         the diagnostics, the accounting and the Conversation, and ``events`` is
         empty — so a stream of any length takes only the memory its open items
         (and the Conversation, unless it is turned off) need.
+
+        ``conversation=False`` keeps the Conversation out of the result too (the
+        pipeline's Conversation still bounds the stream by its limits, so the verdict
+        is the one a drain with it gives), as does ``Pipeline(conversation=False)``.
+        Then, where nothing else reads the events (the default stages, no handler,
+        sink or declaration), the native core judges the stream without building them
+        (``docs/performance.md``, "Judge mode").
         """
+        verdict_only = not (conversation and self.context.options.conversation)
+        self._verdict_only = verdict_only
         async with self:
             async for _batch in self.batches():
                 pass
-        return self.result([])
+        result = self.result([])
+        if verdict_only:
+            result.materialised = None
+        return result
 
     def result(self, events: list[Event]) -> RunResult:
         """The :class:`RunResult` of this stream once read to its end, with ``events`` delivered."""
@@ -170,7 +184,7 @@ class EventStream:
 
     async def _run(self) -> AsyncGenerator[Batch, None]:
         ctx = self.context
-        session = self._session = open_session(self._pipeline, ctx)
+        session = self._session = open_session(self._pipeline, ctx, verdict_only=self._verdict_only)
         feed = session.feed
         # Bytes in memory and files cannot stall: the clock only guards what can.
         clock = (

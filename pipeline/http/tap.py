@@ -179,7 +179,8 @@ class Tap:
             async with readable:
                 if traced is not None:
                     traced.start(ids)
-                result = await pipeline.open(readable, run_input=run_input).drain()
+                stream = pipeline.open(readable, run_input=run_input)
+                result = await stream.drain(conversation=False)  # the verdict alone
             verdict = result.verdict
             self.logger.log(
                 logging.INFO if verdict.completed else logging.ERROR,
