@@ -31,8 +31,10 @@ it under trio instead of asyncio (a cancel scope per read there). ``--proto`` fe
 the same events as HTTP + Protobuf frames (the ``proto`` extra), in 64 KiB reads.
 ``--deliver`` measures delivery to a handler in process (issue 36's measure of deliver mode):
 ``Pipeline(handlers={"*": handler})``, no declaration, in 64 KiB reads, with the Conversation
-(the default), without it (``conversation=False``), and with a middleware stage that hands each
-batch on unchanged (the native run split around it), each on the native core and on the pure
+(the default), without it (``conversation=False``), with a middleware stage that hands each
+batch on unchanged (the native run split around it), and the default pipeline drained for its
+verdict alone (``drain(conversation=False)``, as ``check -`` and the proxy's tap read a stream:
+no event built on the native core), each on the native core and on the pure
 one (``AGUI_PIPELINE_PURE=1``), beside the SDK's parse-only pass over the same frames in
 process (``TypeAdapter(Event).validate_json``) and a floor under any delivery to a Python
 handler: each frame, cut out beforehand, built by ``orjson.loads`` and handed to the same
@@ -97,6 +99,8 @@ def _child(
             """What a handler that looks at each event costs at least."""
 
         pipeline = Pipeline(handlers={"*": handler}, conversation=deliver != "bare")
+        if deliver == "verdict":  # drained for its verdict alone: nothing is delivered
+            pipeline = Pipeline()
         if deliver == "middleware":
             pipeline = pipeline.insert_before("enforce", Unchanged)
     names = pipeline.stage_names
@@ -119,7 +123,10 @@ def _child(
             yield read
 
     async def consume(source: list[bytes]) -> None:
-        if not live:
+        if deliver == "verdict":
+            stream = pipeline.open(one_by_one(source) if live else source)
+            await stream.drain(conversation=False)
+        elif not live:
             async with pipeline.open(source) as stream:
                 async for _batch in stream.batches():
                     pass
@@ -348,12 +355,14 @@ def delivery(path: Path, live: bool) -> str:
         "pure core, no Conversation": (["--deliver", "bare"], pure),
         "native core, a middleware stage": (["--deliver", "middleware"], env),
         "pure core, a middleware stage": (["--deliver", "middleware"], pure),
+        "native core, drained for its verdict alone": (["--deliver", "verdict"], env),
+        "pure core, drained for its verdict alone": (["--deliver", "verdict"], pure),
         "SDK parse-only": (["--deliver", "sdk"], env),
         "orjson.loads to the handler, nothing else": (["--deliver", "floor"], env),
     }
     per_event = {}
     for name, (reading, environment) in contenders.items():
-        if live and reading[1] in ("handler", "bare", "middleware"):
+        if live and reading[1] in ("handler", "bare", "middleware", "verdict"):
             reading = [*reading, "--live"]
         baseline = _instructions(path, [], False, reading, environment)
         total = _instructions(path, [], True, reading, environment)
@@ -396,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
         "--deliver",
         nargs="?",
         const="handler",
-        choices=("handler", "bare", "middleware", "sdk", "floor"),
+        choices=("handler", "bare", "middleware", "verdict", "sdk", "floor"),
         help="delivery to a handler in process, native and pure, beside the SDK and a floor",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

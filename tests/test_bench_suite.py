@@ -68,7 +68,7 @@ def test_typescript_peer_consumes_the_whole_stream(tmp_path: Path) -> None:
     assert result["events"] == 500 and len(result["seconds"]) == 1
 
 
-@pytest.mark.parametrize("deliver", ["handler", "bare", "middleware", "floor"])
+@pytest.mark.parametrize("deliver", ["handler", "bare", "middleware", "verdict", "floor"])
 def test_the_instruction_count_s_delivery_children_read_the_workload_to_its_end(
     deliver: str, tmp_path: Path
 ) -> None:
