@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 import pytest
 from agui_pipeline import Batch, Pipeline, RunResult, Stage, _cores
-from agui_pipeline._engine import chain, core, deliver
+from agui_pipeline._engine import chain, core, deliver, judge
 from agui_pipeline._engine.faults import Ended
 from hypothesis import settings
 
@@ -266,10 +266,12 @@ def run(source: Any, pipeline: Pipeline | None = None, **kwargs: Any) -> RunResu
 
 BUILT_IN_RUN_PATHS = ["batch", "fused", "deliver"]
 """The implementations every rule suite runs on: each stage's ``process`` in turn, the
-fused pass (each stage's ``step``), both from a stream's first read; and the native core's
-deliver mode (``_engine/deliver.py``: the judge while it is sure of the stream, the engine's
-own run after). An entry the engine does not have (an extension not built here, or turned
-off by ``AGUI_PIPELINE_PURE``) skips with the reason."""
+fused pass (each stage's ``step``), both from a stream's first read; and the native core as
+it ships: deliver mode (``_engine/deliver.py``: the judge while it is sure of the stream, the
+engine's own run after), and judge mode where only the verdict is asked for
+(``_engine/judge.py``: ``check FILE``, the conformance runner). An entry the engine does not
+have (an extension not built here, or turned off by ``AGUI_PIPELINE_PURE``) skips with the
+reason."""
 
 
 @pytest.fixture(params=BUILT_IN_RUN_PATHS)
@@ -277,8 +279,8 @@ def built_in_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     """The engine runs its runs of built-in stages with the implementation named by the
     parameter. Under ``fused`` every read is stepped, whatever its size (the engine
     steps only small ones): every stream a test runs takes the stepped path. Under
-    ``batch`` and ``fused`` deliver mode is off; under ``deliver`` the engine is as it
-    ships."""
+    ``batch`` and ``fused`` deliver mode and judge mode are off; under ``deliver`` the
+    engine is as it ships."""
     name = str(request.param)
     if name == "deliver":
         if _cores.native is None:
@@ -288,6 +290,7 @@ def built_in_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
             unavailable(reason)
         return name
     monkeypatch.setattr(deliver, "delivers", python_stages_only)
+    monkeypatch.setattr(judge, "judges", never_judged)
     if name not in core.BUILT_IN_RUNS:
         pytest.skip(f"the {name!r} implementation of a built-in run is not built here")
     monkeypatch.setattr(core, "BUILT_IN_RUN", name)
@@ -299,6 +302,12 @@ def built_in_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 def python_stages_only(plan: object, ctx: object) -> bool:
     """``deliver.delivers`` for a test whose streams go through the Python stages from their
     first read: never."""
+    return False
+
+
+def never_judged(pipeline: object) -> bool:
+    """``judge.judges`` where the streams go through the Python stages from their first
+    read: judge mode (``check FILE``, the conformance runner) stands in for none."""
     return False
 
 
@@ -314,8 +323,9 @@ def in_a_child(script: str) -> str:
     process does (and deliver mode off where it is): the fixture's choice does not reach a
     child by itself."""
     deliver_off = (
-        "from agui_pipeline._engine import deliver as _deliver\n"
+        "from agui_pipeline._engine import deliver as _deliver, judge as _judge\n"
         "_deliver.delivers = lambda plan, ctx: False\n"
+        "_judge.judges = lambda pipeline: False\n"
         if deliver.delivers is python_stages_only
         else ""
     )

@@ -19,9 +19,11 @@ from agui_pipeline.cli import main
 from agui_pipeline.testing.conformance import (
     CHECKS,
     DEVIATIONS,
+    VERDICT_KEYS,
     Fixture,
     FixtureReport,
     check_fixture,
+    expectations,
     fixture_paths,
     load_fixture,
     run_fixture,
@@ -37,6 +39,46 @@ pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path
 def test_corpus_fixture(path: Path) -> None:
     report = check_fixture(run_fixture(load_fixture(path)))
     assert report.passed, report.line()
+
+
+def test_a_fixture_that_asks_for_its_verdict_alone_is_judged_as_the_pipeline_judges_it(
+    built_in_run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner replays a fixture whose ``expect`` reads no event in judge mode where the
+    native core is on (``deliver``: the engine as it ships), and the report is the one the
+    pipeline's replay gives; on the Python paths the pipeline replays every fixture."""
+    from agui_pipeline._engine import judge as judge_module
+
+    judged: list[str] = []
+    judge_file = judge_module.judge_file
+
+    def spied(*args: Any) -> Any:
+        answer = judge_file(*args)
+        if answer is not None:
+            judged.append(fixture.name)
+        return answer
+
+    monkeypatch.setattr(judge_module, "judge_file", spied)
+    asking = 0
+    for path in spec_artifacts().fixtures():
+        fixture = load_fixture(path)
+        asking += expectations(fixture)[0].keys() <= VERDICT_KEYS
+        replay = run_fixture(fixture)
+        report = check_fixture(replay)
+        assert report.passed, report.line()
+        if fixture.name in judged:
+            assert replay.result is not None and replay.result.materialised is None
+            with monkeypatch.context() as replayed:
+                replayed.setattr(judge_module, "judges", lambda pipeline: False)
+                piped = run_fixture(fixture)
+            assert check_fixture(piped).to_dict() == report.to_dict()
+            assert [str(d) for d in piped.warnings] == [str(d) for d in replay.warnings]
+            assert piped.result is not None and replay.result.counters == piped.result.counters
+    assert asking >= 10, "the corpus has few fixtures that ask for a verdict alone"
+    if built_in_run == "deliver":  # most of them break a rule: the pipeline says which
+        assert judged, f"none of the {asking} fixtures that ask for a verdict was judged"
+    else:
+        assert not judged, "judge mode stood in on a Python path"
 
 
 def test_the_corpus_is_all_there_and_each_fixture_is_named_for_its_file() -> None:

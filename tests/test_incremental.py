@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 import trio
-from agui_pipeline import Incremental, Outcome, Pipeline, UsageError, run_sync
+from agui_pipeline import Incremental, Outcome, Pipeline, RunResult, UsageError, run_sync
+from agui_pipeline.testing.conformance import Fixture, check_fixture, run_fixture
 
 RUN = [
     {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
@@ -168,3 +169,24 @@ def test_run_sync_reads_a_file_inside_a_running_loop(tmp_path: Any) -> None:
             run_sync(str(tmp_path / "absent.sse"))
 
     asyncio.run(main())
+
+
+def test_a_result_handed_back_from_a_loop_is_never_written_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``run_sync`` (and the conformance runner, ``check -``) start a loop and hand back a
+    result that may hold a whole stream. On CPython 3.11 and 3.12, asyncio's runner writes
+    out the repr of its main task as it closes, result and all: the answer must not be that
+    task's result (``incremental.run_in_loop``)."""
+    written: list[str] = []
+
+    def watched(self: RunResult) -> str:
+        written.append("RunResult")
+        return "RunResult(...)"
+
+    monkeypatch.setattr(RunResult, "__repr__", watched)
+    assert run_sync(BODY).events == RUN
+    expect = {"outcome": "completed", "runError": False}  # read from the events: replayed
+    replay = run_fixture(Fixture("f", list(RUN), expect))
+    assert check_fixture(replay).passed
+    assert written == [], f"the result was written out {len(written)} times"

@@ -25,6 +25,7 @@ from agui_pipeline._checking import (
     recordings,
 )
 from agui_pipeline._checking.gate import Gate
+from agui_pipeline._engine.incremental import run_in_loop
 from agui_pipeline._engine.pipeline import Pipeline
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline._engine.sources import Source, iter_chunks_sync, may_stall
@@ -282,11 +283,9 @@ def _drain(
     building its events.
     """
     if may_stall(source):
-        import anyio
-
         stream = pipeline.open(source, run_input=run_input)
         stream.context.diagnostics.extend(said)
-        return anyio.run(partial(stream.drain, conversation=conversation))
+        return run_in_loop(partial(stream.drain, conversation=conversation))
     incremental = pipeline.incremental(run_input=run_input)
     incremental.context.diagnostics.extend(said)
     for chunk in iter_chunks_sync(source):

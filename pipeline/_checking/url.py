@@ -102,10 +102,10 @@ def check_url(
             # The report needs no events, and the Conversation only if it shows it.
             return await stream.drain(conversation=conversation)
 
-    import anyio  # only a URL needs an event loop: `check FILE` never imports it
+    from agui_pipeline._engine.incremental import run_in_loop
 
     try:
-        return anyio.run(main)
+        return run_in_loop(main)
     finally:
         if progress is not None:
             progress.close()

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Unpack
 
 from agui_pipeline._engine.contract import check_forms, declared_form, factory_name
-from agui_pipeline._engine.incremental import Incremental, in_event_loop
+from agui_pipeline._engine.incremental import Incremental, in_event_loop, run_in_loop
 from agui_pipeline._engine.order import (
     canonical_order,
     default_decoder,
@@ -205,9 +206,7 @@ def run_sync(
     """
     chosen = pipeline or Pipeline()
     if not in_event_loop():
-        import anyio
-
-        return anyio.run(lambda: chosen.run(source, run_input=run_input))
+        return run_in_loop(partial(chosen.run, source, run_input=run_input))
     check_source(source)
     stream = chosen.incremental(run_input=run_input)
     events: list[AnyEvent] = []

@@ -209,19 +209,32 @@ async def replay_fixture(fixture: Fixture, source: Source | None = None) -> Fixt
     replay = FixtureReplay(fixture, prepared.body, list(prepared.diagnostics))
     pipeline = Pipeline(peer_max_protocol_version=version)
     try:
-        replay.result = await pipeline.run(
-            fixture.sse() if source is None else source, run_input=prepared.body
-        )
+        if source is None and expectations(fixture)[0].keys() <= VERDICT_KEYS:
+            from agui_pipeline._engine.judge import judge_file
+
+            replay.result = judge_file(pipeline, fixture.sse(), prepared.body)
+        if replay.result is None:
+            replay.result = await pipeline.run(
+                fixture.sse() if source is None else source, run_input=prepared.body
+            )
     except Exception as exc:  # a bug in a stage: report it on this fixture, go on
         replay.crash = f"{type(exc).__name__}: {exc}"
     return replay
 
 
+VERDICT_KEYS = frozenset(
+    {"outcome", "errorContains", "warnings", "noWarnings", "request", "requestAbsentPaths"}
+)
+"""The ``expect`` keys that read no event and no Conversation: a fixture that asks only
+these is replayed in judge mode where the native core is built (``_engine/judge.py``: no
+event built when the judge finds the stream clean, the pipeline otherwise)."""
+
+
 def run_fixture(fixture: Fixture, source: Source | None = None) -> FixtureReplay:
     """:func:`replay_fixture` from synchronous code (starts an event loop)."""
-    import anyio  # here: `check` reads a fixture's stream with this module, without a loop
+    from agui_pipeline._engine.incremental import run_in_loop
 
-    return anyio.run(replay_fixture, fixture, source)
+    return run_in_loop(replay_fixture, fixture, source)
 
 
 # -- checking -----------------------------------------------------------------------------

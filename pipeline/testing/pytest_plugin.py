@@ -27,8 +27,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import pytest
+from agui_pipeline._engine.incremental import run_in_loop
 from agui_pipeline._engine.pipeline import Pipeline
 from agui_pipeline._engine.result import RunResult
 from agui_pipeline.batch import Event
@@ -121,6 +121,6 @@ def agui_run() -> Iterator[Callable[..., RunResult]]:
                 async with HttpAgent(url, pipeline=pipeline, headers=headers) as agent:
                     return await agent.run(run_input)
 
-            return anyio.run(main)
+            return run_in_loop(main)
 
         yield run
