@@ -30,6 +30,7 @@ from agui_pipeline.batch import Batch, empty_batch
 from agui_pipeline.catalog import PARSE_INCOMPLETE_FRAME
 from agui_pipeline.options import Limits
 from agui_pipeline.stage import StreamContext
+from agui_pipeline.stages.reconcile import Reconcile
 from agui_pipeline.subscribers import JsonLinesSink
 from agui_pipeline.testing.workload import DECLARATION, events
 from hypothesis import HealthCheck, given, settings
@@ -1050,9 +1051,14 @@ def _drained(make: Callable[[], Pipeline], reads: list[bytes], run_input: Any = 
 
 
 def _builds_nothing(session: Any) -> bool:
-    """Whether the session's judge builds no event and hands none to a stage."""
+    """Whether the session's judge builds no event but those a declaration's reconcile
+    reads, and hands them to reconcile alone."""
     front = session.front if isinstance(session, JudgedSession) else None
-    return front is not None and not front._builds and not front.tail.stages
+    return (
+        front is not None
+        and not front._builds
+        and all(type(stage) is Reconcile for stage in front.tail.stages)
+    )
 
 
 @pytest.mark.parametrize("framing", list(ENCODINGS))
@@ -1134,7 +1140,13 @@ _DRAINS: list[tuple[str, Callable[[], Pipeline], bool, bool]] = [
     ("the default pipeline", Pipeline, False, False),
     ("the default pipeline, the Conversation kept", Pipeline, True, True),
     ("no Conversation built", lambda: Pipeline(conversation=False), True, False),
-    ("a declaration", lambda: Pipeline(capabilities=DECLARATION), False, True),
+    ("a declaration", lambda: Pipeline(capabilities=DECLARATION), False, False),
+    (
+        "a declaration, the Conversation kept",
+        lambda: Pipeline(capabilities=DECLARATION),
+        True,
+        True,
+    ),
     ("a handler", lambda: Pipeline(handlers={"*": lambda event: None}), False, True),
     ("a sink", lambda: Pipeline(sinks=[JsonLinesSink(_ignored)]), False, True),
     ("a stage of yours after lint", lambda: Pipeline().insert_after("lint", _Yours), False, True),
@@ -1162,6 +1174,52 @@ def test_what_a_drain_for_the_verdict_leaves_to_deliver_mode(
     assert isinstance(session, JudgedSession) and session.judging, what
     assert _builds_nothing(session) is not builds, what
     assert_same(make, reads, drained=not kept, what=what)
+
+
+@pytest.mark.parametrize(("what", "declaration", "said"), DECLARED, ids=[d[0] for d in DECLARED])
+@pytest.mark.parametrize(("shape", "cut"), READS, ids=[shape for shape, _ in READS])
+def test_a_declared_stream_drained_for_its_verdict_is_held_to_its_declaration(
+    what: str, declaration: dict[str, Any], said: list[str], shape: str, cut: Callable[..., Any]
+) -> None:
+    """The judge builds only the events reconcile reads, where they stood, and reconcile's
+    findings are the reference's, word for word."""
+    reads = cut(_sse(CALLING))
+
+    def make() -> Pipeline:
+        return Pipeline(capabilities=copy.deepcopy(declaration))
+
+    session, _ = _drained(make, reads)
+    assert _builds_nothing(session) and session.judging, what
+    assert [type(stage) for stage in session.front.tail.stages] == [Reconcile]
+    outcome = assert_same(make, reads, drained=True, what=f"declared {what}, {shape}, drained")
+    said_here = "\n".join(outcome["diagnostics"])
+    for prefix in said:
+        assert prefix in said_here, f"{what}: reconcile did not say {prefix}"
+
+
+@pytest.mark.parametrize("at", [0, 1, 100, 190])
+@pytest.mark.parametrize("limit", [None, 8_192])
+def test_a_declared_stream_drained_and_handed_over_is_reconciled_once(
+    at: int, limit: int | None
+) -> None:
+    """At a handover (the judge unsure, or the reads held at the bound), reconcile has seen
+    the events the judge built and reads on from there; the stages that saw none are fed
+    the reads the judge passed."""
+    reads = random_reads(_sse(_with_unsure_at(at)), 5)
+    said: list[Any] = []
+
+    def make() -> Pipeline:
+        limits = Limits() if limit is None else Limits(max_held_bytes=limit)
+        declaration = _declared(state={"snapshots": False, "deltas": False})
+        return Pipeline(capabilities=declaration, limits=limits, on_diagnostic=said.append)
+
+    session, _ = _drained(make, reads)
+    assert _builds_nothing(session) and not session.judging
+    heard, said[:] = list(said), []
+    outcome = assert_same(make, reads, drained=True, what=f"declared, a chunk at {at}, drained")
+    summaries = [d for d in outcome["diagnostics"] if "reconcile.run-summary" in d]
+    assert len(summaries) == sum(1 for event in CLEAN if event["type"] == "RUN_STARTED")
+    assert len(heard) == len(outcome["diagnostics"]), "on_diagnostic heard a finding twice"
 
 
 async def _arriving(reads: list[bytes]) -> Any:

@@ -64,7 +64,7 @@ from agui_pipeline._proto import TRANSPORT as PROTO_TRANSPORT
 from agui_pipeline.batch import Batch, Event, empty_batch
 from agui_pipeline.stage import Decoder, RunRecord, Stage, StreamContext
 from agui_pipeline.stages.parse import BOM
-from agui_pipeline.stages.reconcile import Reconcile
+from agui_pipeline.stages.reconcile import EVIDENCE_TYPES, Reconcile
 
 if TYPE_CHECKING:
     from agui_pipeline._engine.core import StagePlan
@@ -77,17 +77,13 @@ def open_session(plan: StagePlan, ctx: StreamContext, *, verdict_only: bool = Fa
 
     ``verdict_only``: the caller keeps neither the events nor the Conversation
     (``EventStream.drain(conversation=False)``). Where nothing after lint reads the events
-    either (:func:`~agui_pipeline._engine.judging.reads_no_event`, and no declaration), the
-    judge builds none: judge mode on a stream read as it arrives."""
+    either (:func:`~agui_pipeline._engine.judging.reads_no_event`) but a declaration's
+    reconcile, the judge builds none but those reconcile reads: judge mode on a stream read
+    as it arrives."""
     if _cores.native is not None and delivers(plan, ctx):
         upto = stands_in(plan, ctx.options)
         assert upto is not None
-        builds = not (
-            verdict_only
-            and upto is LAST_JUDGED
-            and ctx.options.capabilities is None
-            and reads_no_event(plan, ctx.options)
-        )
+        builds = not (verdict_only and upto is LAST_JUDGED and reads_no_event(plan, ctx.options))
         if ctx.run_input is None or upto is not LAST_JUDGED:  # only lint's rules read it
             return JudgedSession(plan, ctx, upto, None, builds)
         answering = input_for_judge(ctx.run_input)
@@ -146,7 +142,8 @@ class JudgedFront(Decoder):
         stages = route.stages
         cut = next(at for at, stage in enumerate(stages) if type(stage) is upto) + 1
         front, tail = stages[:cut], stages[cut:]
-        if upto is LAST_JUDGED and session.context.options.capabilities is not None:
+        declared = upto is LAST_JUDGED and session.context.options.capabilities is not None
+        if declared:
             reconcile = next(stage for stage in front if type(stage) is Reconcile)
             front.remove(reconcile)
             tail.insert(0, reconcile)
@@ -154,14 +151,18 @@ class JudgedFront(Decoder):
         """Parse's stages up to ``upto`` but a declaration's reconcile: what the judge stands
         in for."""
         self._builds = builds
-        """Whether the judge builds the events it passes; if not (a verdict alone is wanted,
-        :func:`open_session`), nothing runs on them, and at a handover the reference reads
-        the stream from its first byte."""
-        self.tail = Route(tail if builds else [], route.built_in, route.run_type)
+        """Whether the judge builds the events it passes. If not (the verdict alone is
+        wanted, :func:`open_session`), it builds only those a declaration's reconcile reads,
+        and reconcile alone runs on them."""
+        seen = tail if builds else tail[:1] if declared else []
+        self._unseen = tail[len(seen) :]
+        """The stages after ``upto`` a judge that builds no event hands nothing to (metadata,
+        dispatch): at a handover, the reads it passed go through them too."""
+        self.tail = Route(seen, route.built_in, route.run_type)
         """What runs on the events the judge passes: the stages after ``upto`` (reconcile
         first when the judge stands in up to lint and there is a declaration to hold the
-        stream to), the same stage objects the reference's route holds; none where the
-        judge builds no event."""
+        stream to), the same stage objects the reference's route holds; reconcile alone, or
+        nothing, where the judge builds no event."""
         self.judge: Judge | None = None
         self.held: list[bytes] = []
         """The reads fed so far, for the reference to take over from."""
@@ -193,6 +194,7 @@ class JudgedFront(Decoder):
                 ctx.limits,
                 delivers=self._builds,
                 input=self._answering,
+                only=None if self._builds or not self.tail.stages else EVIDENCE_TYPES,
                 upto=self._upto,
             )
             events = judge.feed(head.removeprefix(BOM))
@@ -208,23 +210,28 @@ class JudgedFront(Decoder):
     def finish(self) -> Batch:
         judge = self.judge
         if judge is None or not judge.finish():
-            replayed = self._hand_over(None)
-            return replayed + self._parse.finish()
+            self._hand_over(None)
+            return self._parse.finish()
         if judge.noted:
             self._run = record_runs(self.ctx, judge.take_runs(), self._run)
+        events = judge.take_ended()  # a JSON line the stream ends without a newline
+        batch = empty_batch() if events is None else self._batch(judge, events)
         if not self._builds:
             counters = self.ctx.counters
             counters.read = counters.delivered = judge.read  # as judge mode counts them
-            return empty_batch()
-        events = judge.take_ended()  # a JSON line the stream ends without a newline
-        return empty_batch() if events is None else self._batch(judge, events)
+        return batch
 
     def _batch(self, judge: Judge, events: list[Event]) -> Batch:
         """The events ``judge`` passed and built, each one frame. A read of several handed on
         to metadata says which ones it must read (``Batch.marked``); a live read of one event
-        does not ask: metadata's test of one event costs less than the asking."""
+        does not ask: metadata's test of one event costs less than the asking. A judge that
+        builds only reconcile's events says where each stood among those it passed."""
         counters = self.ctx.counters
         start = counters.read
+        if not self._builds:
+            at = judge.take_marked()
+            counters.read = judge.read
+            return Batch(events, [start + position for position in at], objects=True)
         counters.read = end = start + len(events)
         if end == start + 1:  # a live read: its one type read here, not by ``Batch.types``
             return Batch(events, [start], [events[0]["type"]], objects=True)
@@ -243,27 +250,28 @@ class JudgedFront(Decoder):
         """The reference takes over: the reads held go through parse and the stages the
         judge stood in for, their events dropped — the route's stages have seen them — so
         that every stage holds what it would have held; then the session's decoder and route
-        are the reference's, and ``chunk`` its first read. Where the judge built no event,
-        no stage has seen one: the reference reads the held reads and ``chunk`` as one read,
-        from the stream's first byte, and what parse makes of it is this read's batch."""
+        are the reference's, and ``chunk`` its first read. Where the judge built no event
+        (the verdict alone), the stages after it that saw none (metadata, dispatch) are fed
+        them too, and they count as delivered, as the session counts what it delivers."""
         ctx = self.ctx
         ctx.counters.read = 0  # what the judge counted, the reference counts again
         ctx.bytes_read = 0
         if self._upto is LAST_JUDGED:  # else verify, in the route, recorded them as itself
             ctx.runs.clear()
             ctx.runs_unlisted.clear()
-        front, parse = StageRun(self._front), self._parse
+        if self._unseen:  # the session counted the events reconcile saw as delivered
+            ctx.counters.delivered = 0
+        front, parse = StageRun(self._front + self._unseen), self._parse
         held, self.held, self.held_bytes = self.held, [], 0
         session = self._session
-        if not self._builds:
-            session.decoder, session.route = parse, self._route
-            whole = b"".join([*held, chunk or b""])
-            return parse.feed(whole) if whole else empty_batch()
         try:
             for read in held:
                 batch = parse.feed(read)
                 if batch.events:
-                    front.run(batch)
+                    passed = front.run(batch)
+                    if self._unseen and passed.events:  # delivered now: no stage saw them
+                        ctx.counters.delivered += len(passed.events)
+                        session.last_delivered = passed.indices[-1]
         except Exception as error:
             raise RuntimeError(
                 "internal error: the reference rejected frames the native judge passed "

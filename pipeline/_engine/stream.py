@@ -148,9 +148,10 @@ class EventStream:
         ``conversation=False`` keeps the Conversation out of the result too (the
         pipeline's Conversation still bounds the stream by its limits, so the verdict
         is the one a drain with it gives), as does ``Pipeline(conversation=False)``.
-        Then, where nothing else reads the events (the default stages, no handler,
-        sink or declaration), the native core judges the stream without building them
-        (``docs/performance.md``, "Judge mode").
+        Then, where nothing else reads the events (the default stages, no handler or
+        sink), the native core judges the stream without building them, but those a
+        declaration's reconcile reads (``docs/performance.md``, "A stream read as it
+        arrives").
         """
         verdict_only = not (conversation and self.context.options.conversation)
         self._verdict_only = verdict_only
