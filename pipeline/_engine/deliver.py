@@ -154,6 +154,9 @@ class JudgedFront(Decoder):
         """Whether the judge builds the events it passes. If not (the verdict alone is
         wanted, :func:`open_session`), it builds only those a declaration's reconcile reads,
         and reconcile alone runs on them."""
+        self._only = EVIDENCE_TYPES if declared and not builds else None
+        """The types of the events a judge that builds no event builds all the same: those
+        reconcile reads, where there is a declaration."""
         seen = tail if builds else tail[:1] if declared else []
         self._unseen = tail[len(seen) :]
         """The stages after ``upto`` a judge that builds no event hands nothing to (metadata,
@@ -194,7 +197,7 @@ class JudgedFront(Decoder):
                 ctx.limits,
                 delivers=self._builds,
                 input=self._answering,
-                only=None if self._builds or not self.tail.stages else EVIDENCE_TYPES,
+                only=self._only,
                 upto=self._upto,
             )
             events = judge.feed(head.removeprefix(BOM))
@@ -216,9 +219,9 @@ class JudgedFront(Decoder):
             self._run = record_runs(self.ctx, judge.take_runs(), self._run)
         events = judge.take_ended()  # a JSON line the stream ends without a newline
         batch = empty_batch() if events is None else self._batch(judge, events)
-        if not self._builds:
-            counters = self.ctx.counters
-            counters.read = counters.delivered = judge.read  # as judge mode counts them
+        if not self._builds:  # every event read is one the pipeline would have delivered;
+            counters = self.ctx.counters  # the session adds this batch's as it delivers it
+            counters.read, counters.delivered = judge.read, judge.read - len(batch.events)
         return batch
 
     def _batch(self, judge: Judge, events: list[Event]) -> Batch:
@@ -259,7 +262,7 @@ class JudgedFront(Decoder):
         if self._upto is LAST_JUDGED:  # else verify, in the route, recorded them as itself
             ctx.runs.clear()
             ctx.runs_unlisted.clear()
-        if self._unseen:  # the session counted the events reconcile saw as delivered
+        if not self._builds:  # the session counted the events reconcile saw as delivered
             ctx.counters.delivered = 0
         front, parse = StageRun(self._front + self._unseen), self._parse
         held, self.held, self.held_bytes = self.held, [], 0
@@ -269,7 +272,7 @@ class JudgedFront(Decoder):
                 batch = parse.feed(read)
                 if batch.events:
                     passed = front.run(batch)
-                    if self._unseen and passed.events:  # delivered now: no stage saw them
+                    if not self._builds and passed.events:  # delivered now: none was
                         ctx.counters.delivered += len(passed.events)
                         session.last_delivered = passed.indices[-1]
         except Exception as error:
