@@ -609,6 +609,8 @@ async def _guides_library_2(url: str) -> None:  # docs/guides/library.md
 async def _guides_library_3(url: str) -> None:  # docs/guides/library.md
     judged = await Pipeline().open(source).drain()
     print(judged.verdict.outcome, len(judged.events), judged.counters.delivered)
+    verdict = await Pipeline().open(source).drain(conversation=False)
+    print(verdict.verdict.outcome, verdict.materialised)  # completed None
 
 
 async def _guides_library_4(url: str) -> None:  # docs/guides/library.md
