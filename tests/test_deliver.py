@@ -1262,3 +1262,47 @@ def test_check_drains_a_live_stream_for_its_verdict_unless_it_shows_the_conversa
     assert _builds_nothing(sessions[0]) is not conversation
     assert (results["pure"][-1] is None) is not conversation
     assert results["native"] == results["pure"]
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["undeclared", "declared"])
+def test_a_drained_stream_that_stalls_is_ended_by_the_idle_window_as_on_the_reference(
+    declared: bool,
+) -> None:
+    """The judge counts the events as it reads them, so the idle window restarts on each; a
+    producer that goes quiet mid-run is ended by it, and the run left open makes the
+    reference take over: the truncation, its place and the runs are the pure core's."""
+    stream = list(CALLING[:150])  # a run still open at its last event
+    reads = [frame + b"\n\n" for frame in _sse(stream).split(b"\n\n") if frame]
+
+    async def stalled() -> Any:
+        for read in reads:
+            yield read
+        await anyio.sleep_forever()
+
+    def make() -> Pipeline:
+        declaration = DECLARATION if declared else None
+        return Pipeline(capabilities=declaration, idle_timeout=0.2)
+
+    results = {}
+    for core in ("native", "pure"):
+
+        async def read() -> Any:
+            stream = make().open(stalled())
+            with anyio.fail_after(10):
+                result = await stream.drain(conversation=False)
+            return stream._session, result
+
+        with running(core):
+            session, result = anyio.run(read)
+        results[core] = (
+            result.verdict.to_dict(),
+            [d.to_dict() for d in result.diagnostics],
+            result.counters,
+            [run.to_dict() for run in result.runs],
+        )
+        if core == "native":
+            assert _builds_nothing(session) and not session.judging
+    assert results["native"] == results["pure"]
+    verdict, diagnostics, counters, _ = results["pure"]
+    assert verdict["outcome"] == "truncated" and counters.read == len(stream)
+    assert "source.idle-timeout" in [d["code"] for d in diagnostics]
