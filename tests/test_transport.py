@@ -359,7 +359,7 @@ async def test_every_fixture_passes_over_http(
         replay.request = corpus_server.replay.requests[-1][1]  # the body as the agent got it
     report = check_fixture(replay)
     assert report.passed, report.line()
-    in_memory = await replay_fixture(fixture)
+    in_memory = await replay_fixture(fixture, fixture.sse())  # the pipeline's: events kept
     assert replay.result is not None and in_memory.result is not None
     assert replay.result.verdict.to_dict() == in_memory.result.verdict.to_dict()
     assert replay.result.events == in_memory.result.events
