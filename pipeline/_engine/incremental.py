@@ -116,9 +116,6 @@ def in_event_loop() -> bool:
     return False
 
 
-__all__ = ["Incremental"]
-
-
 def run_in_loop(function: Callable[..., Awaitable[T]], *args: Any) -> T:
     """``anyio.run(function, *args)``, from synchronous code, with ``function``'s answer
     handed back past the loop's main task rather than as its result.
@@ -137,3 +134,6 @@ def run_in_loop(function: Callable[..., Awaitable[T]], *args: Any) -> T:
 
     anyio.run(main)
     return answer[0]
+
+
+__all__ = ["Incremental"]

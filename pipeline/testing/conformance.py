@@ -209,14 +209,14 @@ async def replay_fixture(fixture: Fixture, source: Source | None = None) -> Fixt
     replay = FixtureReplay(fixture, prepared.body, list(prepared.diagnostics))
     pipeline = Pipeline(peer_max_protocol_version=version)
     try:
-        if source is None and expectations(fixture)[0].keys() <= VERDICT_KEYS:
-            from agui_pipeline._engine.judge import judge_file
+        if source is None:
+            source = fixture.sse()
+            if expectations(fixture)[0].keys() <= VERDICT_KEYS:
+                from agui_pipeline._engine.judge import judge_file
 
-            replay.result = judge_file(pipeline, fixture.sse(), prepared.body)
+                replay.result = judge_file(pipeline, source, prepared.body)
         if replay.result is None:
-            replay.result = await pipeline.run(
-                fixture.sse() if source is None else source, run_input=prepared.body
-            )
+            replay.result = await pipeline.run(source, run_input=prepared.body)
     except Exception as exc:  # a bug in a stage: report it on this fixture, go on
         replay.crash = f"{type(exc).__name__}: {exc}"
     return replay
