@@ -336,6 +336,21 @@ def in_a_child(script: str) -> str:
     )
 
 
+def child_prints(script: str, timeout: float) -> str:
+    """What ``script`` prints, run by ``python -c`` from the repository root as this process
+    runs its stages (:func:`in_a_child`): a child of its own, so its peak memory is its own
+    (``tests/peak.py``). A child that fails fails the test, with the end of what it said."""
+    done = subprocess.run(
+        [sys.executable, "-c", in_a_child(script)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 def through_built_in(stages: list[Stage], batch: Batch) -> Batch:
     """``batch`` through built-in ``stages`` as the engine runs them (the implementation
     ``built_in_run`` chose): what the last passed. A fault is raised as itself, its

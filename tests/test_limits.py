@@ -22,7 +22,7 @@ import pytest
 from agui_pipeline import Limits, Outcome, Pipeline
 from agui_pipeline.model.patch import size
 
-from tests.conftest import ROOT, in_a_child, run
+from tests.conftest import ROOT, child_prints, in_a_child, run
 from tests.peak import peak_kib
 from tests.streams import encode
 
@@ -378,7 +378,6 @@ def test_a_million_hostile_events_are_rejected_at_the_limit_in_bounded_memory() 
     """
     script = textwrap.dedent(
         """
-        import sys
         import anyio
         from agui_pipeline import Pipeline
         from tests.peak import peak_kib
@@ -391,15 +390,7 @@ def test_a_million_hostile_events_are_rejected_at_the_limit_in_bounded_memory() 
               before // 1024, after // 1024)
         """
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", in_a_child(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    code, index, read, before_mb, after_mb = completed.stdout.split()
+    code, index, read, before_mb, after_mb = child_prints(script, timeout=300).split()
     limit = Limits().max_open_items
     assert code == "limit.open-items"
     assert int(index) == limit + 1  # RUN_STARTED, then the limit's worth of messages
@@ -587,15 +578,7 @@ def test_memory_under_an_endless_stream_of_runs_is_flat() -> None:
         print(result.verdict.outcome, len(result.runs))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", in_a_child(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    figures, verdict = done.stdout.splitlines()
+    figures, verdict = child_prints(script, timeout=120).splitlines()
     at_8s, at_16s, runs = figures.split()
     assert verdict.split()[0] == "completed"
     assert int(runs) > 100_000  # enough runs for growth to show
@@ -670,15 +653,7 @@ def test_no_shape_takes_the_default_pipeline_past_a_gigabyte(shape: str) -> None
         print(result.verdict.outcome, peak_mb())
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", in_a_child(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    outcome, peak_mb = done.stdout.split()
+    outcome, peak_mb = child_prints(script, timeout=180).split()
     assert outcome in ("rejected", "truncated")  # each shape is cut, or opens a run never closed
     limit = 1024 if "deltas" not in shape else 80  # the deltas: text plus one string per join
     assert int(peak_mb) < limit, (shape, peak_mb)

@@ -12,7 +12,6 @@ import base64
 import json
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from agui_pipeline.subscribers import encode_sse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT, SpecArtifacts, in_a_child, spec_artifacts
+from tests.conftest import SpecArtifacts, child_prints, spec_artifacts
 
 HERE = Path(__file__).resolve().parent
 REFERENCE_DIR = HERE / ".npm"
@@ -806,14 +805,6 @@ def test_a_full_frame_of_empty_messages_is_refused_in_bounded_memory() -> None:
         print(error.code if error is not None else None, peak_kib() - before)
         """
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", in_a_child(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    code, grown = completed.stdout.split()
+    code, grown = child_prints(script, timeout=300).split()
     assert code == "limit.frame-entries"
     assert int(grown) < 200 * 1024, f"{grown} KiB"
