@@ -7,10 +7,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from types import ModuleType
 from typing import Any
 
-from agui_pipeline import _cores
+from agui_pipeline import RunResult, _cores
 
 from tests.conftest import unavailable
 
@@ -50,3 +51,16 @@ def shown(value: Any) -> str:
         return repr(value)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def seen(result: RunResult) -> dict[str, Any]:
+    """Everything ``check`` reports of a result, by part."""
+    return {
+        "verdict": shown(result.verdict.to_dict()),
+        "diagnostics": [shown(d.to_dict()) for d in result.diagnostics],
+        "suppressed": result.suppressed,
+        "counters": asdict(result.counters),
+        "transport": result.transport,
+        "runs": [shown((run.to_dict(), run.ended_at, run.superseded)) for run in result.runs],
+        "run counts": result.run_counts,
+    }

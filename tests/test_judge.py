@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from hypothesis import strategies as st
 
 from tests import streams
 from tests.conftest import corpus_paths
-from tests.cores import native_module, shown
+from tests.cores import native_module, seen
 from tests.test_core_differential import SHIPPED, SMALL_LIMITS, framing_pieces, random_input
 from tests.test_deliver import CALLING, DECLARED, answered_input, declaration
 
@@ -49,19 +48,6 @@ def _native(python_stages: None) -> None:
     """The native core for the judge; the Python stages from the first read for the
     pipeline it is held to (not deliver mode, which runs the same judge)."""
     native_module()  # skips (full tier: fails) without the native core
-
-
-def seen(result: RunResult) -> dict[str, Any]:
-    """Everything ``check`` reports of a result, by part."""
-    return {
-        "verdict": shown(result.verdict.to_dict()),
-        "diagnostics": [shown(d.to_dict()) for d in result.diagnostics],
-        "suppressed": result.suppressed,
-        "counters": asdict(result.counters),
-        "transport": result.transport,
-        "runs": [shown((run.to_dict(), run.ended_at, run.superseded)) for run in result.runs],
-        "run counts": result.run_counts,
-    }
 
 
 def judged_alike(path: Path, pipeline: Pipeline, run_input: Any = None) -> bool:
