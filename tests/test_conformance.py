@@ -30,7 +30,7 @@ from agui_pipeline.testing.conformance import (
     subset_mismatch,
 )
 
-from tests.conftest import corpus_file, corpus_paths, spec_artifacts
+from tests.conftest import corpus_file, corpus_paths, never_judged, spec_artifacts
 
 pytestmark = pytest.mark.usefixtures("built_in_run")  # every rule on every path (conftest)
 
@@ -69,7 +69,7 @@ def test_a_fixture_that_asks_for_its_verdict_alone_is_judged_as_the_pipeline_jud
         if fixture.name in judged:
             assert replay.result is not None and replay.result.materialised is None
             with monkeypatch.context() as replayed:
-                replayed.setattr(judge_module, "judges", lambda pipeline: False)
+                replayed.setattr(judge_module, "judges", never_judged)
                 piped = run_fixture(fixture)
             assert check_fixture(piped).to_dict() == report.to_dict()
             assert [str(d) for d in piped.warnings] == [str(d) for d in replay.warnings]
